@@ -1,0 +1,118 @@
+#include "args.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+#include "gossamer/core/json.hpp"
+
+namespace gossamer::cli {
+
+std::optional<std::string> ParsedArgs::value(const std::string& name) const {
+    auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+}
+
+std::int64_t ParsedArgs::integer(const std::string& name, std::int64_t fallback, std::int64_t lo,
+                                 std::int64_t hi) const {
+    auto v = value(name);
+    if (!v) return fallback;
+    std::int64_t out = 0;
+    auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+    if (ec != std::errc() || ptr != v->data() + v->size())
+        throw UsageError(fmt::format("--{}: \"{}\" is not an integer", name, *v));
+    if (out < lo || out > hi)
+        throw UsageError(fmt::format("--{}: {} is out of range; use a value from {} to {}", name,
+                                     out, lo, hi));
+    return out;
+}
+
+double ParsedArgs::number(const std::string& name, double fallback) const {
+    auto v = value(name);
+    if (!v) return fallback;
+    double out = 0;
+    auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+    if (ec != std::errc() || ptr != v->data() + v->size() || !std::isfinite(out))
+        throw UsageError(fmt::format("--{}: \"{}\" is not a finite number", name, *v));
+    return out;
+}
+
+ArgParser::ArgParser(std::string command, std::string usage, std::string summary,
+                     std::vector<OptionSpec> options, std::size_t positional)
+    : command_(std::move(command)),
+      usage_(std::move(usage)),
+      summary_(std::move(summary)),
+      options_(std::move(options)),
+      positional_(positional) {}
+
+void ArgParser::fail(const std::string& what) const {
+    throw UsageError(fmt::format("{}: {}; see '{} --help'", command_, what, command_));
+}
+
+const OptionSpec* ArgParser::find(const std::string& name) const {
+    for (const auto& o : options_)
+        if (o.name == name) return &o;
+    return nullptr;
+}
+
+ParsedArgs ArgParser::parse(const std::vector<std::string>& args) const {
+    ParsedArgs out;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--help" || a == "-h") {
+            out.help = true;
+            return out;
+        }
+        if (a.rfind("--", 0) != 0 || a == "--") {
+            if (a.size() > 1 && a[0] == '-' && a != "-")
+                fail(fmt::format("unknown option '{}'", a));
+            out.positional.push_back(a);
+            continue;
+        }
+        std::string name = a.substr(2), value;
+        bool inline_value = false;
+        if (auto eq = name.find('='); eq != std::string::npos) {
+            value = name.substr(eq + 1);
+            name = name.substr(0, eq);
+            inline_value = true;
+        }
+        const OptionSpec* spec = find(name);
+        if (!spec) {
+            std::vector<std::string> names;
+            for (const auto& o : options_) names.push_back(o.name);
+            auto near = json::closest(name, names);
+            fail(near ? fmt::format("unknown option '--{}' (did you mean '--{}'?)", name, *near)
+                      : fmt::format("unknown option '--{}'", name));
+        }
+        if (spec->metavar.empty()) {
+            if (inline_value) fail(fmt::format("option '--{}' takes no value", name));
+            out.flags.insert(name);
+            continue;
+        }
+        if (!inline_value) {
+            if (i + 1 >= args.size()) fail(fmt::format("option '--{}' needs a value", name));
+            value = args[++i];
+        }
+        out.values[name] = value;
+    }
+    if (out.positional.size() < positional_)
+        fail(fmt::format("missing argument{} ({})", positional_ > 1 ? "s" : "", usage_));
+    if (out.positional.size() > positional_)
+        fail(fmt::format("unexpected argument '{}'", out.positional[positional_]));
+    return out;
+}
+
+std::string ArgParser::help() const {
+    std::string out = fmt::format("usage: {} {}\n\n{}\n", command_, usage_, summary_);
+    if (!options_.empty()) out += "\noptions:\n";
+    for (const auto& o : options_) {
+        std::string left = "--" + o.name + (o.metavar.empty() ? "" : " " + o.metavar);
+        out += fmt::format("  {:<24} {}\n", left, o.help);
+    }
+    out += fmt::format("  {:<24} {}\n", "--help", "show this help");
+    return out;
+}
+
+}  // namespace gossamer::cli

@@ -1,0 +1,12 @@
+#pragma once
+/// The subcommands of the gossamer binary. Each takes the words after its name and returns the
+/// exit status; errors are thrown and turned into one line and a status by main().
+
+#include <string>
+#include <vector>
+
+namespace gossamer::cli {
+
+int run_topo(const std::vector<std::string>& args);
+
+}  // namespace gossamer::cli

@@ -1,0 +1,61 @@
+// The gossamer binary: dispatches to subcommands and turns errors into one line and an exit
+// status (2 for bad input or usage, 1 for anything unexpected).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "gossamer/core/error.hpp"
+#include "gossamer/core/version.hpp"
+
+namespace {
+
+const char* kHelp = R"(usage: gossamer COMMAND [options]
+
+Gossamer: decentralized (gossip) training on heterogeneous clusters.
+
+commands:
+  topo      topology files: show (analysis), validate, gen, matrix, dot
+
+'gossamer COMMAND --help' describes a command. Exit status: 0 success, 1 internal error,
+2 bad input or usage. Logging: GOSSAMER_LOG_LEVEL=error|warn|info|debug|trace (stderr).
+)";
+
+int dispatch(const std::vector<std::string>& args) {
+    if (args.empty()) {
+        std::cerr << kHelp;
+        return 2;
+    }
+    const std::string& cmd = args[0];
+    if (cmd == "--help" || cmd == "-h" || cmd == "help") return std::cout << kHelp, 0;
+    if (cmd == "--version") return std::cout << "gossamer " << gossamer::kVersion << "\n", 0;
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (cmd == "topo") return gossamer::cli::run_topo(rest);
+    throw gossamer::cli::UsageError(
+        fmt::format("gossamer: unknown command '{}'; see 'gossamer --help'", cmd));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return dispatch(std::vector<std::string>(argv + 1, argv + argc));
+    } catch (const gossamer::cli::UsageError& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 2;
+    } catch (const gossamer::ConfigError& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 2;
+    } catch (const gossamer::TopologyError& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: internal: %s\n", e.what());
+        return 1;
+    }
+}

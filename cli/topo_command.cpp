@@ -1,0 +1,210 @@
+// gossamer topo show|validate|gen|matrix|dot
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "gossamer/core/log.hpp"
+#include "gossamer/core/units.hpp"
+#include "gossamer/topology/analysis.hpp"
+#include "gossamer/topology/export.hpp"
+#include "gossamer/topology/topology_file.hpp"
+
+namespace gossamer::cli {
+namespace {
+
+namespace topo = gossamer::topology;
+
+const char* kTopoHelp = R"(usage: gossamer topo COMMAND [options]
+
+Topology files: load, validate, analyse, generate and export them.
+
+commands:
+  show FILE       analysis: connectivity, stochasticity, SLEM and spectral gap, rounds to
+                  average to 1e-6, degrees, bytes per round (--json for one object)
+  validate FILE   exit 0 if the file is valid, else one line with the reason and exit 2
+  gen             write a generated family's topology file to stdout
+  matrix FILE     the mixing matrix W of one round as CSV
+  dot FILE        one round as Graphviz DOT, weights as edge labels
+
+'gossamer topo COMMAND --help' describes each command. File format: docs/topology-format.md.
+)";
+
+// Prints stage lines while long analyses run: on a terminal, one line rewritten in place;
+// otherwise only at debug log level, so piped output stays clean.
+class Progress {
+public:
+    Progress() : tty_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {}
+    ~Progress() { done(); }
+    /// Clears the progress line before the result is printed.
+    void done() {
+        if (tty_ && printed_) std::fputs("\r\033[K", stderr);
+        printed_ = false;
+    }
+    void operator()(std::string_view stage) {
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+        if (tty_) {
+            std::fprintf(stderr, "\r\033[K[%.1fs] %.*s ...", s, static_cast<int>(stage.size()),
+                         stage.data());
+            std::fflush(stderr);
+            printed_ = true;
+        } else {
+            log::debug("[{:.1f}s] {}", s, stage);
+        }
+    }
+
+private:
+    bool tty_;
+    bool printed_ = false;
+    std::chrono::steady_clock::time_point start_;
+};
+
+int show(const std::vector<std::string>& args) {
+    ArgParser p("gossamer topo show", "FILE [options]",
+                "Analyses a topology file: strong connectivity per round and over one period, "
+                "row/column stochasticity and symmetry of W, SLEM and spectral gap (of the "
+                "product over one period for a time-varying schedule; estimated for a random "
+                "one), the rounds an averaging run needs to shrink disagreement by 1e-6, degrees "
+                "and the bytes each peer sends per round.",
+                {{"json", "", "print one JSON object instead of the table"},
+                 {"model-bytes", "BYTES", "model size for the traffic figures (default 4MiB)"},
+                 {"max-rounds", "N", "cap on the averaging run (default 1000000)"},
+                 {"samples", "N", "rounds sampled for a random schedule (default 256)"},
+                 {"seed", "S", "seed of the averaging run's start vector (default 1)"}},
+                1);
+    auto a = p.parse(args);
+    if (a.help) return std::cout << p.help(), 0;
+    topo::AnalysisOptions o;
+    if (auto b = a.value("model-bytes")) {
+        auto bytes = parse_bytes(*b);
+        if (!bytes)
+            throw UsageError(fmt::format(
+                "--model-bytes: \"{}\" is not a size; write e.g. 4MiB, 100MB or 4096", *b));
+        o.model_bytes = *bytes;
+    }
+    o.max_rounds = a.integer("max-rounds", o.max_rounds, 1, INT64_MAX);
+    o.sample_rounds = a.integer("samples", o.sample_rounds, 1, 1 << 24);
+    o.seed = static_cast<std::uint64_t>(a.integer("seed", 1, 0, INT64_MAX));
+    Progress progress;
+    o.progress = std::ref(progress);
+    auto t = topo::load_topology(a.positional[0]);
+    auto report = topo::analyse(*t.schedule, o);
+    progress.done();
+    if (a.flag("json")) {
+        auto j = topo::to_json(report);
+        j["file"] = a.positional[0];
+        std::cout << j.dump(2) << "\n";
+    } else {
+        std::cout << a.positional[0] << ": " << topo::to_text(report);
+    }
+    return 0;
+}
+
+int validate(const std::vector<std::string>& args) {
+    ArgParser p("gossamer topo validate", "FILE",
+                "Checks a topology file. Exit 0 if it is valid; otherwise prints one line naming "
+                "the file, the JSON path, the problem and the fix, and exits with status 2.",
+                {}, 1);
+    auto a = p.parse(args);
+    if (a.help) return std::cout << p.help(), 0;
+    auto t = topo::load_topology(a.positional[0]);
+    std::cout << fmt::format("{}: ok: {}, {} weights\n", a.positional[0], t.schedule->describe(),
+                             topo::to_string(t.weights));
+    return 0;
+}
+
+int gen(const std::vector<std::string>& args) {
+    std::string families;
+    for (auto f : topo::family_names()) families += (families.empty() ? "" : ", ") + std::string(f);
+    ArgParser p("gossamer topo gen", "--family F --n N [options]",
+                "Writes the topology file of a generated family to stdout. Families: " + families +
+                    ".",
+                {{"family", "F", "the graph family"},
+                 {"n", "N", "number of peers"},
+                 {"seed", "S", "seed for random_matching and erdos_renyi (default 1)"},
+                 {"rows", "R", "torus rows (default: most square)"},
+                 {"cols", "C", "torus columns"},
+                 {"p", "P", "erdos_renyi edge probability"},
+                 {"weights", "W", "uniform (default), metropolis_hastings, max_degree, push_sum"},
+                 {"host", "HOST", "host of every peer (default 127.0.0.1)"},
+                 {"base-port", "PORT", "port of rank 0; rank r uses PORT + r (default 29500)"}},
+                0);
+    auto a = p.parse(args);
+    if (a.help) return std::cout << p.help(), 0;
+    if (!a.value("family")) throw UsageError("gossamer topo gen: --family is required; families: " + families);
+    if (!a.value("n")) throw UsageError("gossamer topo gen: --n is required (the number of peers)");
+    topo::FamilySpec s;
+    s.family = *a.value("family");
+    if (!topo::is_family(s.family))
+        throw UsageError(fmt::format("--family: unknown family \"{}\"; use one of {}", s.family, families));
+    s.n = static_cast<int>(a.integer("n", 0, 1, 1 << 20));
+    s.seed = static_cast<std::uint64_t>(a.integer("seed", 1, 0, INT64_MAX));
+    s.rows = static_cast<int>(a.integer("rows", 0, 1, 1 << 20));
+    s.cols = static_cast<int>(a.integer("cols", 0, 1, 1 << 20));
+    s.p = a.number("p", s.family == "erdos_renyi" ? -1.0 : 0.0);
+    if (s.family == "erdos_renyi" && !(s.p > 0.0 && s.p <= 1.0))
+        throw UsageError("--p: erdos_renyi needs an edge probability 0 < p <= 1, e.g. --p 0.3");
+    const std::string w = a.value("weights").value_or("uniform");
+    auto rule = topo::parse_weight_rule(w);
+    if (!rule || *rule == topo::WeightRule::explicit_weights)
+        throw UsageError(fmt::format("--weights: unknown rule \"{}\"; use uniform, "
+                                     "metropolis_hastings, max_degree or push_sum", w));
+    s.weights = *rule;
+    topo::LocalPeers peers;
+    peers.host = a.value("host").value_or(peers.host);
+    peers.base_port = static_cast<int>(a.integer("base-port", peers.base_port, 1, 65535));
+    if (peers.base_port + s.n - 1 > 65535)
+        throw UsageError("--base-port: the ports of all peers must stay below 65536");
+    try {
+        (void)topo::generate(s);  // validates n, weights and connectivity before printing
+    } catch (const TopologyError& e) {
+        throw UsageError(fmt::format("gossamer topo gen: {}", e.what()));
+    }
+    std::cout << topo::family_topology_json(s, peers).dump(2) << "\n";
+    return 0;
+}
+
+// matrix and dot: one round of a file.
+int export_round(const std::vector<std::string>& args, bool dot) {
+    ArgParser p(dot ? "gossamer topo dot" : "gossamer topo matrix", "FILE [--round T]",
+                dot ? "Prints round T of the topology as Graphviz DOT, with W_ij as edge labels "
+                      "and self weights in the node labels."
+                    : "Prints the mixing matrix W of round T as CSV: row i is receiver i, column "
+                      "j is sender j (x_i <- sum_j W_ij x_j).",
+                {{"round", "T", "the round (default 0)"}}, 1);
+    auto a = p.parse(args);
+    if (a.help) return std::cout << p.help(), 0;
+    const auto t = a.integer("round", 0, 0, INT64_MAX);
+    auto topology = topo::load_topology(a.positional[0]);
+    auto round = topology.schedule->at(t);
+    if (dot)
+        std::cout << topo::to_dot(*round, fmt::format("{} round {}", topology.schedule->describe(), t));
+    else
+        std::cout << topo::to_csv(round->weights);
+    return 0;
+}
+
+}  // namespace
+
+int run_topo(const std::vector<std::string>& args) {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        std::cout << kTopoHelp;
+        return args.empty() ? 2 : 0;
+    }
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    const std::string& cmd = args[0];
+    if (cmd == "show") return show(rest);
+    if (cmd == "validate") return validate(rest);
+    if (cmd == "gen") return gen(rest);
+    if (cmd == "matrix") return export_round(rest, false);
+    if (cmd == "dot") return export_round(rest, true);
+    throw UsageError(fmt::format(
+        "gossamer topo: unknown command '{}'; use show, validate, gen, matrix or dot", cmd));
+}
+
+}  // namespace gossamer::cli
