@@ -42,8 +42,9 @@ std::string parse_error_reason(const std::string& what) {
     // parsing value - invalid literal; last read: 'tru,'" -> keep what follows the last ": ".
     auto pos = what.find(": syntax error");
     if (pos != std::string::npos) return what.substr(pos + 2);
-    pos = what.rfind(": ");
-    return pos == std::string::npos ? what : what.substr(pos + 2);
+    if (what.rfind("[json.exception.", 0) == 0 && (pos = what.find("] ")) != std::string::npos)
+        return what.substr(pos + 2);
+    return what;
 }
 
 }  // namespace
@@ -57,6 +58,10 @@ Document parse_text(std::string_view text, std::string label) {
         throw ConfigError(fmt::format("{}:{}:{}", label, line, col), "",
                           "invalid JSON: " + parse_error_reason(e.what()),
                           "fix the syntax at that position");
+    } catch (const Json::exception& e) {
+        // e.g. out_of_range 406: a number too large for a double (1e999).
+        throw ConfigError(std::move(label), "", "invalid JSON: " + parse_error_reason(e.what()),
+                          "use finite numbers within the range of a double");
     }
 }
 
