@@ -1,0 +1,35 @@
+#pragma once
+/// In-memory data sets and the mini-batches models consume.
+///
+/// Features are float32, row-major (sample i occupies x[i*features .. (i+1)*features)).
+/// Classification sets carry int32 labels in [0, classes); regression sets carry float targets.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gossamer {
+
+struct Dataset {
+    std::string name;                 ///< e.g. "fashion-mnist/train", "logreg-synthetic"
+    int features = 0;                 ///< values per sample (784 for 28x28 images)
+    int classes = 0;                  ///< number of classes; 0 for regression
+    int channels = 1, height = 0, width = 0;  ///< image shape when known (features = c*h*w)
+    std::vector<float> x;             ///< size() * features values
+    std::vector<std::int32_t> labels; ///< classification: one label per sample
+    std::vector<float> targets;       ///< regression: one target per sample
+    std::int64_t size() const {
+        return features ? static_cast<std::int64_t>(x.size()) / features : 0;
+    }
+};
+
+/// A view of `size` contiguous samples (the caller owns the memory).
+struct Batch {
+    int size = 0;
+    int features = 0;
+    const float* x = nullptr;              ///< size * features values
+    const std::int32_t* labels = nullptr;  ///< size labels, or null for regression
+    const float* targets = nullptr;        ///< size targets, or null for classification
+};
+
+}  // namespace gossamer
