@@ -24,8 +24,8 @@ std::int64_t ParsedArgs::integer(const std::string& name, std::int64_t fallback,
     if (ec != std::errc() || ptr != v->data() + v->size())
         throw UsageError(fmt::format("--{}: \"{}\" is not an integer", name, *v));
     if (out < lo || out > hi)
-        throw UsageError(fmt::format("--{}: {} is out of range; use a value from {} to {}", name,
-                                     out, lo, hi));
+        throw UsageError(
+            fmt::format("--{}: {} is out of range; use a value from {} to {}", name, out, lo, hi));
     return out;
 }
 

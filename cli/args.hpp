@@ -15,7 +15,7 @@ namespace gossamer::cli {
 
 /// Wrong command-line usage: printed as one line, exit status 2.
 class UsageError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
@@ -41,7 +41,7 @@ struct ParsedArgs {
 };
 
 class ArgParser {
-public:
+  public:
     /// @param command     e.g. "gossamer topo show"
     /// @param usage       the argument synopsis, e.g. "FILE [--json]"
     /// @param summary     one paragraph for --help
@@ -53,7 +53,7 @@ public:
     ParsedArgs parse(const std::vector<std::string>& args) const;
     std::string help() const;
 
-private:
+  private:
     [[noreturn]] void fail(const std::string& what) const;
     const OptionSpec* find(const std::string& name) const;
 

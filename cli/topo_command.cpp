@@ -37,7 +37,7 @@ commands:
 // Prints stage lines while long analyses run: on a terminal, one line rewritten in place;
 // otherwise only at debug log level, so piped output stays clean.
 class Progress {
-public:
+  public:
     Progress() : tty_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {}
     ~Progress() { done(); }
     /// Clears the progress line before the result is printed.
@@ -58,7 +58,7 @@ public:
         }
     }
 
-private:
+  private:
     bool tty_;
     bool printed_ = false;
     std::chrono::steady_clock::time_point start_;
@@ -121,27 +121,29 @@ int validate(const std::vector<std::string>& args) {
 int gen(const std::vector<std::string>& args) {
     std::string families;
     for (auto f : topo::family_names()) families += (families.empty() ? "" : ", ") + std::string(f);
-    ArgParser p("gossamer topo gen", "--family F --n N [options]",
-                "Writes the topology file of a generated family to stdout. Families: " + families +
-                    ".",
-                {{"family", "F", "the graph family"},
-                 {"n", "N", "number of peers"},
-                 {"seed", "S", "seed for random_matching and erdos_renyi (default 1)"},
-                 {"rows", "R", "torus rows (default: most square)"},
-                 {"cols", "C", "torus columns"},
-                 {"p", "P", "erdos_renyi edge probability"},
-                 {"weights", "W", "uniform (default), metropolis_hastings, max_degree, push_sum"},
-                 {"host", "HOST", "host of every peer (default 127.0.0.1)"},
-                 {"base-port", "PORT", "port of rank 0; rank r uses PORT + r (default 29500)"}},
-                0);
+    ArgParser p(
+        "gossamer topo gen", "--family F --n N [options]",
+        "Writes the topology file of a generated family to stdout. Families: " + families + ".",
+        {{"family", "F", "the graph family"},
+         {"n", "N", "number of peers"},
+         {"seed", "S", "seed for random_matching and erdos_renyi (default 1)"},
+         {"rows", "R", "torus rows (default: most square)"},
+         {"cols", "C", "torus columns"},
+         {"p", "P", "erdos_renyi edge probability"},
+         {"weights", "W", "uniform (default), metropolis_hastings, max_degree, push_sum"},
+         {"host", "HOST", "host of every peer (default 127.0.0.1)"},
+         {"base-port", "PORT", "port of rank 0; rank r uses PORT + r (default 29500)"}},
+        0);
     auto a = p.parse(args);
     if (a.help) return std::cout << p.help(), 0;
-    if (!a.value("family")) throw UsageError("gossamer topo gen: --family is required; families: " + families);
+    if (!a.value("family"))
+        throw UsageError("gossamer topo gen: --family is required; families: " + families);
     if (!a.value("n")) throw UsageError("gossamer topo gen: --n is required (the number of peers)");
     topo::FamilySpec s;
     s.family = *a.value("family");
     if (!topo::is_family(s.family))
-        throw UsageError(fmt::format("--family: unknown family \"{}\"; use one of {}", s.family, families));
+        throw UsageError(
+            fmt::format("--family: unknown family \"{}\"; use one of {}", s.family, families));
     s.n = static_cast<int>(a.integer("n", 0, 1, 1 << 20));
     s.seed = static_cast<std::uint64_t>(a.integer("seed", 1, 0, INT64_MAX));
     s.rows = static_cast<int>(a.integer("rows", 0, 1, 1 << 20));
@@ -152,8 +154,10 @@ int gen(const std::vector<std::string>& args) {
     const std::string w = a.value("weights").value_or("uniform");
     auto rule = topo::parse_weight_rule(w);
     if (!rule || *rule == topo::WeightRule::explicit_weights)
-        throw UsageError(fmt::format("--weights: unknown rule \"{}\"; use uniform, "
-                                     "metropolis_hastings, max_degree or push_sum", w));
+        throw UsageError(
+            fmt::format("--weights: unknown rule \"{}\"; use uniform, "
+                        "metropolis_hastings, max_degree or push_sum",
+                        w));
     s.weights = *rule;
     topo::LocalPeers peers;
     peers.host = a.value("host").value_or(peers.host);
@@ -183,7 +187,8 @@ int export_round(const std::vector<std::string>& args, bool dot) {
     auto topology = topo::load_topology(a.positional[0]);
     auto round = topology.schedule->at(t);
     if (dot)
-        std::cout << topo::to_dot(*round, fmt::format("{} round {}", topology.schedule->describe(), t));
+        std::cout << topo::to_dot(*round,
+                                  fmt::format("{} round {}", topology.schedule->describe(), t));
     else
         std::cout << topo::to_csv(round->weights);
     return 0;

@@ -106,9 +106,9 @@ void Node::expect_object(std::initializer_list<std::string_view> allowed) const 
         for (auto a : allowed) known = known || (item.key() == a);
         if (known) continue;
         auto near = closest(item.key(), names);
-        std::string fix = near ? fmt::format("did you mean \"{}\"? allowed keys: {}", *near,
-                                             join(allowed))
-                               : fmt::format("allowed keys: {}", join(allowed));
+        std::string fix =
+            near ? fmt::format("did you mean \"{}\"? allowed keys: {}", *near, join(allowed))
+                 : fmt::format("allowed keys: {}", join(allowed));
         Node(doc_, &item.value(), path_.empty() ? item.key() : path_ + "." + item.key())
             .fail(fmt::format("unknown key \"{}\"", item.key()), fix);
     }

@@ -34,9 +34,13 @@ constexpr const char* kNames[] = {"error", "warn", "info", "debug", "trace"};
 
 }  // namespace
 
-Level level() noexcept { return static_cast<Level>(current().load(std::memory_order_relaxed)); }
+Level level() noexcept {
+    return static_cast<Level>(current().load(std::memory_order_relaxed));
+}
 
-void set_level(Level l) noexcept { current().store(static_cast<int>(l), std::memory_order_relaxed); }
+void set_level(Level l) noexcept {
+    current().store(static_cast<int>(l), std::memory_order_relaxed);
+}
 
 bool parse_level(std::string_view text, Level& out) noexcept {
     std::string lower(text);

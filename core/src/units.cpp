@@ -19,10 +19,14 @@ std::optional<std::uint64_t> parse_bytes(std::string_view text) {
         const char* name;
         std::uint64_t factor;
     };
-    static constexpr Unit units[] = {{"", 1},           {"b", 1},
-                                     {"kb", 1000},      {"mb", 1000 * 1000},
-                                     {"gb", 1000000000}, {"kib", 1024},
-                                     {"mib", 1 << 20},  {"gib", 1ull << 30}};
+    static constexpr Unit units[] = {{"", 1},
+                                     {"b", 1},
+                                     {"kb", 1000},
+                                     {"mb", 1000 * 1000},
+                                     {"gb", 1000000000},
+                                     {"kib", 1024},
+                                     {"mib", 1 << 20},
+                                     {"gib", 1ull << 30}};
     for (const auto& u : units) {
         if (suffix == u.name) {
             if (value > UINT64_MAX / u.factor) return std::nullopt;

@@ -62,14 +62,17 @@ TEST_CASE("typed reads check types and ranges") {
     CHECK(root.at("i").as_double() == 5.0);
     CHECK(root.at("s").as_string() == "ring");
     CHECK(root.at("b").as_bool());
-    CHECK(config_error([&] { root.at("i").as_int(6, 10); }).find("out of range") != std::string::npos);
-    CHECK(config_error([&] { root.at("f").as_int(); }).find("expected an integer, found a number") !=
+    CHECK(config_error([&] { root.at("i").as_int(6, 10); }).find("out of range") !=
           std::string::npos);
+    CHECK(config_error([&] {
+              root.at("f").as_int();
+          }).find("expected an integer, found a number") != std::string::npos);
     CHECK(config_error([&] { root.at("s").as_bool(); }).find("expected true or false") !=
           std::string::npos);
     CHECK(config_error([&] { root.at("nope"); }).find("missing key \"nope\"") != std::string::npos);
-    CHECK(config_error([&] { root.at("s").as_enum({"torus", "rings"}); })
-              .find("did you mean \"rings\"") != std::string::npos);
+    CHECK(config_error([&] {
+              root.at("s").as_enum({"torus", "rings"});
+          }).find("did you mean \"rings\"") != std::string::npos);
 }
 
 TEST_CASE("arrays are indexed with bounds checks") {

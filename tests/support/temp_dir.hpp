@@ -10,9 +10,10 @@
 namespace gossamer::test {
 
 class TempDir {
-public:
+  public:
     TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "gossamer-test-XXXXXX").string();
+        std::string pattern =
+            (std::filesystem::temp_directory_path() / "gossamer-test-XXXXXX").string();
         if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
         path_ = pattern;
     }
@@ -31,7 +32,7 @@ public:
         return p.string();
     }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 

@@ -99,8 +99,8 @@ Report analyse(const Schedule& s, const AnalysisOptions& o) {
             r.max_in_degree = std::max(r.max_in_degree, in);
             r.min_out_degree = std::min(r.min_out_degree, out);
             r.max_out_degree = std::max(r.max_out_degree, out);
-            sent[static_cast<std::size_t>(i)] += static_cast<double>(out) *
-                                                 static_cast<double>(o.model_bytes);
+            sent[static_cast<std::size_t>(i)] +=
+                static_cast<double>(out) * static_cast<double>(o.model_bytes);
             out_degree_sum += out;
         }
         graphs.push_back(g);
@@ -117,18 +117,20 @@ Report analyse(const Schedule& s, const AnalysisOptions& o) {
     if (!r.period) {
         // No period: estimate the per-round contraction from sampled averaging runs
         // (geometric mean over three start vectors, stopped before rounding error dominates).
-        say(o, fmt::format("estimating the per-round rate from {} sampled rounds", o.sample_rounds));
+        say(o,
+            fmt::format("estimating the per-round rate from {} sampled rounds", o.sample_rounds));
         double log_rate = 0;
         for (std::uint64_t k = 0; k < 3; ++k) {
             double last = 1.0;
             std::int64_t rounds_run = 0;
-            averaging_run(s, o.sample_rounds, derive_seed(o.seed, k), [&](std::int64_t t, double rel) {
-                if (rel > 0) {
-                    last = rel;
-                    rounds_run = t;
-                }
-                return rel > 1e-12;
-            });
+            averaging_run(s, o.sample_rounds, derive_seed(o.seed, k),
+                          [&](std::int64_t t, double rel) {
+                              if (rel > 0) {
+                                  last = rel;
+                                  rounds_run = t;
+                              }
+                              return rel > 1e-12;
+                          });
             log_rate += rounds_run > 0 ? std::log(std::max(last, 1e-300)) / rounds_run : 0.0;
         }
         r.rate_per_round = std::exp(log_rate / 3);
@@ -136,7 +138,8 @@ Report analyse(const Schedule& s, const AnalysisOptions& o) {
         r.spectral_gap = 1.0 - *r.slem;
         r.spectral_estimate = true;
     } else if (r.n > o.dense_limit) {
-        r.spectral_note = fmt::format("skipped: n = {} is above the dense limit {}", r.n, o.dense_limit);
+        r.spectral_note =
+            fmt::format("skipped: n = {} is above the dense limit {}", r.n, o.dense_limit);
     } else {
         say(o, fmt::format("computing the spectrum of the {}x{} product over {} round{}", r.n, r.n,
                            *r.period, *r.period == 1 ? "" : "s"));
@@ -146,7 +149,8 @@ Report analyse(const Schedule& s, const AnalysisOptions& o) {
         r.rate_per_round = std::pow(*r.slem, 1.0 / static_cast<double>(*r.period));
     }
 
-    say(o, fmt::format("running an averaging run to {:g} (at most {} rounds)", o.target, o.max_rounds));
+    say(o, fmt::format("running an averaging run to {:g} (at most {} rounds)", o.target,
+                       o.max_rounds));
     r.rounds_to_target = rounds_to_consensus(s, o.target, o.max_rounds, o.seed);
     return r;
 }
@@ -176,7 +180,8 @@ json::Json to_json(const Report& r) {
         {"max_rounds", r.max_rounds},
         {"max_degree", r.max_degree},
         {"in_degree", {{"min", r.min_in_degree}, {"max", r.max_in_degree}}},
-        {"out_degree", {{"min", r.min_out_degree}, {"max", r.max_out_degree}, {"mean", r.mean_out_degree}}},
+        {"out_degree",
+         {{"min", r.min_out_degree}, {"max", r.max_out_degree}, {"mean", r.mean_out_degree}}},
         {"model_bytes", r.model_bytes},
         {"bytes_per_round", {{"max", r.bytes_per_round_max}, {"mean", r.bytes_per_round_mean}}},
     };
@@ -190,11 +195,12 @@ std::string to_text(const Report& r) {
     };
     out += r.description + "\n";
     line("peers", std::to_string(r.n));
-    line("period", r.period ? std::to_string(*r.period) : fmt::format("none (random; {} rounds sampled)", r.rounds_examined));
-    line("weights", fmt::format("{}{}{}{}", to_string(r.kind),
-                                r.row_stochastic ? ", row-stochastic" : "",
-                                r.column_stochastic ? ", column-stochastic" : "",
-                                r.symmetric ? ", symmetric" : ""));
+    line("period", r.period ? std::to_string(*r.period)
+                            : fmt::format("none (random; {} rounds sampled)", r.rounds_examined));
+    line("weights",
+         fmt::format("{}{}{}{}", to_string(r.kind), r.row_stochastic ? ", row-stochastic" : "",
+                     r.column_stochastic ? ", column-stochastic" : "",
+                     r.symmetric ? ", symmetric" : ""));
     line("directed", yes(r.directed));
     line("strongly connected", fmt::format("{} (union over {} round{}; {} round{} connected alone)",
                                            yes(r.strongly_connected), r.rounds_examined,
@@ -202,7 +208,9 @@ std::string to_text(const Report& r) {
                                            r.connected_rounds == 1 ? "" : "s"));
     if (r.slem) {
         const bool per_period = r.period && *r.period > 1;
-        line(r.spectral_estimate ? "SLEM (estimate)" : per_period ? "SLEM (period product)" : "SLEM",
+        line(r.spectral_estimate ? "SLEM (estimate)"
+             : per_period        ? "SLEM (period product)"
+                                 : "SLEM",
              fmt::format("{:.6f}", *r.slem));
         line("spectral gap", fmt::format("{:.6f}", *r.spectral_gap));
         if (per_period) line("rate per round", fmt::format("{:.6f}", *r.rate_per_round));
@@ -213,11 +221,12 @@ std::string to_text(const Report& r) {
          r.rounds_to_target ? std::to_string(*r.rounds_to_target)
                             : fmt::format("not reached in {} rounds", r.max_rounds));
     line("degree (in)", fmt::format("{}..{}", r.min_in_degree, r.max_in_degree));
-    line("degree (out)", fmt::format("{}..{} (mean {:.2f})", r.min_out_degree, r.max_out_degree, r.mean_out_degree));
-    line("sent per round", fmt::format("{} max, {} mean per peer (model {})",
-                                       format_bytes(r.bytes_per_round_max),
-                                       format_bytes(r.bytes_per_round_mean),
-                                       format_bytes(static_cast<double>(r.model_bytes))));
+    line("degree (out)", fmt::format("{}..{} (mean {:.2f})", r.min_out_degree, r.max_out_degree,
+                                     r.mean_out_degree));
+    line("sent per round",
+         fmt::format("{} max, {} mean per peer (model {})", format_bytes(r.bytes_per_round_max),
+                     format_bytes(r.bytes_per_round_mean),
+                     format_bytes(static_cast<double>(r.model_bytes))));
     return out;
 }
 

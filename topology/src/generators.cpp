@@ -13,17 +13,17 @@ namespace {
 
 void require_n(int n, int min, const char* family) {
     if (n < min)
-        throw TopologyError(
-            fmt::format("{} needs at least {} peer{}, got n = {}", family, min, min == 1 ? "" : "s", n));
+        throw TopologyError(fmt::format("{} needs at least {} peer{}, got n = {}", family, min,
+                                        min == 1 ? "" : "s", n));
 }
 
 void require_power_of_two(int n, const char* family) {
     require_n(n, 1, family);
     if (!is_power_of_two(n)) {
         const int lower = 1 << floor_log2(n);
-        throw TopologyError(fmt::format(
-            "{} needs n to be a power of two, got n = {}; use n = {} or n = {}", family, n,
-            lower, lower * 2));
+        throw TopologyError(
+            fmt::format("{} needs n to be a power of two, got n = {}; use n = {} or n = {}", family,
+                        n, lower, lower * 2));
     }
 }
 
@@ -35,7 +35,9 @@ int floor_log2(std::int64_t n) noexcept {
     return k;
 }
 
-bool is_power_of_two(std::int64_t n) noexcept { return n >= 1 && (n & (n - 1)) == 0; }
+bool is_power_of_two(std::int64_t n) noexcept {
+    return n >= 1 && (n & (n - 1)) == 0;
+}
 
 std::pair<int, int> square_factors(int n) noexcept {
     int rows = static_cast<int>(std::sqrt(static_cast<double>(n)));
@@ -52,7 +54,8 @@ Digraph ring(int n) {
 
 Digraph torus(int rows, int cols) {
     if (rows < 1 || cols < 1)
-        throw TopologyError(fmt::format("torus needs rows >= 1 and cols >= 1, got {} x {}", rows, cols));
+        throw TopologyError(
+            fmt::format("torus needs rows >= 1 and cols >= 1, got {} x {}", rows, cols));
     const int n = rows * cols;
     std::vector<std::pair<int, int>> pairs;
     for (int r = 0; r < rows; ++r) {
@@ -122,10 +125,10 @@ Digraph random_matching(int n, std::uint64_t seed, std::int64_t t) {
     Rng rng(derive_seed(seed, static_cast<std::uint64_t>(t)));
     std::vector<int> order(static_cast<std::size_t>(n));
     std::iota(order.begin(), order.end(), 0);
-    for (std::size_t i = order.size(); i > 1; --i)
-        std::swap(order[i - 1], order[rng.below(i)]);
+    for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
     std::vector<std::pair<int, int>> pairs;
-    for (std::size_t i = 0; i + 1 < order.size(); i += 2) pairs.emplace_back(order[i], order[i + 1]);
+    for (std::size_t i = 0; i + 1 < order.size(); i += 2)
+        pairs.emplace_back(order[i], order[i + 1]);
     return Digraph::undirected(n, pairs);
 }
 

@@ -88,10 +88,12 @@ int strong_component_count(const Digraph& g) {
     for (const auto& e : g.edges()) boost::add_edge(e.from, e.to, bg);
     std::vector<int> component(static_cast<std::size_t>(g.n()));
     return boost::strong_components(
-        bg, boost::make_iterator_property_map(component.begin(),
-                                              boost::get(boost::vertex_index, bg)));
+        bg,
+        boost::make_iterator_property_map(component.begin(), boost::get(boost::vertex_index, bg)));
 }
 
-bool strongly_connected(const Digraph& g) { return strong_component_count(g) == 1; }
+bool strongly_connected(const Digraph& g) {
+    return strong_component_count(g) == 1;
+}
 
 }  // namespace gossamer::topology

@@ -11,7 +11,7 @@ namespace gossamer::topology {
 namespace {
 
 class PeriodicSchedule final : public Schedule {
-public:
+  public:
     PeriodicSchedule(std::vector<std::shared_ptr<const Round>> rounds, WeightKind kind,
                      std::string description)
         : rounds_(std::move(rounds)), kind_(kind), description_(std::move(description)) {}
@@ -27,14 +27,14 @@ public:
     WeightKind kind() const override { return kind_; }
     std::string describe() const override { return description_; }
 
-private:
+  private:
     std::vector<std::shared_ptr<const Round>> rounds_;
     WeightKind kind_;
     std::string description_;
 };
 
 class RandomMatchingSchedule final : public Schedule {
-public:
+  public:
     RandomMatchingSchedule(int n, std::uint64_t seed, WeightRule rule)
         : n_(n), seed_(seed), rule_(rule) {}
 
@@ -50,16 +50,22 @@ public:
         return fmt::format("random_matching (n = {}, seed = {})", n_, seed_);
     }
 
-private:
+  private:
     int n_;
     std::uint64_t seed_;
     WeightRule rule_;
 };
 
-constexpr std::array<std::string_view, 10> kFamilies = {
-    "ring",        "torus",       "hypercube",           "complete",
-    "star",        "exponential", "symmetric_exponential", "one_peer_exponential",
-    "random_matching", "erdos_renyi"};
+constexpr std::array<std::string_view, 10> kFamilies = {"ring",
+                                                        "torus",
+                                                        "hypercube",
+                                                        "complete",
+                                                        "star",
+                                                        "exponential",
+                                                        "symmetric_exponential",
+                                                        "one_peer_exponential",
+                                                        "random_matching",
+                                                        "erdos_renyi"};
 
 Round make_round(Digraph g, WeightRule rule) {
     MixingMatrix w = make_weights(g, rule);
@@ -86,7 +92,9 @@ std::shared_ptr<const Schedule> make_periodic(std::vector<Round> rounds, WeightK
     return std::make_shared<PeriodicSchedule>(std::move(shared), kind, std::move(description));
 }
 
-std::span<const std::string_view> family_names() noexcept { return kFamilies; }
+std::span<const std::string_view> family_names() noexcept {
+    return kFamilies;
+}
 
 bool is_family(std::string_view name) noexcept {
     for (auto f : kFamilies)

@@ -24,8 +24,7 @@ std::vector<PeerAddress> parse_peers(const Node& peers) {
             peers.at("count").fail(
                 fmt::format("ports {}..{} run past 65535", base, base + count - 1),
                 "lower base_port or count");
-        for (std::int64_t r = 0; r < count; ++r)
-            out.push_back({host, static_cast<int>(base + r)});
+        for (std::int64_t r = 0; r < count; ++r) out.push_back({host, static_cast<int>(base + r)});
         return out;
     }
     if (!peers.is_array())
@@ -82,7 +81,8 @@ ParsedEdges parse_edges(const Node& list, int n, bool directed, bool explicit_we
         if (from == to && !explicit_weights)
             e.fail(fmt::format("self-loop {} -> {}", from, to),
                    "remove it: the self weight comes from the weight rule");
-        auto key = directed ? std::pair{from, to} : std::pair{std::min(from, to), std::max(from, to)};
+        auto key =
+            directed ? std::pair{from, to} : std::pair{std::min(from, to), std::max(from, to)};
         if (auto it = seen.find(key); it != seen.end())
             e.fail(fmt::format("duplicate edge {} {} {} (also at {}[{}])", from,
                                directed ? "->" : "--", to, list.path(), it->second),
@@ -123,7 +123,7 @@ Round make_checked_round(const Node& where, int n, ParsedEdges edges, WeightRule
 }
 
 std::shared_ptr<const Schedule> parse_family(const Node& graph, int n, WeightRule rule,
-                                              FamilySpec& spec) {
+                                             FamilySpec& spec) {
     const Node fam = graph.at("family");
     std::vector<std::string> names(family_names().begin(), family_names().end());
     spec.family = fam.as_string();
@@ -209,7 +209,8 @@ Topology parse_topology(const json::Document& doc) {
     const bool explicit_w = topo.weights == WeightRule::explicit_weights;
 
     const Node graph = root.at("graph");
-    if (!graph.is_object()) graph.fail("expected an object with \"family\", \"edges\" or \"schedule\"");
+    if (!graph.is_object())
+        graph.fail("expected an object with \"family\", \"edges\" or \"schedule\"");
     const int forms = graph.has("family") + graph.has("edges") + graph.has("schedule");
     if (forms != 1)
         graph.fail("give exactly one of \"family\", \"edges\" or \"schedule\"",
@@ -236,8 +237,8 @@ Topology parse_topology(const json::Document& doc) {
         where = sched.elements();
     }
     for (const Node& list : where)
-        rounds.push_back(make_checked_round(
-            list, n, parse_edges(list, n, directed, explicit_w), topo.weights, kind));
+        rounds.push_back(make_checked_round(list, n, parse_edges(list, n, directed, explicit_w),
+                                            topo.weights, kind));
 
     std::vector<const Digraph*> graphs;
     for (const auto& r : rounds) graphs.push_back(&r.graph);
@@ -258,7 +259,9 @@ Topology parse_topology(const json::Document& doc) {
     return topo;
 }
 
-Topology load_topology(const std::string& path) { return parse_topology(json::load_file(path)); }
+Topology load_topology(const std::string& path) {
+    return parse_topology(json::load_file(path));
+}
 
 json::Json family_topology_json(const FamilySpec& spec, const LocalPeers& peers) {
     json::Json graph = {{"family", spec.family}};

@@ -15,11 +15,16 @@ std::string_view to_string(WeightKind kind) noexcept {
 
 std::string_view to_string(WeightRule rule) noexcept {
     switch (rule) {
-        case WeightRule::uniform: return "uniform";
-        case WeightRule::metropolis_hastings: return "metropolis_hastings";
-        case WeightRule::max_degree: return "max_degree";
-        case WeightRule::push_sum: return "push_sum";
-        case WeightRule::explicit_weights: return "explicit";
+        case WeightRule::uniform:
+            return "uniform";
+        case WeightRule::metropolis_hastings:
+            return "metropolis_hastings";
+        case WeightRule::max_degree:
+            return "max_degree";
+        case WeightRule::push_sum:
+            return "push_sum";
+        case WeightRule::explicit_weights:
+            return "explicit";
     }
     return "?";
 }
@@ -38,8 +43,8 @@ WeightKind kind_of(WeightRule rule) noexcept {
 MixingMatrix::MixingMatrix(int n, std::vector<Triplet> entries) : n_(n) {
     for (const auto& t : entries)
         if (t.row < 0 || t.row >= n || t.col < 0 || t.col >= n)
-            throw TopologyError(fmt::format("weight entry ({}, {}) out of range for n = {}",
-                                            t.row, t.col, n));
+            throw TopologyError(
+                fmt::format("weight entry ({}, {}) out of range for n = {}", t.row, t.col, n));
     std::sort(entries.begin(), entries.end(), [](const Triplet& a, const Triplet& b) {
         return a.row != b.row ? a.row < b.row : a.col < b.col;
     });

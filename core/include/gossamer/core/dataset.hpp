@@ -11,13 +11,13 @@
 namespace gossamer {
 
 struct Dataset {
-    std::string name;                 ///< e.g. "fashion-mnist/train", "logreg-synthetic"
-    int features = 0;                 ///< values per sample (784 for 28x28 images)
-    int classes = 0;                  ///< number of classes; 0 for regression
+    std::string name;                         ///< e.g. "fashion-mnist/train", "logreg-synthetic"
+    int features = 0;                         ///< values per sample (784 for 28x28 images)
+    int classes = 0;                          ///< number of classes; 0 for regression
     int channels = 1, height = 0, width = 0;  ///< image shape when known (features = c*h*w)
-    std::vector<float> x;             ///< size() * features values
-    std::vector<std::int32_t> labels; ///< classification: one label per sample
-    std::vector<float> targets;       ///< regression: one target per sample
+    std::vector<float> x;                     ///< size() * features values
+    std::vector<std::int32_t> labels;         ///< classification: one label per sample
+    std::vector<float> targets;               ///< regression: one target per sample
     std::int64_t size() const {
         return features ? static_cast<std::int64_t>(x.size()) / features : 0;
     }

@@ -12,13 +12,13 @@ namespace gossamer {
 
 /// Base class of every exception Gossamer throws on purpose.
 class Error : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 /// A user-written file or option is wrong: exit status 2, nothing half-started.
 class ConfigError : public Error {
-public:
+  public:
     /// @param file  the file the value came from ("" for command-line options)
     /// @param path  JSON path of the value ("graph.edges[3]"), or the option name ("--n")
     /// @param what  what is wrong
@@ -30,36 +30,36 @@ public:
     const std::string& problem() const noexcept { return what_; }
     const std::string& fix() const noexcept { return fix_; }
 
-private:
+  private:
     std::string file_, path_, what_, fix_;
 };
 
 /// A topology is inconsistent (not connected, weights of the wrong kind, bad rank...).
 /// Loaders turn it into a ConfigError that names the file; library callers see it directly.
 class TopologyError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 /// A transport operation failed (connection refused, endpoint broken, malformed header).
 class TransportError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 /// A blocking wait ran past its deadline. The message names what was waited for.
 class Timeout : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 /// A peer failed or vanished; rank() names it.
 class PeerFailure : public Error {
-public:
+  public:
     PeerFailure(int rank, const std::string& what);
     int rank() const noexcept { return rank_; }
 
-private:
+  private:
     int rank_;
 };
 

@@ -6,11 +6,10 @@
 /// ConfigError line such as
 ///   "ring.json: graph.edges[3][1]: rank 9 is out of range; ranks run from 0 to 7".
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,8 +21,8 @@ using Json = nlohmann::json;
 
 /// A parsed file. The Json value is shared so that Nodes stay valid when Documents are copied.
 struct Document {
-    std::string file;                 ///< label used in error messages (usually the path)
-    std::shared_ptr<const Json> root; ///< the parsed value
+    std::string file;                  ///< label used in error messages (usually the path)
+    std::shared_ptr<const Json> root;  ///< the parsed value
 };
 
 /// Reads and parses a file. Throws ConfigError naming the file for a missing or unreadable file,
@@ -35,7 +34,7 @@ Document parse_text(std::string_view text, std::string label);
 
 /// A value inside a Document, with its JSON path. Cheap to copy.
 class Node {
-public:
+  public:
     explicit Node(const Document& doc);
 
     const Json& value() const { return *value_; }
@@ -75,7 +74,7 @@ public:
     /// Throws ConfigError(file, path, what, fix) for this value.
     [[noreturn]] void fail(const std::string& what, const std::string& fix = {}) const;
 
-private:
+  private:
     Node(std::shared_ptr<const Document> doc, const Json* value, std::string path);
     std::string type_name() const;
 
@@ -88,7 +87,6 @@ private:
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
 /// The element of `choices` closest to `word` if it is close enough to be a likely typo.
-std::optional<std::string> closest(std::string_view word,
-                                   const std::vector<std::string>& choices);
+std::optional<std::string> closest(std::string_view word, const std::vector<std::string>& choices);
 
 }  // namespace gossamer::json

@@ -18,7 +18,9 @@ bool parse_level(std::string_view text, Level& out) noexcept;
 /// Writes one line "[gossamer LEVEL] message" to stderr, whole (thread-safe).
 void write(Level l, std::string_view message);
 
-inline bool enabled(Level l) noexcept { return static_cast<int>(l) <= static_cast<int>(level()); }
+inline bool enabled(Level l) noexcept {
+    return static_cast<int>(l) <= static_cast<int>(level());
+}
 
 template <typename... Args>
 void error(fmt::format_string<Args...> f, Args&&... args) {

@@ -26,7 +26,7 @@ constexpr std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t index) noe
 
 /// xoshiro256** generator (Blackman & Vigna), seeded through SplitMix64.
 class Rng {
-public:
+  public:
     explicit Rng(std::uint64_t seed) noexcept {
         std::uint64_t x = seed;
         for (auto& s : s_) {
@@ -72,7 +72,7 @@ public:
         return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
     }
 
-private:
+  private:
     static constexpr std::uint64_t rotl(std::uint64_t x, int k) noexcept {
         return (x << k) | (x >> (64 - k));
     }

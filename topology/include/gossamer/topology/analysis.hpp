@@ -31,10 +31,10 @@ struct Report {
     std::optional<std::int64_t> period;  ///< nullopt: random schedule, no period
     std::int64_t rounds_examined = 0;    ///< the period, or the sampled rounds
     WeightKind kind = WeightKind::averaging;
-    bool directed = false;               ///< some round has an edge without its reverse
-    int connected_rounds = 0;            ///< rounds whose own graph is strongly connected
-    bool strongly_connected = false;     ///< the union over the examined rounds
-    bool row_stochastic = false;         ///< every examined W
+    bool directed = false;            ///< some round has an edge without its reverse
+    int connected_rounds = 0;         ///< rounds whose own graph is strongly connected
+    bool strongly_connected = false;  ///< the union over the examined rounds
+    bool row_stochastic = false;      ///< every examined W
     bool column_stochastic = false;
     bool symmetric = false;
     /// SLEM of the product over one period (static: of W). For a random schedule, an estimate of
@@ -43,7 +43,7 @@ struct Report {
     std::optional<double> spectral_gap;    ///< 1 - slem
     std::optional<double> rate_per_round;  ///< slem^(1/period)
     bool spectral_estimate = false;
-    std::string spectral_note;             ///< why the spectrum was skipped, if it was
+    std::string spectral_note;                     ///< why the spectrum was skipped, if it was
     std::optional<std::int64_t> rounds_to_target;  ///< nullopt: not reached within max_rounds
     double target = 1e-6;
     std::int64_t max_rounds = 0;

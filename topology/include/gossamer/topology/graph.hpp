@@ -17,7 +17,7 @@ struct Edge {
 };
 
 class Digraph {
-public:
+  public:
     Digraph() = default;
     /// Builds a graph on n peers. Duplicate edges are merged; a self-loop or a rank outside
     /// [0, n) throws TopologyError (file loaders check these first to name the JSON path).
@@ -36,7 +36,7 @@ public:
     /// True when every edge has its reverse (the graph is undirected).
     bool symmetric() const;
 
-private:
+  private:
     int n_ = 0;
     std::vector<Edge> edges_;
     std::vector<int> out_ptr_, out_adj_, in_ptr_, in_adj_;

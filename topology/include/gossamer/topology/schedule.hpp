@@ -26,7 +26,7 @@ struct Round {
 };
 
 class Schedule {
-public:
+  public:
     virtual ~Schedule() = default;
     virtual int n() const = 0;
     /// Rounds after which the schedule repeats; nullopt for a random schedule with no period.
@@ -46,11 +46,11 @@ std::shared_ptr<const Schedule> make_periodic(std::vector<Round> rounds, WeightK
 
 /// Parameters of a generated family.
 struct FamilySpec {
-    std::string family;            ///< one of family_names()
-    int n = 0;                     ///< number of peers
-    std::uint64_t seed = 1;        ///< random_matching, erdos_renyi
-    int rows = 0, cols = 0;        ///< torus; 0 = the most square factorisation of n
-    double p = 0.0;                ///< erdos_renyi edge probability
+    std::string family;      ///< one of family_names()
+    int n = 0;               ///< number of peers
+    std::uint64_t seed = 1;  ///< random_matching, erdos_renyi
+    int rows = 0, cols = 0;  ///< torus; 0 = the most square factorisation of n
+    double p = 0.0;          ///< erdos_renyi edge probability
     WeightRule weights = WeightRule::uniform;
 };
 

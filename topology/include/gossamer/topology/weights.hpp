@@ -41,7 +41,7 @@ struct Triplet {
 
 /// A sparse n x n mixing matrix stored by rows (receivers); the diagonal is stored explicitly.
 class MixingMatrix {
-public:
+  public:
     struct Entry {
         int col;
         double weight;
@@ -68,7 +68,7 @@ public:
     /// Row-major dense copy (n*n doubles).
     std::vector<double> dense() const;
 
-private:
+  private:
     int n_ = 0;
     std::vector<std::size_t> ptr_;
     std::vector<Entry> entries_;

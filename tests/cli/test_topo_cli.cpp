@@ -1,0 +1,154 @@
+// The gossamer binary as a user runs it: exit statuses, one-line errors, output formats.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/run.hpp"
+#include "support/temp_dir.hpp"
+
+using gossamer::test::run;
+using gossamer::test::RunResult;
+using gossamer::test::TempDir;
+
+namespace {
+
+const std::string kBin = GOSSAMER_BINARY;
+const std::string kExamples = std::string(GOSSAMER_SOURCE_DIR) + "/examples/topologies/";
+
+RunResult cli(const std::string& args) {
+    return run(kBin + " " + args);
+}
+
+// A failure is exit 2 and exactly one line on stderr that contains `text`.
+void check_one_line_error(const RunResult& r, const std::string& text) {
+    CAPTURE(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.find(text) != std::string::npos);
+    CHECK(r.err.rfind("error: ", 0) == 0);
+    CHECK(r.err.find('\n') == r.err.size() - 1);
+}
+
+}  // namespace
+
+TEST_CASE("--help lists the commands, and an unknown command is one line and exit 2") {
+    auto help = cli("--help");
+    CHECK(help.status == 0);
+    CHECK(help.out.find("topo") != std::string::npos);
+    auto topo_help = cli("topo --help");
+    CHECK(topo_help.status == 0);
+    for (const char* cmd : {"show", "validate", "gen", "matrix", "dot"})
+        CHECK(topo_help.out.find(cmd) != std::string::npos);
+    check_one_line_error(cli("frobnicate"), "unknown command 'frobnicate'");
+    check_one_line_error(cli("topo shwo x.json"), "unknown command 'shwo'");
+    CHECK(cli("").status == 2);
+}
+
+TEST_CASE("an unknown option is one line and exit 2, with a suggestion") {
+    check_one_line_error(cli("topo show " + kExamples + "ring8.json --jsn"),
+                         "unknown option '--jsn' (did you mean '--json'?)");
+    check_one_line_error(cli("topo show"), "missing argument");
+    check_one_line_error(cli("topo show a.json b.json"), "unexpected argument 'b.json'");
+    check_one_line_error(cli("topo matrix " + kExamples + "ring8.json --round x"),
+                         "--round: \"x\" is not an integer");
+    check_one_line_error(cli("topo show " + kExamples + "ring8.json --model-bytes 4QB"),
+                         "--model-bytes: \"4QB\" is not a size");
+}
+
+TEST_CASE("topo show --json has the documented keys for every example") {
+    for (const char* f : {"ring8.json", "torus16.json", "exp16.json", "one-peer-exp16.json",
+                          "schedule6.json", "directed-pushsum5.json"}) {
+        CAPTURE(f);
+        auto r = cli("topo show --json " + kExamples + f);
+        REQUIRE(r.status == 0);
+        auto j = nlohmann::json::parse(r.out);
+        for (const char* key : {"n", "period", "directed", "strongly_connected", "row_stochastic",
+                                "column_stochastic", "symmetric", "slem", "spectral_gap",
+                                "rounds_to_1e-6", "max_degree"})
+            CHECK_MESSAGE(j.contains(key), key);
+        CHECK(j["strongly_connected"] == true);
+    }
+    auto ring = nlohmann::json::parse(cli("topo show --json " + kExamples + "ring8.json").out);
+    CHECK(ring["slem"].get<double>() == doctest::Approx(0.8047378541));
+    CHECK(ring["n"] == 8);
+}
+
+TEST_CASE("topo show prints a table") {
+    auto r = cli("topo show " + kExamples + "one-peer-exp16.json");
+    CHECK(r.status == 0);
+    CHECK(r.out.find("SLEM (period product)") != std::string::npos);
+    CHECK(r.out.find("rounds to 1e-06        4") != std::string::npos);
+}
+
+TEST_CASE("topo validate: exit 0, or exit 2 with the reason") {
+    auto ok = cli("topo validate " + kExamples + "schedule6.json");
+    CHECK(ok.status == 0);
+    CHECK(ok.out.find(": ok: explicit schedule (n = 6, period 3)") != std::string::npos);
+    TempDir dir;
+    auto bad = dir.write(
+        "bad.json", R"({"peers": {"count": 12}, "graph": {"family": "one_peer_exponential"}})");
+    check_one_line_error(cli("topo validate " + bad),
+                         bad + ": graph.family: one_peer_exponential needs n to be a power of two");
+    check_one_line_error(cli("topo validate /no/such/file.json"),
+                         "/no/such/file.json: cannot open file");
+    auto broken = dir.write("broken.json", "{\"peers\": {\"count\": 3},\n\n  \"graph\": }");
+    check_one_line_error(cli("topo validate " + broken), broken + ":3:");
+}
+
+TEST_CASE("topo gen writes a file that validates, and refuses bad parameters") {
+    TempDir dir;
+    for (const char* args : {"--family ring --n 8", "--family torus --n 12 --rows 3",
+                             "--family hypercube --n 16 --weights metropolis_hastings",
+                             "--family one_peer_exponential --n 32 --weights push_sum",
+                             "--family random_matching --n 10 --seed 4",
+                             "--family erdos_renyi --n 20 --p 0.3 --seed 2",
+                             "--family exponential --n 12 --host 10.1.1.1 --base-port 7000"}) {
+        CAPTURE(args);
+        auto r = cli(std::string("topo gen ") + args);
+        REQUIRE(r.status == 0);
+        auto path = dir.write("gen.json", r.out);
+        CHECK(cli("topo validate " + path).status == 0);
+    }
+    auto j = nlohmann::json::parse(
+        cli("topo gen --family exponential --n 12 --host 10.1.1.1 --base-port 7000").out);
+    CHECK(j["peers"]["host"] == "10.1.1.1");
+    CHECK(j["peers"]["base_port"] == 7000);
+    check_one_line_error(cli("topo gen --family one_peer_exponential --n 12"),
+                         "needs n to be a power of two, got n = 12; use n = 8 or n = 16");
+    check_one_line_error(cli("topo gen --family rng --n 12"), "unknown family \"rng\"");
+    check_one_line_error(cli("topo gen --n 12"), "--family is required");
+    check_one_line_error(cli("topo gen --family ring"), "--n is required");
+    check_one_line_error(cli("topo gen --family ring --n 0"), "--n: 0 is out of range");
+    check_one_line_error(cli("topo gen --family erdos_renyi --n 10"), "--p:");
+    check_one_line_error(cli("topo gen --family exponential --n 8 --weights metropolis_hastings"),
+                         "need an undirected graph");
+    check_one_line_error(cli("topo gen --family ring --n 8 --weights equal"),
+                         "--weights: unknown rule");
+}
+
+TEST_CASE("topo matrix prints W of a round as CSV; topo dot prints Graphviz") {
+    auto m = cli("topo matrix " + kExamples + "one-peer-exp16.json --round 1");
+    REQUIRE(m.status == 0);
+    // Round 1: hop 2, so receiver 2 takes 0.5 from itself and 0.5 from sender 0.
+    auto first_rows =
+        m.out.substr(0, m.out.find('\n', m.out.find('\n', m.out.find('\n') + 1) + 1) + 1);
+    CHECK(first_rows.find("0.5,0,0,0,0,0,0,0,0,0,0,0,0,0,0.5,0") == 0);
+    auto third = m.out.substr(m.out.find('\n', m.out.find('\n') + 1) + 1);
+    CHECK(third.rfind("0.5,0,0.5,0", 0) == 0);
+    auto d = cli("topo dot " + kExamples + "directed-pushsum5.json");
+    REQUIRE(d.status == 0);
+    CHECK(d.out.rfind("digraph", 0) == 0);
+    CHECK(d.out.find("4 -> 0 [label=\"0.3\"]") != std::string::npos);
+}
+
+TEST_CASE("a 1024-peer one-peer exponential topology is analysed") {
+    TempDir dir;
+    auto file =
+        dir.write("ope1024.json", cli("topo gen --family one_peer_exponential --n 1024").out);
+    auto r = cli("topo show --json " + file);
+    REQUIRE(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["period"] == 10);
+    CHECK(j["rounds_to_1e-6"] == 10);
+    CHECK(j["slem"].get<double>() == 0.0);
+}

@@ -1,0 +1,233 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "gossamer/core/error.hpp"
+#include "gossamer/topology/analysis.hpp"
+#include "gossamer/topology/topology_file.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace gossamer::topology;
+using gossamer::ConfigError;
+
+namespace {
+
+// Loads `text` as a topology file and returns the ConfigError message with the file name
+// replaced by "F", or "" when it loads.
+std::string error_of(const std::string& text) {
+    gossamer::test::TempDir dir;
+    const std::string path = dir.write("t.json", text);
+    try {
+        load_topology(path);
+    } catch (const ConfigError& e) {
+        std::string msg = e.what();
+        CHECK(msg.find('\n') == std::string::npos);  // one line
+        if (msg.rfind(path, 0) == 0) msg = "F" + msg.substr(path.size());
+        return msg;
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("every example topology loads and validates") {
+    const std::filesystem::path dir =
+        std::filesystem::path(GOSSAMER_SOURCE_DIR) / "examples/topologies";
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        if (entry.path().extension() != ".json") continue;
+        CAPTURE(entry.path().string());
+        Topology t = load_topology(entry.path().string());
+        CHECK(t.n() >= 2);
+        CHECK(analyse(*t.schedule).strongly_connected);
+        ++count;
+    }
+    CHECK(count >= 6);
+}
+
+TEST_CASE("peers: a count on one host or an explicit list") {
+    gossamer::test::TempDir dir;
+    auto t = load_topology(
+        dir.write("a.json", R"({"peers": {"count": 3, "host": "10.0.0.1", "base_port": 4000},
+        "graph": {"family": "ring"}})"));
+    REQUIRE(t.n() == 3);
+    CHECK(t.peers[2].host == "10.0.0.1");
+    CHECK(t.peers[2].port == 4002);
+    CHECK(t.family.has_value());
+    auto u = load_topology(
+        dir.write("b.json", R"({"peers": [{"host": "a", "port": 1}, {"host": "b", "port": 1}],
+        "graph": {"edges": [[0, 1]]}})"));
+    CHECK(u.peers[1].host == "b");
+    CHECK(u.schedule->at(0)->weights.at(0, 1) == 0.5);
+}
+
+TEST_CASE("explicit edges, schedules and weights") {
+    gossamer::test::TempDir dir;
+    auto t = load_topology(dir.write("s.json", R"({"peers": {"count": 4}, "graph": {"schedule": [
+        [[0, 1], [2, 3]], [[1, 2], [3, 0]]]}, "weights": "metropolis_hastings"})"));
+    CHECK(t.schedule->period() == 2);
+    CHECK(t.schedule->at(3)->graph.has_edge(3, 0));
+    auto d =
+        load_topology(dir.write("d.json", R"({"peers": {"count": 3}, "graph": {"directed": true,
+        "edges": [[0, 1, 0.5], [1, 2, 0.5], [2, 0, 0.5], [0, 0, 0.5], [1, 1, 0.5], [2, 2, 0.5]]},
+        "weights": {"rule": "explicit", "kind": "push_sum"}})"));
+    CHECK(d.schedule->kind() == WeightKind::push_sum);
+    CHECK(d.schedule->at(0)->weights.at(1, 0) == 0.5);  // receiver 1 from sender 0
+    CHECK(d.schedule->at(0)->graph.has_edge(0, 1));
+    CHECK_FALSE(d.schedule->at(0)->graph.has_edge(1, 0));
+}
+
+TEST_CASE("bad input: invalid JSON, with line and column") {
+    CHECK(
+        error_of("{\"peers\": {\"count\": 4},\n \"graph\": {\"family\": ring}}").rfind("F:2:", 0) ==
+        0);
+}
+
+TEST_CASE("bad input: a missing or unreadable file") {
+    try {
+        load_topology("/no/such/topology.json");
+        FAIL("expected ConfigError");
+    } catch (const ConfigError& e) {
+        CHECK(std::string(e.what()) ==
+              "/no/such/topology.json: cannot open file: No such file or directory; check the "
+              "path and its permissions");
+    }
+    gossamer::test::TempDir dir;
+    CHECK_THROWS_AS(load_topology(dir.path().string()), ConfigError);  // a folder, not a file
+}
+
+TEST_CASE("bad input: unknown keys") {
+    CHECK(
+        error_of(R"({"peers": {"count": 4}, "grph": {}})") ==
+        R"(F: grph: unknown key "grph"; did you mean "graph"? allowed keys: version, name, description, peers, graph, weights)");
+    CHECK(error_of(R"({"peers": {"count": 4}, "graph": {"family": "ring", "p": 0.5}})")
+              .rfind(R"(F: graph.p: unknown key "p")", 0) == 0);
+}
+
+TEST_CASE("bad input: wrong types") {
+    CHECK(error_of(R"({"peers": {"count": "4"}, "graph": {"family": "ring"}})") ==
+          R"(F: peers.count: expected an integer, found the string "4")");
+    CHECK(error_of(R"({"peers": {"count": 4}, "graph": {"edges": [[0, 1.5]]}})") ==
+          "F: graph.edges[0][1]: expected an integer, found a number");
+    CHECK(error_of(R"({"peers": {"count": 4}, "graph": {"family": "ring"}, "weights": 3})")
+              .rfind("F: weights: expected a string, found an integer", 0) == 0);
+}
+
+TEST_CASE("bad input: rank or edge out of range") {
+    CHECK(error_of(R"({"peers": {"count": 4}, "graph": {"edges": [[0, 1], [1, 4]]}})") ==
+          "F: graph.edges[1][1]: rank 4 is out of range for 4 peers; ranks run from 0 to 3");
+    CHECK(error_of(R"({"peers": {"count": 4}, "graph": {"edges": [[-1, 1]]}})")
+              .rfind("F: graph.edges[0][0]: rank -1 is out of range", 0) == 0);
+}
+
+TEST_CASE("bad input: duplicate edges") {
+    CHECK(error_of(R"({"peers": {"count": 3}, "graph": {"edges": [[0, 1], [1, 2], [1, 0]]}})") ==
+          "F: graph.edges[2]: duplicate edge 1 -- 0 (also at graph.edges[0]); list each edge once");
+    // Directed: 1 -> 0 is another edge than 0 -> 1, but 0 -> 1 twice is a duplicate.
+    CHECK(
+        error_of(
+            R"({"peers": {"count": 2}, "graph": {"directed": true, "edges": [[0, 1], [1, 0]]}})") ==
+        "");
+    CHECK(
+        error_of(
+            R"({"peers": {"count": 2}, "graph": {"directed": true, "edges": [[0, 1], [1, 0], [0, 1]]}})")
+            .rfind("F: graph.edges[2]: duplicate edge 0 -> 1", 0) == 0);
+}
+
+TEST_CASE("bad input: negative or non-finite weights") {
+    const char* head =
+        R"({"peers": {"count": 2}, "weights": {"rule": "explicit", "kind": "averaging"}, "graph": {"edges": )";
+    CHECK(error_of(std::string(head) + R"([[0, 1, -0.5], [0, 0, 1.5], [1, 1, 1.5]]}})") ==
+          "F: graph.edges[0][2]: weight -0.5 is negative; use a weight >= 0");
+    CHECK(error_of(std::string(head) + R"([[0, 1, 1e999], [0, 0, 0.5], [1, 1, 0.5]]}})")
+              .find("invalid JSON: number overflow") != std::string::npos);
+    CHECK(error_of(std::string(head) + R"([[0, 1, 0.5], [0, 0, 0.5], [1, 1, 0.5]]}})") == "");
+}
+
+TEST_CASE("bad input: explicit weights whose rows or columns do not sum to 1") {
+    CHECK(error_of(R"({"peers": {"count": 2}, "weights": {"rule": "explicit", "kind": "averaging"},
+        "graph": {"edges": [[0, 1, 0.5], [0, 0, 0.5], [1, 1, 0.4]]}})") ==
+          "F: graph.edges: row 1 of W sums to 0.9, not 1 (averaging weights need row sums of 1 "
+          "within 1e-09); fix the weights, including the self-loops [i, i, w]");
+    // Directed push-sum: sender 0 gives 0.5 to 1 and keeps 0.4: column 0 sums to 0.9.
+    CHECK(error_of(R"({"peers": {"count": 2}, "weights": {"rule": "explicit", "kind": "push_sum"},
+        "graph": {"directed": true, "edges": [[0, 1, 0.5], [1, 0, 0.5], [0, 0, 0.4], [1, 1, 0.5]]}})")
+              .rfind("F: graph.edges: column 0 of W sums to 0.9", 0) == 0);
+    // Within 1e-9 passes.
+    CHECK(error_of(R"({"peers": {"count": 2}, "weights": {"rule": "explicit", "kind": "averaging"},
+        "graph": {"edges": [[0, 1, 0.5], [0, 0, 0.5000000001], [1, 1, 0.5]]}})") == "");
+    CHECK(
+        error_of(
+            R"({"peers": {"count": 2}, "weights": {"rule": "explicit"}, "graph": {"edges": [[0, 1]]}})")
+            .rfind("F: weights: explicit weights must declare their kind", 0) == 0);
+}
+
+TEST_CASE("bad input: a schedule never connected over its period") {
+    CHECK(error_of(R"({"peers": {"count": 4}, "graph": {"schedule": [[[0, 1]], [[2, 3]]]}})") ==
+          "F: graph: the schedule is never connected over its period: the union of its 2 rounds "
+          "has 2 strongly connected components; add edges that join the components");
+    CHECK(error_of(R"({"peers": {"count": 3}, "graph": {"edges": [[0, 1]]}})")
+              .rfind("F: graph: the graph is not strongly connected (2 components)", 0) == 0);
+    CHECK(error_of(
+              R"({"peers": {"count": 3}, "graph": {"directed": true, "edges": [[0, 1], [1, 2]]}})")
+              .rfind("F: graph: the graph is not strongly connected (3 components)", 0) == 0);
+}
+
+TEST_CASE("bad input: a family that needs a power of two") {
+    CHECK(error_of(R"({"peers": {"count": 12}, "graph": {"family": "one_peer_exponential"}})") ==
+          "F: graph.family: one_peer_exponential needs n to be a power of two, got n = 12; use n "
+          "= 8 or n = 16");
+    CHECK(error_of(R"({"peers": {"count": 6}, "graph": {"family": "hypercube"}})")
+              .rfind("F: graph.family: hypercube needs n to be a power of two", 0) == 0);
+}
+
+TEST_CASE("bad input: an empty peer list and duplicate host:port") {
+    CHECK(error_of(R"({"peers": [], "graph": {"family": "ring"}})") ==
+          R"(F: peers: the peer list is empty; list at least one peer, or use {"count": N})");
+    CHECK(error_of(R"({"peers": {"count": 0}, "graph": {"family": "ring"}})")
+              .rfind("F: peers.count: 0 is out of range", 0) == 0);
+    CHECK(
+        error_of(
+            R"({"peers": [{"host": "a", "port": 5}, {"host": "b", "port": 5}, {"host": "a", "port": 5}],
+        "graph": {"family": "ring"}})") ==
+        "F: peers[2]: duplicate address a:5 (also peers[0]); give every peer its own host:port");
+}
+
+TEST_CASE("bad input: other inconsistencies") {
+    CHECK(error_of(R"({"peers": {"count": 4}})") ==
+          R"(F: (root): missing key "graph"; add "graph")");
+    CHECK(error_of(R"({"peers": {"count": 4}, "graph": {"family": "ring", "edges": []}})")
+              .rfind(R"(F: graph: give exactly one of "family", "edges" or "schedule")", 0) == 0);
+    CHECK(error_of(R"({"peers": {"count": 4}, "graph": {"family": "rign"}})")
+              .rfind(R"(F: graph.family: unknown family "rign"; did you mean "ring"?)", 0) == 0);
+    CHECK(
+        error_of(
+            R"({"peers": {"count": 4}, "graph": {"family": "exponential"}, "weights": "metropolis_hastings"})")
+            .rfind("F: graph.family: metropolis_hastings weights need an undirected graph", 0) ==
+        0);
+    CHECK(error_of(R"({"peers": {"count": 4}, "graph": {"edges": [[0, 1], [1, 1]]}})")
+              .rfind("F: graph.edges[1]: self-loop 1 -> 1", 0) == 0);
+    CHECK(error_of(R"({"peers": {"count": 4}, "graph": {"edges": [[0, 1, 0.5]]}})")
+              .rfind("F: graph.edges[0][2]: an edge weight needs explicit weights", 0) == 0);
+    CHECK(error_of(R"({"peers": {"count": 20}, "graph": {"family": "erdos_renyi", "p": 0.01}})")
+              .rfind("F: graph.family: erdos_renyi with n = 20 and p = 0.01 was not connected",
+                     0) == 0);
+    CHECK(error_of(R"({"peers": {"count": 3, "base_port": 65534}, "graph": {"family": "ring"}})")
+              .rfind("F: peers.count: ports 65534..65536 run past 65535", 0) == 0);
+}
+
+TEST_CASE("the file written for a family loads back to the same schedule") {
+    gossamer::test::TempDir dir;
+    FamilySpec s;
+    s.family = "erdos_renyi";
+    s.n = 12;
+    s.p = 0.4;
+    s.seed = 9;
+    s.weights = WeightRule::metropolis_hastings;
+    auto t = load_topology(dir.write("er.json", family_topology_json(s, {}).dump()));
+    CHECK(t.family->p == 0.4);
+    CHECK(t.family->seed == 9);
+    CHECK(t.weights == WeightRule::metropolis_hastings);
+    CHECK(t.schedule->at(0)->graph.edges() == generate(s)->at(0)->graph.edges());
+}
