@@ -40,12 +40,13 @@ double ParsedArgs::number(const std::string& name, double fallback) const {
 }
 
 ArgParser::ArgParser(std::string command, std::string usage, std::string summary,
-                     std::vector<OptionSpec> options, std::size_t positional)
+                     std::vector<OptionSpec> options, std::size_t positional, bool variadic)
     : command_(std::move(command)),
       usage_(std::move(usage)),
       summary_(std::move(summary)),
       options_(std::move(options)),
-      positional_(positional) {}
+      positional_(positional),
+      variadic_(variadic) {}
 
 void ArgParser::fail(const std::string& what) const {
     throw UsageError(fmt::format("{}: {}; see '{} --help'", command_, what, command_));
@@ -99,7 +100,7 @@ ParsedArgs ArgParser::parse(const std::vector<std::string>& args) const {
     }
     if (out.positional.size() < positional_)
         fail(fmt::format("missing argument{} ({})", positional_ > 1 ? "s" : "", usage_));
-    if (out.positional.size() > positional_)
+    if (!variadic_ && out.positional.size() > positional_)
         fail(fmt::format("unexpected argument '{}'", out.positional[positional_]));
     return out;
 }

@@ -46,8 +46,9 @@ class ArgParser {
     /// @param usage       the argument synopsis, e.g. "FILE [--json]"
     /// @param summary     one paragraph for --help
     /// @param positional  how many positional arguments are required
+    /// @param variadic    whether more than `positional` are allowed
     ArgParser(std::string command, std::string usage, std::string summary,
-              std::vector<OptionSpec> options, std::size_t positional);
+              std::vector<OptionSpec> options, std::size_t positional, bool variadic = false);
 
     /// Parses args (after the command words). --help sets ParsedArgs::help and skips the checks.
     ParsedArgs parse(const std::vector<std::string>& args) const;
@@ -60,6 +61,7 @@ class ArgParser {
     std::string command_, usage_, summary_;
     std::vector<OptionSpec> options_;
     std::size_t positional_;
+    bool variadic_;
 };
 
 }  // namespace gossamer::cli

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "args.hpp"
@@ -64,19 +66,39 @@ class Progress {
     std::chrono::steady_clock::time_point start_;
 };
 
+// Writes the averaging run of a schedule as CSV "round,disagreement" to dir/<stem>.csv.
+void write_curve(const std::filesystem::path& dir, const std::string& file, const topo::Schedule& s,
+                 const topo::AnalysisOptions& o) {
+    const auto path = dir / (std::filesystem::path(file).stem().string() + ".csv");
+    const auto tmp = path.string() + ".tmp";
+    {
+        std::ofstream out(tmp);
+        if (!out) throw UsageError(fmt::format("--curve-dir: cannot write {}", path.string()));
+        out << "round,disagreement\n";
+        auto curve = topo::consensus_curve(s, std::min<std::int64_t>(o.max_rounds, 100000), o.seed,
+                                           o.target * 1e-3);
+        for (std::size_t t = 0; t < curve.size(); ++t) out << t << ',' << curve[t] << '\n';
+        if (!out.flush())
+            throw UsageError(fmt::format("--curve-dir: cannot write {}", path.string()));
+    }
+    std::filesystem::rename(tmp, path);  // whole file or nothing
+}
+
 int show(const std::vector<std::string>& args) {
-    ArgParser p("gossamer topo show", "FILE [options]",
-                "Analyses a topology file: strong connectivity per round and over one period, "
+    ArgParser p("gossamer topo show", "FILE... [options]",
+                "Analyses topology files: strong connectivity per round and over one period, "
                 "row/column stochasticity and symmetry of W, SLEM and spectral gap (of the "
                 "product over one period for a time-varying schedule; estimated for a random "
                 "one), the rounds an averaging run needs to shrink disagreement by 1e-6, degrees "
-                "and the bytes each peer sends per round.",
-                {{"json", "", "print one JSON object instead of the table"},
+                "and the bytes each peer sends per round. With several files, one table row "
+                "each (--json: an array).",
+                {{"json", "", "print JSON (one object per file) instead of a table"},
                  {"model-bytes", "BYTES", "model size for the traffic figures (default 4MiB)"},
                  {"max-rounds", "N", "cap on the averaging run (default 1000000)"},
                  {"samples", "N", "rounds sampled for a random schedule (default 256)"},
-                 {"seed", "S", "seed of the averaging run's start vector (default 1)"}},
-                1);
+                 {"seed", "S", "seed of the averaging run's start vector (default 1)"},
+                 {"curve-dir", "DIR", "write each file's averaging run as DIR/<name>.csv"}},
+                1, true);
     auto a = p.parse(args);
     if (a.help) return std::cout << p.help(), 0;
     topo::AnalysisOptions o;
@@ -90,17 +112,31 @@ int show(const std::vector<std::string>& args) {
     o.max_rounds = a.integer("max-rounds", o.max_rounds, 1, INT64_MAX);
     o.sample_rounds = a.integer("samples", o.sample_rounds, 1, 1 << 24);
     o.seed = static_cast<std::uint64_t>(a.integer("seed", 1, 0, INT64_MAX));
+    const auto curve_dir = a.value("curve-dir");
+    if (curve_dir) std::filesystem::create_directories(*curve_dir);
+    // Load every file first: a bad one stops the command before any output.
+    std::vector<topo::Topology> topologies;
+    for (const auto& f : a.positional) topologies.push_back(topo::load_topology(f));
     Progress progress;
     o.progress = std::ref(progress);
-    auto t = topo::load_topology(a.positional[0]);
-    auto report = topo::analyse(*t.schedule, o);
+    std::vector<topo::Report> reports;
+    for (const auto& t : topologies) {
+        reports.push_back(topo::analyse(*t.schedule, o));
+        if (curve_dir) write_curve(*curve_dir, t.source, *t.schedule, o);
+    }
     progress.done();
     if (a.flag("json")) {
-        auto j = topo::to_json(report);
-        j["file"] = a.positional[0];
-        std::cout << j.dump(2) << "\n";
+        json::Json all = json::Json::array();
+        for (std::size_t i = 0; i < reports.size(); ++i) {
+            auto j = topo::to_json(reports[i]);
+            j["file"] = a.positional[i];
+            all.push_back(std::move(j));
+        }
+        std::cout << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
+    } else if (reports.size() == 1) {
+        std::cout << a.positional[0] << ": " << topo::to_text(reports[0]);
     } else {
-        std::cout << a.positional[0] << ": " << topo::to_text(report);
+        std::cout << topo::to_comparison_table(a.positional, reports);
     }
     return 0;
 }

@@ -1,6 +1,7 @@
 // The gossamer binary as a user runs it: exit statuses, one-line errors, output formats.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -48,7 +49,7 @@ TEST_CASE("an unknown option is one line and exit 2, with a suggestion") {
     check_one_line_error(cli("topo show " + kExamples + "ring8.json --jsn"),
                          "unknown option '--jsn' (did you mean '--json'?)");
     check_one_line_error(cli("topo show"), "missing argument");
-    check_one_line_error(cli("topo show a.json b.json"), "unexpected argument 'b.json'");
+    check_one_line_error(cli("topo validate a.json b.json"), "unexpected argument 'b.json'");
     check_one_line_error(cli("topo matrix " + kExamples + "ring8.json --round x"),
                          "--round: \"x\" is not an integer");
     check_one_line_error(cli("topo show " + kExamples + "ring8.json --model-bytes 4QB"),
@@ -151,4 +152,30 @@ TEST_CASE("a 1024-peer one-peer exponential topology is analysed") {
     CHECK(j["period"] == 10);
     CHECK(j["rounds_to_1e-6"] == 10);
     CHECK(j["slem"].get<double>() == 0.0);
+}
+
+TEST_CASE("topo show compares several files and writes their averaging runs") {
+    TempDir dir;
+    const std::string curves = (dir.path() / "curves").string();
+    auto r = cli("topo show " + kExamples + "ring8.json " + kExamples +
+                 "torus16.json --curve-dir " + curves);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("topology", 0) == 0);
+    CHECK(r.out.find("ring8.json") != std::string::npos);
+    CHECK(r.out.find("torus16.json") != std::string::npos);
+    std::ifstream csv(curves + "/ring8.csv");
+    std::string header, first;
+    std::getline(csv, header);
+    std::getline(csv, first);
+    CHECK(header == "round,disagreement");
+    CHECK(first == "0,1");
+    auto j = nlohmann::json::parse(
+        cli("topo show --json " + kExamples + "ring8.json " + kExamples + "torus16.json").out);
+    CHECK(j.is_array());
+    CHECK(j.size() == 2);
+    // One bad file stops the command before any output.
+    auto bad = dir.write("bad.json", "{}");
+    auto failed = cli("topo show " + kExamples + "ring8.json " + bad);
+    check_one_line_error(failed, "missing key \"peers\"");
+    CHECK(failed.out.empty());
 }

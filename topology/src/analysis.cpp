@@ -65,6 +65,17 @@ std::optional<std::int64_t> rounds_to_consensus(const Schedule& s, double target
     return reached;
 }
 
+std::vector<double> consensus_curve(const Schedule& s, std::int64_t rounds, std::uint64_t seed,
+                                    double stop_below) {
+    std::vector<double> curve{1.0};
+    if (s.n() == 1) return curve;
+    averaging_run(s, rounds, seed, [&](std::int64_t, double rel) {
+        curve.push_back(rel);
+        return rel >= stop_below;
+    });
+    return curve;
+}
+
 Report analyse(const Schedule& s, const AnalysisOptions& o) {
     Report r;
     r.description = s.describe();
@@ -227,6 +238,31 @@ std::string to_text(const Report& r) {
          fmt::format("{} max, {} mean per peer (model {})", format_bytes(r.bytes_per_round_max),
                      format_bytes(r.bytes_per_round_mean),
                      format_bytes(static_cast<double>(r.model_bytes))));
+    return out;
+}
+
+std::string to_comparison_table(const std::vector<std::string>& labels,
+                                const std::vector<Report>& reports) {
+    std::size_t width = 8;
+    for (const auto& l : labels) width = std::max(width, l.size());
+    std::string out =
+        fmt::format("{:<{}}  {:>5} {:>6} {:>8} {:>9} {:>9} {:>9} {:>10} {:>6} {:>12}\n", "topology",
+                    width, "peers", "period", "directed", "SLEM", "gap", "rate/rnd", "rnds 1e-6",
+                    "degree", "sent/round");
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+        const Report& r = reports[i];
+        auto num = [](const std::optional<double>& v) {
+            return v ? fmt::format("{:.4f}", *v) : std::string("-");
+        };
+        out += fmt::format(
+            "{:<{}}  {:>5} {:>6} {:>8} {:>9} {:>9} {:>9} {:>10} {:>6} {:>12}\n", labels[i], width,
+            r.n, r.period ? std::to_string(*r.period) : std::string("rand"),
+            r.directed ? "yes" : "no", num(r.slem) + (r.spectral_estimate ? "~" : ""),
+            num(r.spectral_gap), num(r.rate_per_round),
+            r.rounds_to_target ? std::to_string(*r.rounds_to_target)
+                               : fmt::format(">{}", r.max_rounds),
+            r.max_degree, format_bytes(r.bytes_per_round_max));
+    }
     return out;
 }
 

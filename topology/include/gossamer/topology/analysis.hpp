@@ -62,9 +62,18 @@ Report analyse(const Schedule& s, const AnalysisOptions& options = {});
 std::optional<std::int64_t> rounds_to_consensus(const Schedule& s, double target,
                                                 std::int64_t max_rounds, std::uint64_t seed);
 
+/// The relative disagreement after each round of the same averaging run: element t is
+/// ||x_t - mean|| / ||x_0 - mean|| (element 0 is 1). Stops after `rounds` rounds or once the value
+/// falls below `stop_below`.
+std::vector<double> consensus_curve(const Schedule& s, std::int64_t rounds, std::uint64_t seed,
+                                    double stop_below = 1e-12);
+
 /// The report as one JSON object (the keys of `gossamer topo show --json`).
 json::Json to_json(const Report& r);
 /// The report as an aligned, human-readable table.
 std::string to_text(const Report& r);
+/// Several reports side by side, one row each (labels name the rows, e.g. file names).
+std::string to_comparison_table(const std::vector<std::string>& labels,
+                                const std::vector<Report>& reports);
 
 }  // namespace gossamer::topology

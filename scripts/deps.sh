@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Gossamer needs; idempotent (skips what is installed).
+#   scripts/deps.sh          build, test and demo packages
+#   scripts/deps.sh --bench  also the packages benchmark reference programs need
+# Runs as root, or through sudo when it is available.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libboost-dev libboost-graph-dev libfmt-dev nlohmann-json3-dev doctest-dev
+  libopenblas-dev zlib1g-dev
+  python3 python3-matplotlib
+  dataset-fashion-mnist
+)
+bench_packages=(python3-torch libopenmpi-dev openmpi-bin ucx-utils)
+
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=("${bench_packages[@]}") ;;
+    -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "scripts/deps.sh: unknown option '$arg'; use --bench or --help" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then sudo=(sudo); else
+    echo "deps: missing ${missing[*]}; run this script as root" >&2; exit 1
+  fi
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Refresh the package lists only when they are missing or older than a day.
+if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null | head -n 1)" ]; then
+  "${sudo[@]}" apt-get update -qq
+fi
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
