@@ -1,8 +1,6 @@
 // gossamer topo show|validate|gen|matrix|dot
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +8,7 @@
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "progress.hpp"
 #include "gossamer/core/log.hpp"
 #include "gossamer/core/units.hpp"
 #include "gossamer/topology/analysis.hpp"
@@ -35,36 +34,6 @@ commands:
 
 'gossamer topo COMMAND --help' describes each command. File format: docs/topology-format.md.
 )";
-
-// Prints stage lines while long analyses run: on a terminal, one line rewritten in place;
-// otherwise only at debug log level, so piped output stays clean.
-class Progress {
-  public:
-    Progress() : tty_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {}
-    ~Progress() { done(); }
-    /// Clears the progress line before the result is printed.
-    void done() {
-        if (tty_ && printed_) std::fputs("\r\033[K", stderr);
-        printed_ = false;
-    }
-    void operator()(std::string_view stage) {
-        const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-        if (tty_) {
-            std::fprintf(stderr, "\r\033[K[%.1fs] %.*s ...", s, static_cast<int>(stage.size()),
-                         stage.data());
-            std::fflush(stderr);
-            printed_ = true;
-        } else {
-            log::debug("[{:.1f}s] {}", s, stage);
-        }
-    }
-
-  private:
-    bool tty_;
-    bool printed_ = false;
-    std::chrono::steady_clock::time_point start_;
-};
 
 // Writes the averaging run of a schedule as CSV "round,disagreement" to dir/<stem>.csv.
 void write_curve(const std::filesystem::path& dir, const std::string& file, const topo::Schedule& s,
@@ -117,8 +86,8 @@ int show(const std::vector<std::string>& args) {
     // Load every file first: a bad one stops the command before any output.
     std::vector<topo::Topology> topologies;
     for (const auto& f : a.positional) topologies.push_back(topo::load_topology(f));
-    Progress progress;
-    o.progress = std::ref(progress);
+    Progress progress(0);  // analyses take seconds: a terminal shows stages, logs stay clean
+    o.progress = [&progress](std::string_view stage) { progress(stage, true); };
     std::vector<topo::Report> reports;
     for (const auto& t : topologies) {
         reports.push_back(topo::analyse(*t.schedule, o));

@@ -1,0 +1,60 @@
+#pragma once
+/// Local training: one model copy, its parameters, one optimizer per partition, a learning-rate
+/// schedule and the mini-batches of one shard. `gossamer train` runs it alone; the simulator and
+/// real peers run one per peer and mix its parameters between steps.
+///
+/// Thread safety: one thread at a time (the model keeps scratch buffers).
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "gossamer/core/dataset.hpp"
+#include "gossamer/core/model.hpp"
+#include "gossamer/core/params.hpp"
+#include "gossamer/core/partition.hpp"
+#include "gossamer/core/sharding.hpp"
+#include "gossamer/optimizers/local_optimizer.hpp"
+#include "gossamer/optimizers/lr_schedule.hpp"
+
+namespace gossamer::optim {
+
+class LocalTrainer {
+public:
+    /// @param shard  the samples this trainer draws batches from; must outlive the trainer
+    /// @param seed   initialises the parameters and orders the batches
+    /// Throws ConfigError when the batch is larger than the shard.
+    LocalTrainer(std::unique_ptr<Model> model, PartitionLayout layout,
+                 const OptimizerConfig& optimizer, LrSchedule schedule, const Dataset& shard,
+                 int batch_size, std::uint64_t seed, int rank = 0);
+
+    /// One local step: the gradient of the next batch, then one optimizer step per partition.
+    /// Returns the batch's mean loss (computed before the update). NaN or infinite losses are
+    /// returned as they are: the caller decides to stop.
+    double step();
+
+    /// Mean loss and accuracy of the current parameters on `data`.
+    EvalResult evaluate(const Dataset& data, int batch_size = 1000);
+
+    std::int64_t steps() const noexcept { return steps_; }
+    std::int64_t batches_per_epoch() const { return loader_.batches_per_epoch(); }
+    int batch_size() const { return loader_.batch_size(); }
+    /// The learning rate the next step will use.
+    double lr() const { return schedule_.at(steps_); }
+    std::span<float> params() noexcept { return params_.span(); }
+    std::span<const float> params() const noexcept { return params_.span(); }
+    const PartitionLayout& layout() const noexcept { return layout_; }
+    Model& model() noexcept { return *model_; }
+
+private:
+    std::unique_ptr<Model> model_;
+    PartitionLayout layout_;
+    LrSchedule schedule_;
+    BatchLoader loader_;
+    ParamVector params_, grad_;
+    std::vector<std::unique_ptr<LocalOptimizer>> optimizers_;  // one per partition
+    std::int64_t steps_ = 0;
+};
+
+}  // namespace gossamer::optim
