@@ -175,3 +175,32 @@ TEST_CASE("LayerMask answers which layers are needed") {
     CHECK(*m.lowest(4) == 1);
     CHECK(!m.needs(2));
 }
+
+TEST_CASE("a batch gradient is the mean of the per-sample gradients (chunked convolutions too)") {
+    // At 28x28 the CNN convolves in chunks of 13 (stage 1) and 3 (stage 2) samples; a batch of
+    // 16 crosses both chunk boundaries.
+    auto d = random_data(16, 784, 10, 20, 1, 28, 28);
+    std::vector<std::unique_ptr<Model>> all;
+    all.push_back(models::cnn({}));
+    all.push_back(models::mlp(784, {32, 16}, 10));
+    for (auto& m : all) {
+        CAPTURE(m->describe());
+        auto p = noisy_init(*m, 22);
+        ParamVector g(p.size()), one(p.size());
+        const double loss = m->loss_and_gradient(p, batch(d, 0, 16), g);
+        std::vector<double> mean(p.size(), 0.0);
+        double mean_loss = 0;
+        for (int i = 0; i < 16; ++i) {
+            mean_loss += m->loss_and_gradient(p, batch(d, i, 1), one) / 16;
+            for (std::size_t j = 0; j < p.size(); ++j) mean[j] += one[j] / 16.0;
+        }
+        CHECK(loss == doctest::Approx(mean_loss).epsilon(1e-5));
+        double scale = 0, worst = 0;
+        for (std::size_t j = 0; j < p.size(); ++j) {
+            scale = std::max(scale, std::abs(mean[j]));
+            worst = std::max(worst, std::abs(mean[j] - g[j]));
+        }
+        CHECK(scale > 0);
+        CHECK(worst <= 1e-4 * scale);
+    }
+}

@@ -23,6 +23,7 @@ struct Stage {
 class Cnn final : public Model {
   public:
     explicit Cnn(const CnnSpec& spec) : spec_(spec) {
+        ops::check_blas_once();
         if (spec.channels < 1 || spec.height < 1 || spec.width < 1)
             throw Error(fmt::format("cnn: input shape {}x{}x{} must be positive", spec.channels,
                                     spec.height, spec.width));
@@ -112,24 +113,38 @@ class Cnn final : public Model {
         for (std::size_t s = stages_.size(); s-- > *lowest;) {
             const Stage& st = stages_[s];
             Buffers& b = buf_[s];
-            const int m = n * st.h * st.w, patch = static_cast<int>(st.patch);
+            const int patch = static_cast<int>(st.patch);
             dconv_.resize(b.conv.size());
             ops::maxpool_backward(dpool_.data(), b.arg.data(), b.pool.size(), dconv_.data(),
                                   dconv_.size());
             ops::relu_backward(dconv_.data(), b.conv.data(), dconv_.size());
-            if (need.needs(s)) {
-                float* g = grad.data() + layers_[s].offset;
-                ops::gemm(true, false, st.cout, patch, m, 1.0f, dconv_.data(), st.cout,
-                          b.cols.data(), patch, 0.0f, g, patch);
-                ops::bias_grad(dconv_.data(), m, st.cout, g + st.patch * st.cout);
-            }
-            if (s == *lowest) break;
+            const bool want_w = need.needs(s), want_x = s > *lowest;
+            float* g = want_w ? grad.data() + layers_[s].offset : nullptr;
             const float* w = params.data() + layers_[s].offset;
-            dcols_.resize(static_cast<std::size_t>(m) * st.patch);
-            ops::gemm(false, false, m, patch, st.cout, 1.0f, dconv_.data(), st.cout, w, patch, 0.0f,
-                      dcols_.data(), patch);
-            dpool_.resize(static_cast<std::size_t>(m) * st.cin);
-            ops::col2im(dcols_.data(), nhwc(st, n), spec_.kernel, dpool_.data());
+            const ops::Image in = image(s, n);
+            const float* x = input(s, batch);
+            if (want_x) dpool_.resize(static_cast<std::size_t>(n) * in.sample);  // stage s - 1
+            const std::size_t pixels = static_cast<std::size_t>(st.h) * st.w;
+            for (int first = 0, step = chunk(st); first < n; first += step) {
+                const int count = std::min(step, n - first), m = count * st.h * st.w;
+                const float* dy = dconv_.data() + first * pixels * st.cout;
+                ops::Image part = in;
+                part.batch = count;
+                if (want_w) {
+                    ops::im2col(x + first * in.sample, part, spec_.kernel, cols_.data());
+                    ops::gemm(true, false, st.cout, patch, m, 1.0f, dy, st.cout, cols_.data(),
+                              patch, first == 0 ? 0.0f : 1.0f, g, patch);
+                }
+                if (want_x) {
+                    ops::gemm(false, false, m, patch, st.cout, 1.0f, dy, st.cout, w, patch, 0.0f,
+                              cols_.data(), patch);
+                    ops::col2im(cols_.data(), part, spec_.kernel,
+                                dpool_.data() + first * in.sample);
+                }
+            }
+            if (want_w) {
+                ops::bias_grad(dconv_.data(), n * st.h * st.w, st.cout, g + st.patch * st.cout);
+            }
         }
         return stats.loss_sum / n;
     }
@@ -144,38 +159,56 @@ class Cnn final : public Model {
 
   private:
     struct Buffers {
-        std::vector<float> cols;        // im2col of the stage input
         std::vector<float> conv;        // convolution output after ReLU, NHWC
         std::vector<float> pool;        // pooled output, NHWC
         std::vector<std::int32_t> arg;  // per pooled value: index of the maximum in conv
     };
 
-    static ops::Image nhwc(const Stage& st, int n) {
+    // Convolutions run over chunks of samples whose im2col matrix stays near 1 MiB, so that it
+    // is still in cache when the GEMM (and, backwards, col2im) reads it; the whole-batch
+    // matrix of the second stage would be 20 MiB at batch 64.
+    static constexpr std::size_t kChunkFloats = std::size_t{1} << 18;
+    static int chunk(const Stage& st) {
+        const std::size_t per_sample = static_cast<std::size_t>(st.h) * st.w * st.patch;
+        return static_cast<int>(std::max<std::size_t>(1, kChunkFloats / per_sample));
+    }
+
+    // Geometry of stage s's input for n samples: the data is CHW (read in place through
+    // strides), later stages read the NHWC output of the previous pooling.
+    ops::Image image(std::size_t s, int n) const {
+        const Stage& st = stages_[s];
+        const auto hw = static_cast<std::size_t>(st.h) * st.w;
         const auto c = static_cast<std::size_t>(st.cin);
-        return {n, st.h, st.w, st.cin, st.h * st.w * c, st.w * c, c, 1};
+        if (s == 0) return {n, st.h, st.w, st.cin, hw * c, static_cast<std::size_t>(st.w), 1, hw};
+        return {n, st.h, st.w, st.cin, hw * c, st.w * c, c, 1};
+    }
+
+    const float* input(std::size_t s, const Batch& batch) const {
+        return s == 0 ? batch.x : buf_[s - 1].pool.data();
     }
 
     float* run_forward(std::span<const float> params, const Batch& batch) {
         const int n = batch.size;
-        const float* x = batch.x;
         for (std::size_t s = 0; s < stages_.size(); ++s) {
             const Stage& st = stages_[s];
             Buffers& b = buf_[s];
-            // The data is CHW; the first stage reads it in place through strides.
-            const auto hw = static_cast<std::size_t>(st.h) * st.w;
-            const ops::Image g =
-                s == 0
-                    ? ops::Image{n, st.h, st.w, st.cin, hw * st.cin, static_cast<std::size_t>(st.w),
-                                 1, hw}
-                    : nhwc(st, n);
-            const int m = n * st.h * st.w, patch = static_cast<int>(st.patch);
-            b.cols.resize(static_cast<std::size_t>(m) * st.patch);
-            ops::im2col(x, g, spec_.kernel, b.cols.data());
+            const int patch = static_cast<int>(st.patch);
             const float* w = params.data() + layers_[s].offset;
-            b.conv.resize(static_cast<std::size_t>(m) * st.cout);
-            ops::gemm(false, true, m, st.cout, patch, 1.0f, b.cols.data(), patch, w, patch, 0.0f,
-                      b.conv.data(), st.cout);
-            ops::add_bias(b.conv.data(), w + st.patch * st.cout, m, st.cout);
+            const ops::Image in = image(s, n);
+            const float* x = input(s, batch);
+            const std::size_t pixels = static_cast<std::size_t>(st.h) * st.w;
+            b.conv.resize(n * pixels * st.cout);
+            const int step = chunk(st);
+            cols_.resize(std::max(cols_.size(), std::min(step, n) * pixels * st.patch));
+            for (int first = 0; first < n; first += step) {
+                const int count = std::min(step, n - first), m = count * st.h * st.w;
+                ops::Image part = in;
+                part.batch = count;
+                ops::im2col(x + first * in.sample, part, spec_.kernel, cols_.data());
+                ops::gemm(false, true, m, st.cout, patch, 1.0f, cols_.data(), patch, w, patch, 0.0f,
+                          b.conv.data() + first * pixels * st.cout, st.cout);
+            }
+            ops::add_bias(b.conv.data(), w + st.patch * st.cout, n * st.h * st.w, st.cout);
             ops::relu(b.conv.data(), b.conv.size());
             const std::size_t pooled =
                 static_cast<std::size_t>(n) * (st.h / 2) * (st.w / 2) * st.cout;
@@ -183,9 +216,9 @@ class Cnn final : public Model {
             b.arg.resize(pooled);
             ops::maxpool_forward(b.conv.data(), n, st.h, st.w, st.cout, b.pool.data(),
                                  b.arg.data());
-            x = b.pool.data();
         }
         const std::size_t fc = stages_.size();
+        const float* x = buf_.back().pool.data();
         const float* w = params.data() + layers_[fc].offset;
         const int f = static_cast<int>(flat_), k = spec_.classes;
         logits_.resize(static_cast<std::size_t>(n) * k);
@@ -199,7 +232,8 @@ class Cnn final : public Model {
     std::vector<Layer> layers_;
     std::size_t flat_ = 0, total_ = 0;
     std::vector<Buffers> buf_;
-    std::vector<float> logits_, dpool_, dconv_, dcols_;
+    std::vector<float> logits_, dpool_, dconv_;
+    std::vector<float> cols_;  // im2col (forward) or its gradient (backward) of one chunk
 };
 
 }  // namespace

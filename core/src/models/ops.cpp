@@ -7,10 +7,28 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <string>
 
+#include "gossamer/core/log.hpp"
 #include "gossamer/core/rng.hpp"
 
 namespace gossamer::models::ops {
+
+void check_blas_once() {
+#if defined(OPENBLAS_VERSION) && (defined(__x86_64__) || defined(__i386__))
+    static std::once_flag once;
+    std::call_once(once, [] {
+        const std::string core = openblas_get_corename();
+        if ((core == "Prescott" || core == "Core2" || core == "Nehalem") &&
+            __builtin_cpu_supports("avx2"))
+            log::warn(
+                "OpenBLAS uses its generic '{}' kernels on this AVX2 CPU, which makes the "
+                "models several times slower; set OPENBLAS_CORETYPE={} before starting",
+                core, __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell");
+    });
+#endif
+}
 
 void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
@@ -81,29 +99,55 @@ BatchStats squared_error(float* y, const float* targets, int rows, bool grad) {
     return s;
 }
 
+// Both folds walk one kernel row (ki) at a time: where the source row exists, kernel columns
+// [kj0, kj1) hit pixels inside the image and the rest hit the zero padding. With contiguous
+// channels (NHWC, or a single channel) that middle part is one contiguous run of
+// (kj1 - kj0) * c floats, which keeps these loops at memory speed.
+namespace {
+
+struct Span1 {
+    int kj0, kj1;  // kernel columns that land inside the image
+};
+
+Span1 inside(int j, int k, int pad, int w) {
+    return {std::max(0, pad - j), std::min(k, w + pad - j)};
+}
+
+}  // namespace
+
 void im2col(const float* x, const Image& g, int k, float* cols) {
     const int pad = k / 2;
-    const std::size_t width = static_cast<std::size_t>(k) * k * g.c;
+    const bool packed = g.c == 1 || (g.chan == 1 && g.col == static_cast<std::size_t>(g.c));
+    const std::size_t kc = static_cast<std::size_t>(k) * g.c;
+    float* out = cols;
     for (int n = 0; n < g.batch; ++n) {
         const float* xn = x + n * g.sample;
         for (int i = 0; i < g.h; ++i) {
             for (int j = 0; j < g.w; ++j) {
-                float* out = cols + ((static_cast<std::size_t>(n) * g.h + i) * g.w + j) * width;
-                for (int ki = 0; ki < k; ++ki) {
+                const Span1 in = inside(j, k, pad, g.w);
+                for (int ki = 0; ki < k; ++ki, out += kc) {
                     const int si = i + ki - pad;
-                    for (int kj = 0; kj < k; ++kj, out += g.c) {
-                        const int sj = j + kj - pad;
-                        if (si < 0 || si >= g.h || sj < 0 || sj >= g.w) {
-                            std::fill_n(out, g.c, 0.0f);
-                            continue;
-                        }
-                        const float* src = xn + si * g.row + sj * g.col;
-                        if (g.chan == 1) {
-                            std::memcpy(out, src, sizeof(float) * g.c);
-                        } else {
-                            for (int ch = 0; ch < g.c; ++ch) out[ch] = src[ch * g.chan];
-                        }
+                    if (si < 0 || si >= g.h) {
+                        std::fill_n(out, kc, 0.0f);
+                        continue;
                     }
+                    std::fill_n(out, static_cast<std::size_t>(in.kj0) * g.c, 0.0f);
+                    const float* src = xn + si * g.row + (j + in.kj0 - pad) * g.col;
+                    float* dst = out + static_cast<std::size_t>(in.kj0) * g.c;
+                    if (packed) {
+                        // Short runs (one channel) are faster inline than through memcpy.
+                        const std::size_t len = static_cast<std::size_t>(in.kj1 - in.kj0) * g.c;
+                        if (len <= 16) {
+                            for (std::size_t q = 0; q < len; ++q) dst[q] = src[q];
+                        } else {
+                            std::memcpy(dst, src, sizeof(float) * len);
+                        }
+                    } else {
+                        for (int kj = in.kj0; kj < in.kj1; ++kj, src += g.col)
+                            for (int ch = 0; ch < g.c; ++ch) *dst++ = src[ch * g.chan];
+                    }
+                    std::fill_n(out + static_cast<std::size_t>(in.kj1) * g.c,
+                                static_cast<std::size_t>(k - in.kj1) * g.c, 0.0f);
                 }
             }
         }
@@ -112,21 +156,26 @@ void im2col(const float* x, const Image& g, int k, float* cols) {
 
 void col2im(const float* dcols, const Image& g, int k, float* dx) {
     const int pad = k / 2;
-    const std::size_t width = static_cast<std::size_t>(k) * k * g.c;
+    const bool packed = g.c == 1 || (g.chan == 1 && g.col == static_cast<std::size_t>(g.c));
+    const std::size_t kc = static_cast<std::size_t>(k) * g.c;
     std::fill_n(dx, static_cast<std::size_t>(g.batch) * g.sample, 0.0f);
+    const float* in_row = dcols;
     for (int n = 0; n < g.batch; ++n) {
         float* dxn = dx + n * g.sample;
         for (int i = 0; i < g.h; ++i) {
             for (int j = 0; j < g.w; ++j) {
-                const float* in =
-                    dcols + ((static_cast<std::size_t>(n) * g.h + i) * g.w + j) * width;
-                for (int ki = 0; ki < k; ++ki) {
+                const Span1 in = inside(j, k, pad, g.w);
+                for (int ki = 0; ki < k; ++ki, in_row += kc) {
                     const int si = i + ki - pad;
-                    for (int kj = 0; kj < k; ++kj, in += g.c) {
-                        const int sj = j + kj - pad;
-                        if (si < 0 || si >= g.h || sj < 0 || sj >= g.w) continue;
-                        float* dst = dxn + si * g.row + sj * g.col;
-                        for (int ch = 0; ch < g.c; ++ch) dst[ch * g.chan] += in[ch];
+                    if (si < 0 || si >= g.h) continue;
+                    float* dst = dxn + si * g.row + (j + in.kj0 - pad) * g.col;
+                    const float* src = in_row + static_cast<std::size_t>(in.kj0) * g.c;
+                    if (packed) {
+                        const std::size_t len = static_cast<std::size_t>(in.kj1 - in.kj0) * g.c;
+                        for (std::size_t q = 0; q < len; ++q) dst[q] += src[q];
+                    } else {
+                        for (int kj = in.kj0; kj < in.kj1; ++kj, dst += g.col)
+                            for (int ch = 0; ch < g.c; ++ch) dst[ch * g.chan] += *src++;
                     }
                 }
             }

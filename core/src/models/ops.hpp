@@ -10,6 +10,11 @@
 
 namespace gossamer::models::ops {
 
+/// Logs a warning, once per process, when OpenBLAS runs its generic kernels on a CPU with AVX2
+/// (OpenBLAS 0.3.21 does not recognise some recent Xeons and falls back to "Prescott", about 4x
+/// slower); the warning names the OPENBLAS_CORETYPE setting that fixes it.
+void check_blas_once();
+
 /// C[m x n] = alpha * op(A) * op(B) + beta * C, op = transpose when ta / tb.
 void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc);

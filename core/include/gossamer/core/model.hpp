@@ -86,7 +86,8 @@ class Model {
     virtual int classes() const = 0;
 
     /// Writes initial parameters: He-normal weights for layers followed by a ReLU, Glorot-uniform
-    /// weights for the output layer, zero biases. Deterministic for a seed on every platform.
+    /// weights for the output layer, zero biases. Deterministic: the same seed gives the same
+    /// values on every run (bit-identical wherever the C math library is the same).
     /// `params.size()` must equal parameter_count().
     virtual void init(std::span<float> params, std::uint64_t seed) const = 0;
 
