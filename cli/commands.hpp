@@ -9,5 +9,6 @@ namespace gossamer::cli {
 
 int run_topo(const std::vector<std::string>& args);
 int run_train(const std::vector<std::string>& args);
+int run_bench(const std::vector<std::string>& args);
 
 }  // namespace gossamer::cli

@@ -22,6 +22,7 @@ Gossamer: decentralized (gossip) training on heterogeneous clusters.
 commands:
   topo      topology files: show (analysis), validate, gen, matrix, dot
   train     train one model in one process from a training config
+  bench     benchmarks with a reference measured in the same run (compute)
 
 'gossamer COMMAND --help' describes a command. Exit status: 0 success, 1 internal error,
 2 bad input or usage. Logging: GOSSAMER_LOG_LEVEL=error|warn|info|debug|trace (stderr).
@@ -38,6 +39,7 @@ int dispatch(const std::vector<std::string>& args) {
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (cmd == "topo") return gossamer::cli::run_topo(rest);
     if (cmd == "train") return gossamer::cli::run_train(rest);
+    if (cmd == "bench") return gossamer::cli::run_bench(rest);
     throw gossamer::cli::UsageError(
         fmt::format("gossamer: unknown command '{}'; see 'gossamer --help'", cmd));
 }

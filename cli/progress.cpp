@@ -20,7 +20,7 @@ double Progress::elapsed() const {
 void Progress::operator()(std::string_view line, bool force) {
     if (!tty_ && plain_interval_ <= 0) return;
     const double now = elapsed();
-    if (!force && now - last_ < (tty_ ? 0.2 : plain_interval_)) return;
+    if (!force && now - last_ < (tty_ ? 0.2 : plain_interval_) && (printed_ || !tty_)) return;
     last_ = now;
     const std::string text = fmt::format("[{:>6.1f}s] {}", now, line);
     if (tty_) {

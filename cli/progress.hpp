@@ -10,7 +10,7 @@
 namespace gossamer::cli {
 
 class Progress {
-public:
+  public:
     explicit Progress(double plain_interval = 30.0);
     ~Progress() { done(); }
     Progress(const Progress&) = delete;
@@ -23,11 +23,11 @@ public:
     /// Seconds since construction.
     double elapsed() const;
 
-private:
+  private:
     bool tty_;
     bool printed_ = false;
     double plain_interval_;
-    double last_ = -1e9;
+    double last_ = 0;  // the first plain line comes after plain_interval; a terminal's at once
     std::chrono::steady_clock::time_point start_;
 };
 

@@ -59,7 +59,7 @@ int run_train(const std::vector<std::string>& args) {
     cfg.epochs = static_cast<int>(a.integer("epochs", cfg.epochs, 1, 100000));
     cfg.threads = static_cast<int>(a.integer("threads", cfg.threads, 1, 256));
     set_blas_threads(cfg.threads);
-    progress(fmt::format("loading {}", cfg.data.name), true);
+    progress(fmt::format("loading {}", cfg.data.name));
     auto data = optim::load_training_data(cfg);
     optim::check_batch_size(cfg, data.train.size());
     auto model = optim::build_model(cfg, data.train);
@@ -91,8 +91,9 @@ int run_train(const std::vector<std::string>& args) {
                 "error: the training loss became {} at step {} (epoch {}) with learning rate {:g}; "
                 "lower optimizer.lr or add a warm-up. {}\n",
                 std::isnan(loss) ? "NaN" : "infinite", step, step / per_epoch + 1, lr,
-                saved_step >= 0 ? fmt::format("The last good model is {} (step {}).", model_path, saved_step)
-                                : std::string("No model file was written."));
+                saved_step >= 0
+                    ? fmt::format("The last good model is {} (step {}).", model_path, saved_step)
+                    : std::string("No model file was written."));
             metrics.write({{"step", step}, {"event", "diverged"}, {"loss", nullptr}, {"lr", lr}});
             return 3;
         }
@@ -130,10 +131,11 @@ int run_train(const std::vector<std::string>& args) {
             acc_hit = TargetHit{done, epoch, seconds};
         if (!loss_hit && cfg.target_loss && last_eval.loss <= *cfg.target_loss)
             loss_hit = TargetHit{done, epoch, seconds};
-        progress(fmt::format("epoch {:.1f}: train loss {:.4f}, test loss {:.4f}{}", epoch, train_loss,
-                             last_eval.loss,
-                             last_eval.accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *last_eval.accuracy)
-                                                : std::string()),
+        progress(fmt::format("epoch {:.1f}: train loss {:.4f}, test loss {:.4f}{}", epoch,
+                             train_loss, last_eval.loss,
+                             last_eval.accuracy
+                                 ? fmt::format(", test accuracy {:.2f}%", 100 * *last_eval.accuracy)
+                                 : std::string()),
                  true);
         loss_sum = 0;
         loss_count = 0;
@@ -144,33 +146,51 @@ int run_train(const std::vector<std::string>& args) {
     Summary s;
     s.add("config", *a.value("config"), *a.value("config"));
     s.add("model", description, description);
-    s.add("data", fmt::format("{}: {} train, {} test", cfg.data.name, data.train.size(), data.test.size()),
+    s.add("data",
+          fmt::format("{}: {} train, {} test", cfg.data.name, data.train.size(), data.test.size()),
           {{"name", cfg.data.name}, {"train", data.train.size()}, {"test", data.test.size()}});
-    s.add("steps", fmt::format("{} ({} epochs of {} batches of {})", total, cfg.epochs, per_epoch, cfg.batch_size), total);
-    s.add("time", fmt::format("{:.1f} s ({:.0f} samples/s, {} BLAS thread{})", seconds,
-                              total * cfg.batch_size / std::max(seconds, 1e-9), cfg.threads,
-                              cfg.threads == 1 ? "" : "s"),
+    s.add("steps",
+          fmt::format("{} ({} epochs of {} batches of {})", total, cfg.epochs, per_epoch,
+                      cfg.batch_size),
+          total);
+    s.add("time",
+          fmt::format("{:.1f} s ({:.0f} samples/s, {} BLAS thread{})", seconds,
+                      total * cfg.batch_size / std::max(seconds, 1e-9), cfg.threads,
+                      cfg.threads == 1 ? "" : "s"),
           seconds);
-    s.add("train_loss", fmt::format("{:.6f} (mean over the last evaluation interval)", epoch_loss), epoch_loss);
+    s.add("train_loss", fmt::format("{:.6f} (mean over the last evaluation interval)", epoch_loss),
+          epoch_loss);
     s.add("test_loss", fmt::format("{:.6f}", last_eval.loss), last_eval.loss);
     if (last_eval.accuracy)
-        s.add("test_accuracy", fmt::format("{:.2f}%", 100 * *last_eval.accuracy), *last_eval.accuracy);
-    auto target = [&](const char* key, std::optional<double> goal, const std::optional<TargetHit>& hit, bool percent) {
+        s.add("test_accuracy", fmt::format("{:.2f}%", 100 * *last_eval.accuracy),
+              *last_eval.accuracy);
+    auto target = [&](const char* key, std::optional<double> goal,
+                      const std::optional<TargetHit>& hit, bool percent) {
         if (!goal) return;
-        const std::string g = percent ? fmt::format("{:.2f}%", 100 * *goal) : fmt::format("{:g}", *goal);
+        const std::string g =
+            percent ? fmt::format("{:.2f}%", 100 * *goal) : fmt::format("{:g}", *goal);
         if (hit)
-            s.add(key, fmt::format("{} reached at step {} (epoch {:.2f}, {:.1f} s)", g, hit->step, hit->epoch, hit->seconds),
-                  {{"goal", *goal}, {"step", hit->step}, {"epoch", hit->epoch}, {"seconds", hit->seconds}});
+            s.add(key,
+                  fmt::format("{} reached at step {} (epoch {:.2f}, {:.1f} s)", g, hit->step,
+                              hit->epoch, hit->seconds),
+                  {{"goal", *goal},
+                   {"step", hit->step},
+                   {"epoch", hit->epoch},
+                   {"seconds", hit->seconds}});
         else
             s.add(key, fmt::format("{} not reached", g), {{"goal", *goal}, {"step", nullptr}});
     };
     target("target_accuracy", cfg.target_accuracy, acc_hit, true);
     target("target_loss", cfg.target_loss, loss_hit, false);
     if (data.optimum_loss) {
-        const double final_train = trainer.model().evaluate(trainer.params(), data.train, cfg.eval_batch).loss;
-        s.add("optimum_loss", fmt::format("{:.6f}; training loss at the end {:.6f} (gap {:.2e})",
-                                          *data.optimum_loss, final_train, final_train - *data.optimum_loss),
-              {{"optimum", *data.optimum_loss}, {"final_train_loss", final_train}, {"gap", final_train - *data.optimum_loss}});
+        const double final_train =
+            trainer.model().evaluate(trainer.params(), data.train, cfg.eval_batch).loss;
+        s.add("optimum_loss",
+              fmt::format("{:.6f}; training loss at the end {:.6f} (gap {:.2e})",
+                          *data.optimum_loss, final_train, final_train - *data.optimum_loss),
+              {{"optimum", *data.optimum_loss},
+               {"final_train_loss", final_train},
+               {"gap", final_train - *data.optimum_loss}});
     }
     s.add("model_file", model_path, model_path);
     s.add("metrics", metrics.path(), metrics.path());

@@ -21,7 +21,7 @@ static_assert(std::endian::native == std::endian::little, "the model file is lit
 constexpr char kMagic[8] = {'G', 'S', 'M', 'R', 'M', 'O', 'D', 'L'};
 
 class Writer {
-public:
+  public:
     template <typename T>
     void put(const T& v) {
         const auto* p = reinterpret_cast<const char*>(&v);
@@ -37,12 +37,12 @@ public:
     }
     std::vector<char>& bytes() { return bytes_; }
 
-private:
+  private:
     std::vector<char> bytes_;
 };
 
 class Reader {
-public:
+  public:
     Reader(const std::string& path, std::string_view bytes) : path_(path), bytes_(bytes) {}
     template <typename T>
     T get(const char* what) {
@@ -52,7 +52,8 @@ public:
     }
     const char* take(std::size_t n, const char* what) {
         if (n > bytes_.size() - pos_)
-            throw ConfigError(path_, "", fmt::format("truncated model file (while reading {})", what),
+            throw ConfigError(path_, "",
+                              fmt::format("truncated model file (while reading {})", what),
                               "the file is incomplete; write it again");
         const char* p = bytes_.data() + pos_;
         pos_ += n;
@@ -64,7 +65,7 @@ public:
     }
     std::size_t position() const { return pos_; }
 
-private:
+  private:
     const std::string& path_;
     std::string_view bytes_;
     std::size_t pos_ = 0;
@@ -148,9 +149,11 @@ ModelFile load_model_file(const std::string& path) {
     r.take(sizeof kMagic, "magic");
     const auto version = r.get<std::uint32_t>("version");
     if (version != kModelFileVersion)
-        throw ConfigError(path, "", fmt::format("model file version {} is not supported (this build reads {})",
-                                                version, kModelFileVersion),
-                          "use a matching gossamer version");
+        throw ConfigError(
+            path, "",
+            fmt::format("model file version {} is not supported (this build reads {})", version,
+                        kModelFileVersion),
+            "use a matching gossamer version");
     ModelFile f;
     f.step = r.get<std::int64_t>("step");
     f.model = r.get_string("model description");

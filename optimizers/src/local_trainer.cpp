@@ -12,7 +12,8 @@ LocalTrainer::LocalTrainer(std::unique_ptr<Model> model, PartitionLayout layout,
       params_(model_->parameter_count()),
       grad_(model_->parameter_count()) {
     model_->init(params_.span(), seed);
-    for (const auto& p : layout_.partitions()) optimizers_.push_back(make_optimizer(optimizer, p.size));
+    for (const auto& p : layout_.partitions())
+        optimizers_.push_back(make_optimizer(optimizer, p.size));
 }
 
 double LocalTrainer::step() {

@@ -17,7 +17,8 @@ using json::Node;
 
 DataConfig parse_data(const Node& node) {
     DataConfig d;
-    d.name = node.at("name").as_enum({"fashion-mnist", "logreg_synthetic", "least_squares_synthetic"});
+    d.name =
+        node.at("name").as_enum({"fashion-mnist", "logreg_synthetic", "least_squares_synthetic"});
     if (d.name == "fashion-mnist") {
         node.expect_object({"name", "dir", "train_limit", "test_limit"});
         if (auto v = node.find("dir")) d.dir = v->as_string();
@@ -44,8 +45,8 @@ DataConfig parse_data(const Node& node) {
 
 TrainingConfig parse_training_config(const json::Document& doc) {
     Node root(doc);
-    root.expect_object({"description", "seed", "data", "model", "optimizer", "schedule",
-                        "training", "partitions", "output"});
+    root.expect_object({"description", "seed", "data", "model", "optimizer", "schedule", "training",
+                        "partitions", "output"});
     TrainingConfig c;
     c.doc = doc;
     if (auto v = root.find("description")) v->as_string();
@@ -147,10 +148,12 @@ LrSchedule build_schedule(const TrainingConfig& c, std::int64_t total_steps) {
 
 void check_batch_size(const TrainingConfig& c, std::int64_t samples) {
     if (c.batch_size > samples)
-        Node(c.doc).at("training").at("batch_size").fail(
-            fmt::format("batch size {} is larger than the training set of {} samples",
-                        c.batch_size, samples),
-            "lower batch_size");
+        Node(c.doc)
+            .at("training")
+            .at("batch_size")
+            .fail(fmt::format("batch size {} is larger than the training set of {} samples",
+                              c.batch_size, samples),
+                  "lower batch_size");
 }
 
 }  // namespace gossamer::optim

@@ -23,7 +23,6 @@ struct Stage {
 class Cnn final : public Model {
   public:
     explicit Cnn(const CnnSpec& spec) : spec_(spec) {
-        ops::check_blas_once();
         if (spec.channels < 1 || spec.height < 1 || spec.width < 1)
             throw Error(fmt::format("cnn: input shape {}x{}x{} must be positive", spec.channels,
                                     spec.height, spec.width));

@@ -20,7 +20,6 @@ class Dense final : public Model {
   public:
     Dense(std::string name, std::vector<int> sizes, Head head)
         : name_(std::move(name)), sizes_(std::move(sizes)), head_(head) {
-        ops::check_blas_once();
         for (std::size_t i = 0; i < sizes_.size(); ++i)
             if (sizes_[i] < 1)
                 throw Error(fmt::format("{}: layer size {} at position {} must be positive", name_,

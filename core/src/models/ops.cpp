@@ -32,6 +32,7 @@ void check_blas_once() {
 
 void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
+    check_blas_once();  // at the first product, after every config check has passed
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
                 k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

@@ -21,7 +21,7 @@
 namespace gossamer::optim {
 
 class LocalTrainer {
-public:
+  public:
     /// @param shard  the samples this trainer draws batches from; must outlive the trainer
     /// @param seed   initialises the parameters and orders the batches
     /// Throws ConfigError when the batch is larger than the shard.
@@ -47,7 +47,7 @@ public:
     const PartitionLayout& layout() const noexcept { return layout_; }
     Model& model() noexcept { return *model_; }
 
-private:
+  private:
     std::unique_ptr<Model> model_;
     PartitionLayout layout_;
     LrSchedule schedule_;
