@@ -1,6 +1,7 @@
 // gossamer bench compute: benchmarks that print a ratio against a reference run beside them.
 #include <fmt/format.h>
 
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -35,6 +36,7 @@ Each prints a ratio against a reference measured in the same run. scripts/bench.
                  {"seconds", "S", "measuring time per model and side (default 3)"},
                  {"batch", "N", "batch size (default 64)"},
                  {"no-reference", "", "skip PyTorch (no ratio)"},
+                 {"save", "FILE", "also write the JSON report to FILE"},
                  {"json", "", "print JSON"}},
                 0);
     auto a = p.parse({args.begin() + 1, args.end()});
@@ -51,6 +53,11 @@ Each prints a ratio against a reference measured in the same run. scripts/bench.
     o.reference = !a.flag("no-reference");
     auto report = bench::run_compute(o);
     std::cout << (a.flag("json") ? report.to_json().dump(2) + "\n" : report.to_text());
+    if (auto path = a.value("save")) {
+        std::ofstream out(*path);
+        out << report.to_json().dump(2) << "\n";
+        if (!out) throw UsageError(fmt::format("--save: cannot write {}", *path));
+    }
     return o.reference && !report.reference_error.empty() ? 1 : 0;
 }
 

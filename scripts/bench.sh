@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs the benchmarks, each beside a reference measured in the same run, and writes their JSON
+# into out/bench/. Needs the reference programs: scripts/deps.sh --bench.
+#   scripts/bench.sh [--seconds S]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=3
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds="$2"; shift 2 ;;
+    -h|--help) sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "scripts/bench.sh: unknown option '$1'; use --seconds S" >&2; exit 2 ;;
+  esac
+done
+scripts/deps.sh --bench
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$(nproc)"
+# shellcheck source=scripts/blas_env.sh
+. scripts/blas_env.sh
+g=build/release/cli/gossamer
+mkdir -p out/bench
+echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(OpenBLAS default)}"
+"$g" bench compute --seconds "$seconds" --save out/bench/compute.json
