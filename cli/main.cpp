@@ -1,8 +1,10 @@
 // The gossamer binary: dispatches to subcommands and turns errors into one line and an exit
 // status (2 for bad input or usage, 1 for anything unexpected).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -10,6 +12,7 @@
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "gossamer/core/blas.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/version.hpp"
 
@@ -44,9 +47,26 @@ int dispatch(const std::vector<std::string>& args) {
         fmt::format("gossamer: unknown command '{}'; see 'gossamer --help'", cmd));
 }
 
+// OpenBLAS picks its kernels when it is loaded, from OPENBLAS_CORETYPE or its own CPU
+// detection, which in 0.3.21 falls back to generic kernels on some newer Xeons (about 4x slower
+// models). When the user set nothing, start again once with the kernels that fit the CPU.
+// GOSSAMER_BLAS_AUTO=0 turns this off (docs/architecture.md).
+void pick_blas_kernels(char** argv) {
+    if (std::getenv("OPENBLAS_CORETYPE")) return;
+    if (const char* automatic = std::getenv("GOSSAMER_BLAS_AUTO");
+        automatic && std::string(automatic) == "0")
+        return;
+    const char* better = gossamer::better_blas_core();
+    if (!better) return;
+    setenv("OPENBLAS_CORETYPE", better, 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: then run with what we have
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    pick_blas_kernels(argv);
     try {
         return dispatch(std::vector<std::string>(argv + 1, argv + argc));
     } catch (const gossamer::cli::UsageError& e) {

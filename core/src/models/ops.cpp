@@ -10,24 +10,21 @@
 #include <mutex>
 #include <string>
 
+#include "gossamer/core/blas.hpp"
 #include "gossamer/core/log.hpp"
 #include "gossamer/core/rng.hpp"
 
 namespace gossamer::models::ops {
 
 void check_blas_once() {
-#if defined(OPENBLAS_VERSION) && (defined(__x86_64__) || defined(__i386__))
     static std::once_flag once;
     std::call_once(once, [] {
-        const std::string core = openblas_get_corename();
-        if ((core == "Prescott" || core == "Core2" || core == "Nehalem") &&
-            __builtin_cpu_supports("avx2"))
+        if (const char* better = better_blas_core())
             log::warn(
-                "OpenBLAS uses its generic '{}' kernels on this AVX2 CPU, which makes the "
-                "models several times slower; set OPENBLAS_CORETYPE={} before starting",
-                core, __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell");
+                "OpenBLAS uses its generic '{}' kernels on this CPU, which makes the models "
+                "several times slower; set OPENBLAS_CORETYPE={} before starting",
+                blas_core(), better);
     });
-#endif
 }
 
 void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,

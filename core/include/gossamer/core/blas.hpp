@@ -12,5 +12,9 @@ int blas_threads();
 /// The kernel family OpenBLAS chose for this CPU, e.g. "SkylakeX", "Haswell" or "Prescott"
 /// (generic); "unknown" for another BLAS. OPENBLAS_CORETYPE overrides OpenBLAS's choice.
 std::string blas_core();
+/// When OpenBLAS fell back to generic kernels ("Prescott", "Core2", "Nehalem") on a CPU that
+/// has AVX-512 or AVX2+FMA, the OPENBLAS_CORETYPE value that fits the CPU ("SkylakeX" or
+/// "Haswell"); otherwise nullptr. OpenBLAS 0.3.21 does not recognise some newer Xeons.
+const char* better_blas_core();
 
 }  // namespace gossamer
