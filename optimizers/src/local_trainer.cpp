@@ -17,17 +17,23 @@ LocalTrainer::LocalTrainer(std::unique_ptr<Model> model, PartitionLayout layout,
 }
 
 double LocalTrainer::step() {
+    const double loss = compute_gradient(params_.span());
+    apply_gradient(params_.span(), grad_.span());
+    return loss;
+}
+
+double LocalTrainer::compute_gradient(std::span<const float> at) {
     const Batch batch = loader_.at_step(steps_);
-    const double loss = model_->loss_and_gradient(params_.span(), batch, grad_.span());
+    return model_->loss_and_gradient(at, batch, grad_.span());
+}
+
+void LocalTrainer::apply_gradient(std::span<float> x, std::span<const float> g) {
     const double lr = schedule_.at(steps_);
-    auto x = params_.span();
-    auto g = grad_.span();
     for (std::size_t id = 0; id < layout_.count(); ++id) {
         const Partition& p = layout_[id];
         optimizers_[id]->step(x.subspan(p.offset, p.size), g.subspan(p.offset, p.size), lr);
     }
     ++steps_;
-    return loss;
 }
 
 EvalResult LocalTrainer::evaluate(const Dataset& data, int batch_size) {

@@ -17,10 +17,11 @@
 #include "gossamer/core/sharding.hpp"
 #include "gossamer/optimizers/local_optimizer.hpp"
 #include "gossamer/optimizers/lr_schedule.hpp"
+#include "gossamer/optimizers/protocol.hpp"
 
 namespace gossamer::optim {
 
-class LocalTrainer {
+class LocalTrainer final : public proto::LocalWorker {
   public:
     /// @param shard  the samples this trainer draws batches from; must outlive the trainer
     /// @param seed   initialises the parameters and orders the batches
@@ -34,15 +35,24 @@ class LocalTrainer {
     /// returned as they are: the caller decides to stop.
     double step();
 
+    // LocalWorker: the same step split in two, so that a protocol can mix in between.
+    std::size_t size() const override { return params_.size(); }
+    bool math() const override { return true; }
+    std::span<float> params() override { return params_.span(); }
+    /// The gradient of the next batch (the batch of step steps()) at `at`.
+    double compute_gradient(std::span<const float> at) override;
+    std::span<const float> gradient() const override { return grad_.span(); }
+    /// One optimizer step per partition on `x` at the rate of step steps(); increments steps().
+    void apply_gradient(std::span<float> x, std::span<const float> g) override;
+    std::int64_t steps() const override { return steps_; }
+
     /// Mean loss and accuracy of the current parameters on `data`.
     EvalResult evaluate(const Dataset& data, int batch_size = 1000);
 
-    std::int64_t steps() const noexcept { return steps_; }
     std::int64_t batches_per_epoch() const { return loader_.batches_per_epoch(); }
     int batch_size() const { return loader_.batch_size(); }
     /// The learning rate the next step will use.
     double lr() const { return schedule_.at(steps_); }
-    std::span<float> params() noexcept { return params_.span(); }
     std::span<const float> params() const noexcept { return params_.span(); }
     const PartitionLayout& layout() const noexcept { return layout_; }
     Model& model() noexcept { return *model_; }

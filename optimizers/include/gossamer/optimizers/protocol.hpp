@@ -1,0 +1,175 @@
+#pragma once
+/// Decentralized algorithms as sans-I/O state machines (DESIGN.md, "The central idea").
+///
+/// A Protocol is one peer's algorithm. Its driver (the simulator in virtual time, a real peer in
+/// real time) delivers timestamped events one at a time; the protocol answers with Actions:
+/// messages to send, "start the next local step", deadlines. A protocol reads no clock, never
+/// sleeps, starts no thread and includes no transport backend.
+///
+/// Ownership of the parameters: between a StartStep action and the matching step_finished event
+/// the compute side owns the point the gradient is computed at (compute_point()) and the
+/// worker's gradient buffer; the protocol must not touch them. Messages that arrive meanwhile go
+/// into receive buffers and are mixed at the step boundary. In debug builds, params() asserts
+/// this rule.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gossamer/core/json.hpp"
+#include "gossamer/topology/schedule.hpp"
+#include "gossamer/transport/message.hpp"
+
+namespace gossamer::proto {
+
+using transport::Message;
+using transport::MessageKind;
+
+/// Seconds: virtual time in the simulator, steady-clock time in real peers.
+using Time = double;
+
+/// The local computation a protocol drives: one model copy and its optimizer. Implemented by
+/// optim::LocalTrainer (real math) and by CostOnlyWorker (no values, for scale studies).
+class LocalWorker {
+  public:
+    virtual ~LocalWorker() = default;
+    /// Parameters in the model (the length of x).
+    virtual std::size_t size() const = 0;
+    /// False in cost-only mode: params() and gradient() are empty and nothing is computed.
+    virtual bool math() const = 0;
+    /// x: the peer's parameters.
+    virtual std::span<float> params() = 0;
+    /// Compute side: the gradient at `at` (size() values) into gradient(); returns the loss.
+    virtual double compute_gradient(std::span<const float> at) = 0;
+    virtual std::span<const float> gradient() const = 0;
+    /// Protocol side: one optimizer step on `x` with gradient `g` at the schedule's rate for the
+    /// worker's step count, which it then increments.
+    virtual void apply_gradient(std::span<float> x, std::span<const float> g) = 0;
+    /// Optimizer steps applied so far.
+    virtual std::int64_t steps() const = 0;
+};
+
+/// A worker with no values: every call is free. Message sizes still count size() floats.
+class CostOnlyWorker final : public LocalWorker {
+  public:
+    explicit CostOnlyWorker(std::size_t size) : size_(size) {}
+    std::size_t size() const override { return size_; }
+    bool math() const override { return false; }
+    std::span<float> params() override { return {}; }
+    double compute_gradient(std::span<const float>) override { return 0.0; }
+    std::span<const float> gradient() const override { return {}; }
+    void apply_gradient(std::span<float>, std::span<const float>) override { ++steps_; }
+    std::int64_t steps() const override { return steps_; }
+
+  private:
+    std::size_t size_;
+    std::int64_t steps_ = 0;
+};
+
+struct Send {
+    Message msg;
+    std::uint64_t id = 0;  ///< echoed by send_completed
+};
+
+struct Deadline {
+    Time at = 0;
+    std::uint64_t id = 0;  ///< echoed by deadline_reached
+};
+
+/// What a protocol asks of its driver after one event.
+struct Actions {
+    std::vector<Send> sends;
+    bool start_step = false;  ///< compute the next gradient at compute_point()
+    std::vector<Deadline> deadlines;
+    bool done = false;  ///< this peer has taken its last step and sends nothing more
+};
+
+/// Everything a protocol knows about its place in the job.
+struct PeerContext {
+    int rank = 0;
+    int n = 1;
+    std::shared_ptr<const topology::Schedule> topology;  ///< graph and W of every round
+    LocalWorker* worker = nullptr;                       ///< outlives the protocol
+    std::int64_t max_steps = 0;                          ///< local steps to take
+};
+
+/// Counters every protocol keeps (the driver adds time-based ones).
+struct ProtocolStats {
+    std::uint64_t bytes_sent = 0, bytes_received = 0;
+    std::uint64_t messages_sent = 0, messages_received = 0;
+    std::int64_t rounds = 0;  ///< communication rounds completed
+    double mass_lost = 0.0;   ///< push-sum: mass that went with failed peers
+};
+
+class Protocol {
+  public:
+    explicit Protocol(PeerContext ctx);
+    virtual ~Protocol() = default;
+    Protocol(const Protocol&) = delete;
+    Protocol& operator=(const Protocol&) = delete;
+
+    virtual std::string_view name() const = 0;
+
+    // Events. The driver calls exactly these, one at a time, with non-decreasing times.
+    /// Once, before anything else.
+    void start(Time now, Actions& out);
+    /// The step begun by the last start_step action is done: gradient() holds its gradient.
+    void step_finished(Time now, double loss, Actions& out);
+    void message_arrived(Time now, Message msg, Actions& out);
+    void send_completed(Time now, std::uint64_t id, bool ok, Actions& out);
+    void deadline_reached(Time now, std::uint64_t id, Actions& out);
+    void peer_failed(Time now, int rank, Actions& out);
+
+    /// Where the next gradient is computed: x (averaging protocols) or z = x / w (push-sum).
+    /// Valid from a start_step action until step_finished.
+    virtual std::span<const float> compute_point() = 0;
+    /// The model this peer reports now (x, or z = x / w), size() values; math mode only.
+    virtual void current_model(std::span<float> out) const = 0;
+    /// Push-sum weight this peer holds (1 for averaging protocols).
+    virtual double mass() const { return 1.0; }
+    /// True between a start_step action and its step_finished.
+    bool stepping() const noexcept { return stepping_; }
+    /// True once the protocol returned done.
+    bool done() const noexcept { return done_; }
+    const ProtocolStats& stats() const noexcept { return stats_; }
+    int rank() const noexcept { return ctx_.rank; }
+    int n() const noexcept { return ctx_.n; }
+
+  protected:
+    virtual void on_start(Time now, Actions& out) = 0;
+    virtual void on_step_finished(Time now, double loss, Actions& out) = 0;
+    virtual void on_message(Time now, Message msg, Actions& out) = 0;
+    virtual void on_send_completed(Time, std::uint64_t, bool, Actions&) {}
+    virtual void on_deadline(Time, std::uint64_t, Actions&) {}
+    virtual void on_peer_failed(Time, int, Actions&) {}
+
+    /// x, asserting (debug builds) that no step is running.
+    std::span<float> params();
+    LocalWorker& worker() { return *ctx_.worker; }
+    const PeerContext& context() const noexcept { return ctx_; }
+    /// Queues a message and counts it.
+    void send(Actions& out, Message msg);
+    ProtocolStats& mutable_stats() noexcept { return stats_; }
+
+  private:
+    void after(Actions& out);
+
+    PeerContext ctx_;
+    ProtocolStats stats_;
+    bool stepping_ = false;
+    bool done_ = false;
+    std::uint64_t next_send_id_ = 1;
+};
+
+/// Builds protocol `name` ("allreduce", "dpsgd", "sgp", ...) with its options (a JSON object,
+/// or nullptr for the defaults). Throws ConfigError naming the option's path.
+std::unique_ptr<Protocol> make_protocol(std::string_view name, const json::Node* options,
+                                        PeerContext ctx);
+/// The names make_protocol knows.
+std::vector<std::string> protocol_names();
+
+}  // namespace gossamer::proto

@@ -1,0 +1,69 @@
+#include "gossamer/optimizers/protocol.hpp"
+
+#include <cassert>
+
+#include "gossamer/core/error.hpp"
+
+namespace gossamer::proto {
+
+Protocol::Protocol(PeerContext ctx) : ctx_(std::move(ctx)) {
+    if (!ctx_.worker) throw Error("a protocol needs a local worker");
+    if (ctx_.n < 1 || ctx_.rank < 0 || ctx_.rank >= ctx_.n) throw Error("rank out of range");
+}
+
+void Protocol::start(Time now, Actions& out) {
+    on_start(now, out);
+    after(out);
+}
+
+void Protocol::step_finished(Time now, double loss, Actions& out) {
+    assert(stepping_ && "step_finished without a running step");
+    stepping_ = false;
+    on_step_finished(now, loss, out);
+    after(out);
+}
+
+void Protocol::message_arrived(Time now, Message msg, Actions& out) {
+    ++stats_.messages_received;
+    stats_.bytes_received += msg.wire_bytes();
+    on_message(now, std::move(msg), out);
+    after(out);
+}
+
+void Protocol::send_completed(Time now, std::uint64_t id, bool ok, Actions& out) {
+    on_send_completed(now, id, ok, out);
+    after(out);
+}
+
+void Protocol::deadline_reached(Time now, std::uint64_t id, Actions& out) {
+    on_deadline(now, id, out);
+    after(out);
+}
+
+void Protocol::peer_failed(Time now, int rank, Actions& out) {
+    on_peer_failed(now, rank, out);
+    after(out);
+}
+
+std::span<float> Protocol::params() {
+    // The ownership rule: while a step runs, the compute side owns x.
+    assert(!stepping_ && "a protocol touched x while a local step was running");
+    return ctx_.worker->params();
+}
+
+void Protocol::send(Actions& out, Message msg) {
+    msg.sender = ctx_.rank;
+    ++stats_.messages_sent;
+    stats_.bytes_sent += msg.wire_bytes();
+    out.sends.push_back(Send{std::move(msg), next_send_id_++});
+}
+
+void Protocol::after(Actions& out) {
+    if (out.start_step) {
+        assert(!stepping_ && "start_step while a step is running");
+        stepping_ = true;
+    }
+    done_ = done_ || out.done;
+}
+
+}  // namespace gossamer::proto
