@@ -1,5 +1,7 @@
 #include "gossamer/optimizers/local_trainer.hpp"
 
+#include "gossamer/core/rng.hpp"
+
 namespace gossamer::optim {
 
 LocalTrainer::LocalTrainer(std::unique_ptr<Model> model, PartitionLayout layout,
@@ -8,7 +10,8 @@ LocalTrainer::LocalTrainer(std::unique_ptr<Model> model, PartitionLayout layout,
     : model_(std::move(model)),
       layout_(std::move(layout)),
       schedule_(std::move(schedule)),
-      loader_(shard, batch_size, seed, rank),
+      // Every peer starts from the same model (seed); each draws its own batch order.
+      loader_(shard, batch_size, rank == 0 ? seed : derive_seed(seed, static_cast<std::uint64_t>(rank)), rank),
       params_(model_->parameter_count()),
       grad_(model_->parameter_count()) {
     model_->init(params_.span(), seed);

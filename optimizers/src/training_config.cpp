@@ -76,9 +76,39 @@ TrainingConfig parse_training_config(const json::Document& doc) {
         if (auto v = o->find("checkpoint_every")) c.checkpoint_every = v->as_int(0);
         if (c.output_dir.empty()) o->at("dir").fail("empty output folder", "name a folder");
     }
+    if (auto sh = root.find("sharding")) {
+        sh->expect_object({"mode", "alpha", "sizes"});
+        if (auto m = sh->find("mode"))
+            c.sharding.mode = m->as_enum({"iid", "dirichlet"}) == "iid" ? ShardMode::iid : ShardMode::dirichlet;
+        if (auto a = sh->find("alpha")) {
+            c.sharding.alpha = a->as_double();
+            if (c.sharding.alpha <= 0) a->fail("alpha must be > 0", "e.g. 0.5 (skewed) or 100 (near iid)");
+        }
+        if (auto z = sh->find("sizes")) {
+            for (const auto& e : z->elements()) {
+                const double v = e.as_double();
+                if (v <= 0) e.fail("a relative shard size must be > 0");
+                c.sharding.sizes.push_back(v);
+            }
+        }
+    }
+    c.sharding.seed = c.seed;
+    if (auto al = root.find("algorithms")) {
+        if (!al->is_object()) al->fail("expected an object: {\"sgp\": {\"staleness\": 2}, ...}");
+        for (const auto& item : al->value().items())
+            if (!al->at(item.key()).is_object())
+                al->at(item.key()).fail("expected an object of options");
+    }
     // The schedule is validated now (for a long run); build_schedule makes the real one.
     (void)build_schedule(c, std::numeric_limits<std::int32_t>::max());
     return c;
+}
+
+std::optional<json::Node> TrainingConfig::algorithm_options(const std::string& name) const {
+    json::Node root(doc);
+    auto al = root.find("algorithms");
+    if (!al) return std::nullopt;
+    return al->find(name);
 }
 
 TrainingConfig load_training_config(const std::string& path) {

@@ -24,7 +24,8 @@ namespace gossamer::optim {
 class LocalTrainer final : public proto::LocalWorker {
   public:
     /// @param shard  the samples this trainer draws batches from; must outlive the trainer
-    /// @param seed   initialises the parameters and orders the batches
+    /// @param seed   initialises the parameters (the same on every peer) and orders the batches
+    ///               (rank 0 with `seed` itself, rank r with derive_seed(seed, r))
     /// Throws ConfigError when the batch is larger than the shard.
     LocalTrainer(std::unique_ptr<Model> model, PartitionLayout layout,
                  const OptimizerConfig& optimizer, LrSchedule schedule, const Dataset& shard,

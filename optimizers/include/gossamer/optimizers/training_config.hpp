@@ -13,6 +13,7 @@
 #include "gossamer/core/dataset.hpp"
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/model.hpp"
+#include "gossamer/core/sharding.hpp"
 #include "gossamer/optimizers/local_optimizer.hpp"
 #include "gossamer/optimizers/lr_schedule.hpp"
 
@@ -44,6 +45,11 @@ struct TrainingConfig {
     int threads = 1;                        ///< BLAS threads
     std::string output_dir;                 ///< default: out/<config file stem>
     std::int64_t checkpoint_every = 0;      ///< steps between checkpoints; 0 = none
+    /// How the training set is split among peers (sim, peers); `peers` is set by the caller.
+    ShardSpec sharding;
+
+    /// The options of algorithm `name` ("algorithms": {"sgp": {...}}), or nullopt.
+    std::optional<json::Node> algorithm_options(const std::string& name) const;
 };
 
 /// Loads and validates a training config. Throws ConfigError (file, JSON path, fix).

@@ -1,0 +1,247 @@
+// gossamer sim: many peers with heterogeneous speeds in virtual time (docs/simulator.md).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "gossamer/core/blas.hpp"
+#include "gossamer/core/metrics.hpp"
+#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/sim/simulation.hpp"
+#include "gossamer/topology/topology_file.hpp"
+#include "progress.hpp"
+
+namespace gossamer::cli {
+namespace {
+
+struct Stat {
+    double mean = 0, spread = 0;  // spread: half the range over seeds
+    int count = 0;
+};
+
+Stat stat_of(const std::vector<double>& v) {
+    Stat s;
+    s.count = static_cast<int>(v.size());
+    if (v.empty()) return s;
+    double lo = v[0], hi = v[0], sum = 0;
+    for (double x : v) {
+        sum += x;
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+    }
+    s.mean = sum / static_cast<double>(v.size());
+    s.spread = (hi - lo) / 2;
+    return s;
+}
+
+std::string show(const Stat& s, const char* fmt_mean, double scale = 1) {
+    if (s.count == 0) return "-";
+    std::string out = fmt::format(fmt::runtime(fmt_mean), s.mean * scale);
+    if (s.count > 1) out += " ±" + fmt::format(fmt::runtime(fmt_mean), s.spread * scale);
+    return out;
+}
+
+void write_run(const std::filesystem::path& dir, const sim::SimResult& r) {
+    std::filesystem::create_directories(dir);
+    MetricsWriter m((dir / "metrics.jsonl").string());
+    for (const auto& e : r.evals)
+        m.write({{"time", e.time},
+                 {"accuracy", e.accuracy},
+                 {"loss", e.loss},
+                 {"min_accuracy", e.min_accuracy},
+                 {"max_accuracy", e.max_accuracy},
+                 {"consensus", e.consensus},
+                 {"samples", e.samples},
+                 {"bytes", e.bytes}});
+    MetricsWriter p((dir / "peers.jsonl").string());
+    for (const auto& s : r.peers)
+        p.write({{"rank", s.rank},
+                 {"steps", s.steps},
+                 {"busy", s.busy},
+                 {"idle", s.idle},
+                 {"idle_share", s.idle_share},
+                 {"bytes_sent", s.bytes_sent},
+                 {"bytes_received", s.bytes_received},
+                 {"failed", s.failed}});
+}
+
+}  // namespace
+
+int run_sim(const std::vector<std::string>& args) {
+    ArgParser p("gossamer sim", "--topology T --cluster C --config TRAIN [options]",
+                "Simulates n peers (n from the topology) in virtual time: every peer runs the "
+                "same protocol objects as a real peer; compute and links follow the cluster "
+                "file. Each algorithm runs on the same data order and cluster; the table shows "
+                "the virtual time to the target accuracy, the final accuracy of the exact average "
+                "of the peers' models (and min/max over peers), the consensus distance, samples/s, "
+                "bytes sent per peer and the share of time peers sat idle. Writes "
+                "OUT/<algorithm>/seed<k>/{metrics,peers}.jsonl; scripts/plot.py OUT draws them.",
+                {{"topology", "FILE", "the topology file"},
+                 {"cluster", "FILE", "the cluster file (docs/cluster-format.md)"},
+                 {"config", "FILE", "the training config (math mode; optional in cost mode)"},
+                 {"algorithms", "LIST", "comma-separated (default allreduce,dpsgd,sgp)"},
+                 {"seeds", "K", "seeds per algorithm (default 1)"},
+                 {"out", "DIR", "output folder (default out/sim)"},
+                 {"mode", "M", "math (default) or cost (no values: timing and traffic only)"},
+                 {"epochs", "N", "passes of each peer over its shard (default: training.epochs)"},
+                 {"steps", "N", "cost mode: local steps per peer (default 100)"},
+                 {"model-size", "N", "cost mode: parameters per model (default: the config's model, else 1000000)"},
+                 {"eval-interval", "S", "virtual seconds between evaluations (default: a quarter of a nominal epoch)"},
+                 {"target", "ACC", "target accuracy (default: training.target_accuracy)"},
+                 {"json", "", "print the summary as JSON"}},
+                0);
+    auto a = p.parse(args);
+    if (a.help) return std::cout << p.help(), 0;
+    for (const char* req : {"topology", "cluster"})
+        if (!a.value(req)) throw UsageError(fmt::format("gossamer sim: --{} FILE is required", req));
+    const std::string mode_name = a.value("mode").value_or("math");
+    if (mode_name != "math" && mode_name != "cost")
+        throw UsageError("--mode: use math or cost");
+    const auto mode = mode_name == "math" ? sim::Mode::math : sim::Mode::cost;
+    if (mode == sim::Mode::math && !a.value("config"))
+        throw UsageError("gossamer sim: --config FILE is required in math mode");
+
+    // Everything is loaded and checked before anything runs or is written.
+    auto topo = topology::load_topology(*a.value("topology"));
+    const auto cluster = sim::load_cluster(*a.value("cluster"), topo.n());
+    std::vector<std::string> algorithms;
+    {
+        std::stringstream ss(a.value("algorithms").value_or("allreduce,dpsgd,sgp"));
+        const auto known = proto::protocol_names();
+        for (std::string item; std::getline(ss, item, ',');) {
+            if (std::find(known.begin(), known.end(), item) == known.end()) {
+                std::string all;
+                for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
+                throw UsageError(fmt::format("--algorithms: unknown algorithm \"{}\"; use {}", item, all));
+            }
+            algorithms.push_back(item);
+        }
+    }
+    const int seeds = static_cast<int>(a.integer("seeds", 1, 1, 1000));
+    const std::filesystem::path out(a.value("out").value_or("out/sim"));
+    std::optional<optim::TrainingConfig> cfg;
+    optim::TrainingData data;
+    if (a.value("config")) cfg = optim::load_training_config(*a.value("config"));
+    Progress progress(30.0);
+    set_blas_threads(1);
+    sim::SimSetup base;
+    base.topology = topo.schedule;
+    base.cluster = &cluster;
+    base.mode = mode;
+    if (mode == sim::Mode::math) {
+        progress(fmt::format("loading {}", cfg->data.name));
+        data = optim::load_training_data(*cfg);
+        base.train = &data.train;
+        base.test = &data.test;
+        base.epochs = static_cast<int>(a.integer("epochs", cfg->epochs, 1, 100000));
+        Time fastest = sim::never;
+        for (const auto& peer : cluster.peers) fastest = std::min(fastest, peer.base_time * peer.factor);
+        const double batches = static_cast<double>(data.train.size()) / topo.n() / cfg->batch_size;
+        base.eval_interval = a.number("eval-interval", fastest * batches / 4);
+        if (!(base.eval_interval > 0)) throw UsageError("--eval-interval: must be > 0");
+    } else {
+        base.steps = a.integer("steps", 100, 1, 1'000'000'000);
+        std::uint64_t size = 1'000'000;
+        if (cfg) {
+            progress("loading data for the model size");
+            data = optim::load_training_data(*cfg);
+            size = optim::build_model(*cfg, data.train)->parameter_count();
+        }
+        base.model_size = static_cast<std::uint64_t>(a.integer("model-size", static_cast<std::int64_t>(size), 1, INT64_MAX));
+    }
+    std::optional<double> target = cfg ? cfg->target_accuracy : std::nullopt;
+    if (a.value("target")) target = a.number("target", 0);
+
+    json::Json summary = {{"topology", *a.value("topology")}, {"cluster", *a.value("cluster")},
+                          {"n", topo.n()}, {"mode", mode_name}, {"seeds", seeds},
+                          {"algorithms", json::Json::array()}};
+    std::string table = fmt::format("{:<10} {:>16} {:>15} {:>13} {:>11} {:>11} {:>12} {:>8}\n", "algorithm",
+                                    target ? fmt::format("time to {:.1f}%", 100 * *target) : "time [s]",
+                                    "final acc [%]", "min..max [%]", "consensus", "samples/s",
+                                    "MB sent/peer", "idle");
+    for (const auto& algo : algorithms) {
+        std::vector<double> t_target, acc, lo, hi, cons, sps, mb, idle, end;
+        int reached = 0;
+        for (int k = 0; k < seeds; ++k) {
+            sim::SimSetup s = base;
+            s.algorithm = algo;
+            s.seed = (cfg ? cfg->seed : 1) + static_cast<std::uint64_t>(k);
+            optim::TrainingConfig c;
+            if (cfg) {
+                c = *cfg;
+                c.seed = s.seed;
+                c.sharding.seed = s.seed;
+                s.config = &c;
+                s.options = cfg->algorithm_options(algo);
+            }
+            s.progress = [&](std::string_view line) { progress(line); };
+            progress(fmt::format("{} seed {}/{}", algo, k + 1, seeds), true);
+            const auto r = sim::simulate(s);
+            write_run(out / algo / fmt::format("seed{}", k), r);
+            progress(fmt::format("{} seed {}: {} events in {:.1f} s ({:.0f} events/s)", algo, k + 1,
+                                 r.events, r.wall_seconds, r.events / std::max(r.wall_seconds, 1e-9)),
+                     true);
+            if (r.stopped_by_failure)
+                std::cerr << fmt::format("{}: rank {} failed; all-reduce stops\n", algo, *r.stopped_by_failure);
+            end.push_back(r.end_time);
+            sps.push_back(r.samples / std::max(r.end_time, 1e-12));
+            double bytes = 0, idle_sum = 0;
+            for (const auto& ps : r.peers) {
+                bytes += static_cast<double>(ps.bytes_sent);
+                idle_sum += ps.idle_share;
+            }
+            mb.push_back(bytes / r.peers.size() / 1e6);
+            idle.push_back(idle_sum / r.peers.size());
+            if (!r.evals.empty()) {
+                const auto& last = r.evals.back();
+                acc.push_back(last.accuracy);
+                lo.push_back(last.min_accuracy);
+                hi.push_back(last.max_accuracy);
+                cons.push_back(last.consensus);
+                for (const auto& e : r.evals)
+                    if (target && e.accuracy >= *target) {
+                        t_target.push_back(e.time);
+                        ++reached;
+                        break;
+                    }
+            }
+        }
+        const Stat st = stat_of(t_target), sa = stat_of(acc), sl = stat_of(lo), sh = stat_of(hi),
+                   sc = stat_of(cons), ss = stat_of(sps), sm = stat_of(mb), si = stat_of(idle), se = stat_of(end);
+        std::string time_col = target ? (reached == seeds ? show(st, "{:.1f}")
+                                                          : fmt::format("{}/{} reached", reached, seeds))
+                                      : show(se, "{:.1f}");
+        table += fmt::format("{:<10} {:>16} {:>15} {:>13} {:>11} {:>11} {:>12} {:>8}\n", algo, time_col,
+                             show(sa, "{:.2f}", 100),
+                             acc.empty() ? "-" : fmt::format("{:.1f}..{:.1f}", 100 * sl.mean, 100 * sh.mean),
+                             show(sc, "{:.3g}"), show(ss, "{:.0f}"), show(sm, "{:.1f}"),
+                             fmt::format("{:.1f}%", 100 * si.mean));
+        summary["algorithms"].push_back({{"algorithm", algo},
+                                         {"time_to_target", reached == seeds && target ? json::Json(st.mean) : json::Json(nullptr)},
+                                         {"time_to_target_spread", st.spread},
+                                         {"reached", reached},
+                                         {"final_accuracy", sa.mean},
+                                         {"final_accuracy_spread", sa.spread},
+                                         {"min_accuracy", sl.mean},
+                                         {"max_accuracy", sh.mean},
+                                         {"consensus", sc.mean},
+                                         {"samples_per_s", ss.mean},
+                                         {"mb_sent_per_peer", sm.mean},
+                                         {"idle_share", si.mean},
+                                         {"end_time", se.mean}});
+    }
+    progress.done();
+    if (a.flag("json"))
+        std::cout << summary.dump(2) << "\n";
+    else
+        std::cout << table << fmt::format("metrics: {}/<algorithm>/seed<k>/; plots: /usr/bin/python3 scripts/plot.py {}\n",
+                                          out.string(), out.string());
+    return 0;
+}
+
+}  // namespace gossamer::cli

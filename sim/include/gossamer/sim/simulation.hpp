@@ -1,0 +1,85 @@
+#pragma once
+/// The discrete-event simulator: n peers running the same protocol objects as real peers, in
+/// virtual time, on a cluster with heterogeneous compute and links (docs/simulator.md).
+///
+/// Deterministic: the same setup and seed give the same events in the same order and the same
+/// metrics, which hold virtual time only.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gossamer/core/dataset.hpp"
+#include "gossamer/core/json.hpp"
+#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/sim/cluster.hpp"
+#include "gossamer/topology/schedule.hpp"
+
+namespace gossamer::sim {
+
+/// real math: every virtual peer trains the real model on its shard; cost: no values, only
+/// timing and traffic (for scale and throughput studies).
+enum class Mode { math, cost };
+
+struct SimSetup {
+    std::string algorithm;                          ///< "allreduce", "dpsgd", "sgp", ...
+    std::optional<json::Node> options;              ///< the algorithm's options
+    std::shared_ptr<const topology::Schedule> topology;
+    const Cluster* cluster = nullptr;
+    std::uint64_t seed = 1;                         ///< step-time jitter (and data order: config)
+    Mode mode = Mode::math;
+    // Math mode.
+    const optim::TrainingConfig* config = nullptr;  ///< model, optimizer, batch size, sharding
+    const Dataset* train = nullptr;
+    const Dataset* test = nullptr;
+    int epochs = 1;                                 ///< passes of each peer over its shard
+    Time eval_interval = 0;                         ///< virtual seconds between evaluations
+    int peer_eval_samples = 2000;                   ///< test samples for per-peer accuracies
+    // Cost-only mode.
+    std::uint64_t model_size = 0;                   ///< parameters (floats) per message
+    std::int64_t steps = 0;                         ///< local steps per peer
+    // Both.
+    Time failure_detection = 0;                     ///< seconds until neighbours hear of a failure
+    std::function<void(std::string_view)> progress;  ///< called now and then with a status line
+};
+
+struct EvalPoint {
+    Time time = 0;
+    double accuracy = 0, loss = 0;          ///< of the exact average of the live peers' models
+    double min_accuracy = 0, max_accuracy = 0;  ///< over the live peers' own models
+    double consensus = 0;                   ///< sqrt(mean_i ||x_i - mean||^2)
+    std::int64_t samples = 0;               ///< samples processed by all peers so far
+    std::uint64_t bytes = 0;                ///< bytes sent by all peers so far
+};
+
+struct PeerSummary {
+    int rank = 0;
+    std::int64_t steps = 0;
+    Time busy = 0, idle = 0;  ///< computing / waiting (virtual seconds) until it finished
+    double idle_share = 0;    ///< idle / (busy + idle)
+    std::uint64_t bytes_sent = 0, bytes_received = 0;
+    bool failed = false;
+};
+
+struct SimResult {
+    std::string algorithm;
+    std::uint64_t seed = 0;
+    std::vector<EvalPoint> evals;  ///< math mode
+    std::vector<PeerSummary> peers;
+    Time end_time = 0;               ///< when the last live peer finished
+    std::int64_t samples = 0;
+    std::uint64_t events = 0;        ///< events processed
+    double wall_seconds = 0;         ///< real time the simulation took (not in metrics files)
+    std::optional<int> stopped_by_failure;  ///< all-reduce: the rank whose failure stopped it
+    double mass = 0;                 ///< push-sum: mass held by live peers at the end
+    double mass_lost = 0;            ///< push-sum: n - mass (went with failed peers)
+};
+
+/// Runs one simulation. Throws ConfigError for bad algorithm options or data that does not fit.
+SimResult simulate(const SimSetup& setup);
+
+}  // namespace gossamer::sim

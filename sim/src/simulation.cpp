@@ -1,0 +1,309 @@
+#include "gossamer/sim/simulation.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <variant>
+
+#include "gossamer/core/error.hpp"
+#include "gossamer/core/params.hpp"
+#include "gossamer/core/sharding.hpp"
+#include "gossamer/optimizers/local_trainer.hpp"
+#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/sim/compute_model.hpp"
+#include "gossamer/sim/event_queue.hpp"
+#include "gossamer/sim/network.hpp"
+
+namespace gossamer::sim {
+namespace {
+
+struct StepDone {
+    int rank;
+    double loss;
+};
+struct Arrival {
+    int rank;
+    transport::Message msg;
+};
+struct DeadlineEvent {
+    int rank;
+    std::uint64_t id;
+};
+struct Failure {
+    int rank;
+};
+struct FailureNotice {
+    int rank, dead;
+};
+struct Evaluate {};
+using Event = std::variant<StepDone, Arrival, DeadlineEvent, Failure, FailureNotice, Evaluate>;
+
+struct Peer {
+    Dataset shard;
+    std::unique_ptr<proto::LocalWorker> worker;
+    std::unique_ptr<proto::Protocol> protocol;
+    bool alive = true, done = false, stepping = false;
+    std::int64_t started = 0;
+    Time busy = 0, idle = 0, idle_since = 0, step_end = 0;
+};
+
+class Engine {
+public:
+    explicit Engine(const SimSetup& s);
+    SimResult run();
+
+private:
+    void apply(int rank, Time now, proto::Actions& a);
+    void handle(Time now, Event& e);
+    void evaluate(Time now);
+    bool active() const;
+
+    const SimSetup& s_;
+    const int n_;
+    ComputeModel compute_;
+    Network network_;
+    EventQueue<Event> queue_;
+    std::vector<Peer> peers_;
+    std::unique_ptr<Model> eval_model_;
+    Dataset peer_test_;
+    SimResult result_;
+    std::int64_t pending_ = 0;  // events other than evaluations
+    bool any_failed_ = false;
+};
+
+Engine::Engine(const SimSetup& s)
+    : s_(s),
+      n_(s.topology->n()),
+      compute_(*s.cluster, s.seed),
+      network_(*s.cluster),
+      peers_(static_cast<std::size_t>(n_)) {
+    if (s.cluster->n() != n_)
+        throw Error(fmt::format("the cluster has {} peers, the topology {}", s.cluster->n(), n_));
+    const bool math = s.mode == Mode::math;
+    std::int64_t steps = s.steps;
+    ShardSpec spec;
+    if (math) {
+        spec = s.config->sharding;
+        spec.peers = n_;
+        eval_model_ = optim::build_model(*s.config, *s.train);
+        peer_test_ = *s.test;
+        const auto keep = std::min<std::int64_t>(s.peer_eval_samples, s.test->size());
+        peer_test_.x.resize(static_cast<std::size_t>(keep * s.test->features));
+        if (!peer_test_.labels.empty()) peer_test_.labels.resize(static_cast<std::size_t>(keep));
+        if (!peer_test_.targets.empty()) peer_test_.targets.resize(static_cast<std::size_t>(keep));
+    }
+    for (int r = 0; r < n_; ++r) {
+        Peer& p = peers_[static_cast<std::size_t>(r)];
+        if (math) {
+            p.shard = shard_for_peer(*s.train, spec, r);
+            optim::check_batch_size(*s.config, p.shard.size());
+            const std::int64_t per_epoch = p.shard.size() / s.config->batch_size;
+            steps = per_epoch * s.epochs;
+            auto model = optim::build_model(*s.config, *s.train);
+            auto layout = optim::build_partitions(*s.config, *model);
+            p.worker = std::make_unique<optim::LocalTrainer>(
+                std::move(model), layout, s.config->optimizer, optim::build_schedule(*s.config, steps),
+                p.shard, s.config->batch_size, s.config->seed, r);
+        } else {
+            p.worker = std::make_unique<proto::CostOnlyWorker>(s.model_size);
+        }
+        proto::PeerContext ctx{r, n_, s.topology, p.worker.get(), steps};
+        p.protocol = proto::make_protocol(s.algorithm, s.options ? &*s.options : nullptr, ctx);
+    }
+    result_.algorithm = s.algorithm;
+    result_.seed = s.seed;
+}
+
+bool Engine::active() const {
+    for (const auto& p : peers_)
+        if (p.alive && !p.done) return true;
+    return false;
+}
+
+void Engine::apply(int rank, Time now, proto::Actions& a) {
+    Peer& p = peers_[static_cast<std::size_t>(rank)];
+    for (auto& send : a.sends) {
+        const int to = send.msg.receiver;
+        const Transfer tr = network_.transfer(rank, to, send.msg.wire_bytes(), now);
+        ++pending_;
+        queue_.push(tr.arrival, Arrival{to, std::move(send.msg)});
+    }
+    for (const auto& d : a.deadlines) {
+        ++pending_;
+        queue_.push(std::max(d.at, now), DeadlineEvent{rank, d.id});
+    }
+    if (a.start_step) {
+        if (!p.stepping) p.idle += now - p.idle_since;
+        p.stepping = true;
+        const double loss =
+            p.worker->math() ? p.worker->compute_gradient(p.protocol->compute_point()) : 0.0;
+        const Time end = compute_.step_end(rank, p.started++, now);
+        p.busy += end - now;
+        p.step_end = end;
+        ++pending_;
+        queue_.push(end, StepDone{rank, loss});
+    }
+    if (a.done && !p.done) {
+        p.done = true;
+        if (!p.stepping) p.idle += now - p.idle_since;
+        result_.end_time = std::max(result_.end_time, now);
+    }
+}
+
+void Engine::handle(Time now, Event& e) {
+    proto::Actions a;
+    if (auto* d = std::get_if<StepDone>(&e)) {
+        Peer& p = peers_[static_cast<std::size_t>(d->rank)];
+        if (!p.alive) return;
+        p.stepping = false;
+        p.idle_since = now;
+        result_.samples += s_.mode == Mode::math ? s_.config->batch_size : 1;
+        p.protocol->step_finished(now, d->loss, a);
+        apply(d->rank, now, a);
+    } else if (auto* m = std::get_if<Arrival>(&e)) {
+        Peer& p = peers_[static_cast<std::size_t>(m->rank)];
+        if (!p.alive) return;  // lost with a dead peer (push-sum counts it as lost mass)
+        p.protocol->message_arrived(now, std::move(m->msg), a);
+        apply(m->rank, now, a);
+    } else if (auto* dl = std::get_if<DeadlineEvent>(&e)) {
+        Peer& p = peers_[static_cast<std::size_t>(dl->rank)];
+        if (!p.alive || p.done) return;
+        p.protocol->deadline_reached(now, dl->id, a);
+        apply(dl->rank, now, a);
+    } else if (auto* f = std::get_if<Failure>(&e)) {
+        Peer& p = peers_[static_cast<std::size_t>(f->rank)];
+        if (!p.alive || p.done) return;
+        p.alive = false;
+        any_failed_ = true;
+        if (p.stepping)
+            p.busy -= p.step_end - now;  // the running step is lost with the peer
+        else
+            p.idle += now - p.idle_since;
+        for (int r = 0; r < n_; ++r) {
+            if (r == f->rank) continue;
+            ++pending_;
+            queue_.push(now + s_.failure_detection, FailureNotice{r, f->rank});
+        }
+    } else if (auto* fn = std::get_if<FailureNotice>(&e)) {
+        Peer& p = peers_[static_cast<std::size_t>(fn->rank)];
+        if (!p.alive || p.done) return;
+        p.protocol->peer_failed(now, fn->dead, a);
+        apply(fn->rank, now, a);
+    }
+}
+
+void Engine::evaluate(Time now) {
+    EvalPoint ep;
+    ep.time = now;
+    ep.samples = result_.samples;
+    for (int r = 0; r < n_; ++r) ep.bytes += peers_[static_cast<std::size_t>(r)].protocol->stats().bytes_sent;
+    const std::size_t size = eval_model_->parameter_count();
+    std::vector<double> mean(size, 0.0);
+    std::vector<ParamVector> models;
+    for (auto& p : peers_) {
+        if (!p.alive) continue;
+        ParamVector x(size);
+        p.protocol->current_model(x.span());
+        for (std::size_t i = 0; i < size; ++i) mean[i] += x.span()[i];
+        models.push_back(std::move(x));
+    }
+    if (models.empty()) return;
+    ParamVector avg(size);
+    for (std::size_t i = 0; i < size; ++i)
+        avg.span()[i] = static_cast<float>(mean[i] / static_cast<double>(models.size()));
+    const EvalResult all = eval_model_->evaluate(avg.span(), *s_.test, 1000);
+    ep.accuracy = all.accuracy.value_or(0);
+    ep.loss = all.loss;
+    ep.min_accuracy = 1;
+    double spread = 0;
+    for (const auto& x : models) {
+        const EvalResult one = eval_model_->evaluate(x.span(), peer_test_, 1000);
+        ep.min_accuracy = std::min(ep.min_accuracy, one.accuracy.value_or(0));
+        ep.max_accuracy = std::max(ep.max_accuracy, one.accuracy.value_or(0));
+        for (std::size_t i = 0; i < size; ++i) {
+            const double d = x.span()[i] - avg.span()[i];
+            spread += d * d;
+        }
+    }
+    ep.consensus = std::sqrt(spread / static_cast<double>(models.size()));
+    result_.evals.push_back(ep);
+}
+
+SimResult Engine::run() {
+    const auto wall_start = std::chrono::steady_clock::now();
+    for (int r = 0; r < n_; ++r) {
+        const Time fail = compute_.failure_time(r);
+        if (std::isfinite(fail)) {
+            ++pending_;
+            queue_.push(fail, Failure{r});
+        }
+    }
+    const bool math = s_.mode == Mode::math;
+    if (math && s_.eval_interval > 0) queue_.push(0.0, Evaluate{});
+    for (int r = 0; r < n_; ++r) {
+        proto::Actions a;
+        peers_[static_cast<std::size_t>(r)].protocol->start(0.0, a);
+        apply(r, 0.0, a);
+    }
+    Time now = 0;
+    while (!queue_.empty()) {
+        auto [t, e] = queue_.pop();
+        now = t;
+        ++result_.events;
+        if (std::holds_alternative<Evaluate>(e)) {
+            evaluate(now);
+            if (active() && pending_ > 0) queue_.push(now + s_.eval_interval, Evaluate{});
+            continue;
+        }
+        --pending_;
+        handle(now, e);
+        if (s_.progress && result_.events % 200000 == 0)
+            s_.progress(fmt::format("{}: virtual time {:.1f} s, {} events", s_.algorithm, now,
+                                    result_.events));
+        if (!active() && pending_ == 0) break;
+    }
+    if (active()) {
+        std::string waiting;
+        for (int r = 0; r < n_ && waiting.size() < 60; ++r)
+            if (peers_[static_cast<std::size_t>(r)].alive && !peers_[static_cast<std::size_t>(r)].done)
+                waiting += (waiting.empty() ? "" : ", ") + std::to_string(r);
+        throw Error(fmt::format("{}: the simulation stalled at virtual time {:.3f} s: peers {} wait "
+                                "for messages that will never come",
+                                s_.algorithm, now, waiting));
+    }
+    if (math) evaluate(result_.end_time);
+    for (int r = 0; r < n_; ++r) {
+        const Peer& p = peers_[static_cast<std::size_t>(r)];
+        PeerSummary ps;
+        ps.rank = r;
+        ps.steps = p.worker->steps();
+        ps.busy = p.busy;
+        ps.idle = p.idle;
+        ps.idle_share = p.busy + p.idle > 0 ? p.idle / (p.busy + p.idle) : 0;
+        ps.bytes_sent = p.protocol->stats().bytes_sent;
+        ps.bytes_received = p.protocol->stats().bytes_received;
+        ps.failed = !p.alive;
+        if (p.alive) result_.mass += p.protocol->mass();
+        result_.peers.push_back(ps);
+    }
+    result_.mass_lost = n_ - result_.mass;
+    if (any_failed_ && s_.algorithm == "allreduce")
+        for (const auto& ps : result_.peers)
+            if (ps.failed) result_.stopped_by_failure = ps.rank;
+    result_.wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    return result_;
+}
+
+}  // namespace
+
+SimResult simulate(const SimSetup& setup) {
+    if (!setup.topology || !setup.cluster) throw Error("simulate: a topology and a cluster are needed");
+    if (setup.mode == Mode::math && (!setup.config || !setup.train || !setup.test))
+        throw Error("simulate: math mode needs a training config and data");
+    Engine engine(setup);
+    return engine.run();
+}
+
+}  // namespace gossamer::sim
