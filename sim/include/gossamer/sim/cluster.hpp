@@ -1,0 +1,83 @@
+#pragma once
+/// The cluster file (JSON; docs/cluster-format.md): how fast every peer computes (base time,
+/// factor, jitter, slow periods, failure) and how fast every link carries bytes (latency,
+/// bandwidth, per-peer uplink and downlink). Loading validates everything and throws ConfigError
+/// naming the file, the JSON path, the problem and the fix.
+
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gossamer/core/json.hpp"
+
+namespace gossamer::sim {
+
+/// Seconds of virtual time (the same unit as proto::Time).
+using Time = double;
+
+/// "Never": the failure time of a peer that does not fail, the end of an open slow period.
+inline constexpr Time never = std::numeric_limits<Time>::infinity();
+
+/// The distribution of the multiplicative jitter J of a step's compute time; E[J] = 1 always.
+enum class JitterKind {
+    constant,   ///< J = 1
+    lognormal,  ///< J = exp(sigma Z - sigma^2 / 2), Z standard normal (mean 1, median < 1)
+    uniform,    ///< J uniform on [1 - width, 1 + width)
+};
+
+struct Jitter {
+    JitterKind kind = JitterKind::constant;
+    double sigma = 0.0;  ///< lognormal: standard deviation of ln J, >= 0
+    double width = 0.0;  ///< uniform: half-width, in [0, 1)
+};
+
+/// From `from` to `to` (virtual seconds) the peer works at rate 1 / factor: the part of a step's
+/// work that falls inside the period takes `factor` times as long.
+struct SlowPeriod {
+    Time from = 0.0;
+    Time to = never;
+    double factor = 1.0;  ///< >= 1
+};
+
+/// Everything the cluster says about one peer, defaults and overrides resolved.
+struct PeerSpec {
+    Time base_time = 0.0;  ///< seconds per local step at factor 1, > 0
+    double factor = 1.0;   ///< multiplies the step time (4 = four times slower), > 0
+    Jitter jitter;
+    std::vector<SlowPeriod> slow;  ///< sorted by `from`, disjoint
+    Time fail_at = never;          ///< the peer stops at this time
+    double uplink = 0.0;           ///< bytes/s its sends share, > 0
+    double downlink = 0.0;         ///< bytes/s its receives share, > 0
+};
+
+/// One directed link.
+struct LinkSpec {
+    Time latency = 0.0;      ///< seconds, >= 0
+    double bandwidth = 0.0;  ///< bytes/s, > 0
+};
+
+/// A cluster resolved for n peers.
+struct Cluster {
+    std::string source;                             ///< the file it came from ("" if built)
+    std::vector<PeerSpec> peers;                    ///< one per rank
+    LinkSpec default_link;                          ///< every link without an override
+    std::map<std::pair<int, int>, LinkSpec> links;  ///< overrides by (from, to), resolved
+
+    int n() const { return static_cast<int>(peers.size()); }
+    /// The link from -> to: its override, or the default.
+    const LinkSpec& link(int from, int to) const;
+};
+
+/// Loads and validates a cluster file for a topology of `n` peers (n >= 1). Ranks named by
+/// overrides must lie in [0, n); a file with an "n" key fits only that n.
+Cluster load_cluster(const std::string& path, int n);
+/// Validates a parsed document (the Document's label names the file in errors).
+Cluster parse_cluster(const json::Document& doc, int n);
+
+/// n identical peers: constant jitter, no slow periods or failures, every link and every
+/// uplink and downlink with the same latency and bandwidth. For tests and quick runs.
+Cluster homogeneous_cluster(int n, Time base_time, Time latency, double bandwidth);
+
+}  // namespace gossamer::sim

@@ -1,0 +1,281 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "gossamer/core/error.hpp"
+#include "gossamer/sim/cluster.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace gossamer::sim;
+using gossamer::ConfigError;
+
+namespace {
+
+// A valid head: network and defaults; `more` adds keys at the root.
+std::string with(const std::string& more) {
+    return R"({"network": {"latency": 1e-5, "bandwidth": 1e9}, "defaults": {"base_time": 0.1})" +
+           (more.empty() ? std::string() : ", " + more) + "}";
+}
+
+// Loads `text` as a cluster file for n peers and returns the ConfigError message with the file
+// name replaced by "F", or "" when it loads.
+std::string error_of(const std::string& text, int n = 4) {
+    gossamer::test::TempDir dir;
+    const std::string path = dir.write("c.json", text);
+    try {
+        load_cluster(path, n);
+    } catch (const ConfigError& e) {
+        std::string msg = e.what();
+        CHECK(msg.find('\n') == std::string::npos);  // one line
+        CHECK(!e.fix().empty());                     // every error says how to fix it
+        if (msg.rfind(path, 0) == 0) msg = "F" + msg.substr(path.size());
+        return msg;
+    }
+    return "";
+}
+
+Cluster parse(const std::string& text, int n) {
+    return parse_cluster(gossamer::json::parse_text(text, "c.json"), n);
+}
+
+}  // namespace
+
+TEST_CASE("every example cluster loads") {
+    const std::filesystem::path dir =
+        std::filesystem::path(GOSSAMER_SOURCE_DIR) / "examples/clusters";
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        if (entry.path().extension() != ".json") continue;
+        CAPTURE(entry.path().string());
+        // A file without "n" fits any topology; 16 is the size the examples are written for.
+        const auto doc = gossamer::json::load_file(entry.path().string());
+        const int n = doc.root->contains("n") ? doc.root->at("n").get<int>() : 16;
+        Cluster c = parse_cluster(doc, n);
+        CHECK(c.n() == n);
+        ++count;
+    }
+    CHECK(count >= 4);
+    const std::string root = GOSSAMER_SOURCE_DIR "/examples/clusters/";
+    CHECK(load_cluster(root + "straggler16.json", 16).peers[0].factor == 4.0);
+    CHECK(load_cluster(root + "straggler16.json", 16).peers[1].factor == 1.0);
+    CHECK(load_cluster(root + "jitter16.json", 16).peers[15].jitter.sigma == 0.5);
+}
+
+TEST_CASE("defaults only: the cluster fits any n") {
+    for (int n : {1, 3, 64}) {
+        Cluster c = parse(with(""), n);
+        REQUIRE(c.n() == n);
+        CHECK(c.peers[n - 1].base_time == 0.1);
+        CHECK(c.peers[0].factor == 1.0);
+        CHECK(c.peers[0].jitter.kind == JitterKind::constant);
+        CHECK(c.peers[0].fail_at == never);
+        CHECK(c.peers[0].uplink == 1e9);  // uplink and downlink default to the link bandwidth
+        CHECK(c.peers[0].downlink == 1e9);
+        CHECK(c.link(0, n - 1).latency == 1e-5);
+    }
+}
+
+TEST_CASE("overrides by rank, list and range; links directed and undirected") {
+    Cluster c = parse(with(R"("peers": [
+        {"rank": 0, "factor": 4, "fail_at": 30},
+        {"ranks": [1, 3], "jitter": {"distribution": "uniform", "width": 0.25}},
+        {"range": [2, 3], "uplink": 1e8, "slow": [{"from": 5, "to": 6, "factor": 2},
+                                                 {"from": 1, "to": 2, "factor": 3}]},
+        {"rank": 3, "factor": 0.5}])"),
+                      5);
+    CHECK(c.peers[0].factor == 4.0);
+    CHECK(c.peers[0].fail_at == 30.0);
+    CHECK(c.peers[1].jitter.kind == JitterKind::uniform);
+    CHECK(c.peers[1].jitter.width == 0.25);
+    CHECK(c.peers[2].jitter.kind == JitterKind::constant);
+    CHECK(c.peers[3].jitter.kind == JitterKind::uniform);
+    CHECK(c.peers[3].factor == 0.5);  // another field of rank 3 in another entry is fine
+    CHECK(c.peers[3].uplink == 1e8);
+    CHECK(c.peers[3].downlink == 1e9);
+    REQUIRE(c.peers[2].slow.size() == 2);
+    CHECK(c.peers[2].slow[0].from == 1.0);  // sorted by start
+    CHECK(c.peers[2].slow[1].factor == 2.0);
+    CHECK(c.peers[4].slow.empty());
+    CHECK(c.peers[4].uplink == 1e9);
+
+    Cluster l = parse(R"({"network": {"latency": 1e-5, "bandwidth": 1e9, "links": [
+        {"from": 0, "to": 1, "latency": 0.5},
+        {"between": [1, 2], "bandwidth": 1e6},
+        {"from": 2, "to": 1, "latency": 0.25}]},
+        "defaults": {"base_time": 0.1, "slow": [{"from": 10, "factor": 2}]}})",
+                      3);
+    CHECK(l.link(0, 1).latency == 0.5);
+    CHECK(l.link(0, 1).bandwidth == 1e9);
+    CHECK(l.link(1, 0).latency == 1e-5);  // directed: the reverse keeps the default
+    CHECK(l.link(1, 2).bandwidth == 1e6);
+    CHECK(l.link(2, 1).bandwidth == 1e6);
+    CHECK(l.link(2, 1).latency == 0.25);
+    CHECK(l.link(1, 2).latency == 1e-5);
+    CHECK(l.link(2, 0).latency == 1e-5);
+    REQUIRE(l.peers[2].slow.size() == 1);   // slow periods in defaults apply to every peer
+    CHECK(l.peers[2].slow[0].to == never);  // no "to": never ends
+}
+
+TEST_CASE("bad input: invalid JSON, with line and column; a missing file") {
+    CHECK(error_of("{\"network\": {\"latency\": 1e-5,\n \"bandwidth\": fast}}").rfind("F:2:", 0) ==
+          0);
+    CHECK_THROWS_AS(load_cluster("/no/such/cluster.json", 4), ConfigError);
+}
+
+TEST_CASE("bad input: unknown keys, with a suggestion") {
+    CHECK(
+        error_of(with(R"("peer": [])")) ==
+        R"(F: peer: unknown key "peer"; did you mean "peers"? allowed keys: version, name, description, n, defaults, peers, network)");
+    CHECK(error_of(with(R"("peers": [{"rank": 1, "facter": 2}])"))
+              .rfind(R"(F: peers[0].facter: unknown key "facter"; did you mean "factor"?)", 0) ==
+          0);
+    CHECK(error_of(with(R"("peers": [{"rank": 1, "jitter": {"distribution": "lognormal",
+        "sigma": 0.5, "width": 0.1}}])"))
+              .rfind(R"(F: peers[0].jitter.width: unknown key "width")", 0) == 0);
+}
+
+TEST_CASE("bad input: wrong types") {
+    CHECK(
+        error_of(R"({"network": {"latency": 1e-5, "bandwidth": "10G"}, "defaults":
+        {"base_time": 0.1}})") ==
+        R"(F: network.bandwidth: expected a number, found the string "10G"; see docs/cluster-format.md)");
+    CHECK(error_of(with(R"("peers": [{"rank": 1.5, "factor": 2}])")) ==
+          "F: peers[0].rank: expected an integer, found a number; see docs/cluster-format.md");
+    CHECK(error_of(with(R"("peers": {"rank": 1})")) ==
+          "F: peers: expected an array, found an object; see docs/cluster-format.md");
+    CHECK(error_of(with(R"("peers": [{"rank": 1, "jitter": "lognormal"}])"))
+              .rfind("F: peers[0].jitter: expected an object such as", 0) == 0);
+}
+
+TEST_CASE("bad input: zero or negative base time, factor and bandwidths; negative latency") {
+    CHECK(error_of(R"({"network": {"latency": 1e-5, "bandwidth": 1e9},
+        "defaults": {"base_time": 0}})") ==
+          "F: defaults.base_time: base_time must be > 0 seconds, found 0; give the seconds one "
+          "local step takes, e.g. 0.05");
+    CHECK(error_of(with(R"("peers": [{"rank": 2, "base_time": -0.5}])")) ==
+          "F: peers[0].base_time: base_time must be > 0 seconds, found -0.5; give the seconds "
+          "one local step takes, e.g. 0.05");
+    CHECK(error_of(with(R"("peers": [{"rank": 2, "factor": 0}])"))
+              .rfind("F: peers[0].factor: factor must be > 0, found 0;", 0) == 0);
+    CHECK(error_of(R"({"network": {"latency": 1e-5, "bandwidth": 0}, "defaults": {"base_time":
+        0.1}})") ==
+          "F: network.bandwidth: bandwidth must be > 0 bytes/s, found 0; give bytes "
+          "per second, e.g. 1.25e9 for 10 Gbit/s");
+    CHECK(error_of(with(R"("peers": [{"rank": 0, "uplink": -1}])"))
+              .rfind("F: peers[0].uplink: uplink must be > 0 bytes/s, found -1;", 0) == 0);
+    CHECK(error_of(with(R"("peers": [{"rank": 0, "downlink": 0}])"))
+              .rfind("F: peers[0].downlink: downlink must be > 0 bytes/s", 0) == 0);
+    CHECK(error_of(R"({"network": {"latency": -1e-6, "bandwidth": 1e9}, "defaults": {"base_time":
+        0.1}})") ==
+          "F: network.latency: latency must be >= 0, found -1e-06; give seconds, "
+          "e.g. 5e-6");
+    CHECK(error_of(R"({"network": {"latency": 0, "bandwidth": 1e9, "links": [{"from": 0, "to": 1,
+        "latency": -2}]}, "defaults": {"base_time": 0.1}})")
+              .rfind("F: network.links[0].latency: latency must be >= 0, found -2;", 0) == 0);
+    CHECK(error_of(R"({"network": {"latency": 0, "bandwidth": 1e9, "links": [{"between": [0, 1],
+        "bandwidth": 0}]}, "defaults": {"base_time": 0.1}})")
+              .rfind("F: network.links[0].bandwidth: bandwidth must be > 0 bytes/s", 0) == 0);
+    CHECK(error_of(with(R"("peers": [{"rank": 3, "fail_at": -1}])"))
+              .rfind("F: peers[0].fail_at: fail_at must be >= 0, found -1;", 0) == 0);
+}
+
+TEST_CASE("bad input: jitter distribution and parameters") {
+    CHECK(
+        error_of(with(R"("peers": [{"rank": 0, "jitter": {"distribution": "lognorml",
+        "sigma": 0.5}}])")) ==
+        R"(F: peers[0].jitter.distribution: unknown value "lognorml"; did you mean "lognormal"? use one of constant, lognormal, uniform)");
+    CHECK(error_of(with(R"("peers": [{"rank": 0, "jitter": {"distribution": "lognormal",
+        "sigma": -0.1}}])")) ==
+          "F: peers[0].jitter.sigma: sigma must be >= 0, found -0.1; use e.g. 0.5; 0 means no "
+          "jitter");
+    CHECK(error_of(with(R"("peers": [{"rank": 0, "jitter": {"distribution": "lognormal"}}])")) ==
+          R"(F: peers[0].jitter: missing key "sigma"; add "sigma")");
+    CHECK(error_of(with(R"("peers": [{"rank": 0, "jitter": {"distribution": "uniform",
+        "width": 1}}])"))
+              .rfind("F: peers[0].jitter.width: width must be in [0, 1), found 1;", 0) == 0);
+}
+
+TEST_CASE("bad input: slow periods") {
+    auto slow = [](const std::string& period) {
+        return error_of(with(R"("peers": [{"rank": 1, "slow": [)" + period + "]}]"));
+    };
+    CHECK(slow(R"({"from": 5, "to": 5, "factor": 2})") ==
+          "F: peers[0].slow[0].to: the slow period ends at 5 but starts at 5; make \"to\" "
+          "greater than \"from\", or drop \"to\" for a period that never ends");
+    CHECK(slow(R"({"from": 5, "to": 4, "factor": 2})")
+              .rfind("F: peers[0].slow[0].to: the slow period ends at 4 but starts at 5", 0) == 0);
+    CHECK(slow(R"({"from": 1, "to": 4, "factor": 0.5})") ==
+          "F: peers[0].slow[0].factor: slow factor 0.5 is below 1; use a factor >= 1 (2 = half "
+          "speed); to make a peer faster, lower its \"factor\"");
+    CHECK(slow(R"({"from": -1, "to": 4, "factor": 2})")
+              .rfind("F: peers[0].slow[0].from: from must be >= 0, found -1;", 0) == 0);
+    CHECK(slow(R"({"from": 1, "to": 4, "factor": 2}, {"from": 3, "factor": 2})") ==
+          "F: peers[0].slow[1]: this slow period overlaps the one at peers[0].slow[0]; make the "
+          "periods disjoint, or merge them into one");
+    CHECK(slow(R"({"from": 1, "to": 4, "factor": 2}, {"from": 4, "to": 5, "factor": 3})") == "");
+    CHECK(slow(R"({"to": 4, "factor": 2})") ==
+          R"(F: peers[0].slow[0]: missing key "from"; add "from")");
+}
+
+TEST_CASE("bad input: ranks out of range for the topology's n") {
+    CHECK(error_of(with(R"("peers": [{"rank": 4, "factor": 2}])")) ==
+          "F: peers[0].rank: rank 4 is out of range for 4 peers; ranks run from 0 to 3");
+    CHECK(error_of(with(R"("peers": [{"rank": 4, "factor": 2}])"), 5) == "");
+    CHECK(error_of(with(R"("peers": [{"ranks": [0, -1], "factor": 2}])"))
+              .rfind("F: peers[0].ranks[1]: rank -1 is out of range for 4 peers", 0) == 0);
+    CHECK(error_of(with(R"("peers": [{"range": [2, 9], "factor": 2}])"))
+              .rfind("F: peers[0].range[1]: rank 9 is out of range for 4 peers", 0) == 0);
+    CHECK(error_of(R"({"network": {"latency": 0, "bandwidth": 1e9, "links": [{"from": 0, "to": 7,
+        "latency": 1}]}, "defaults": {"base_time": 0.1}})") ==
+          "F: network.links[0].to: rank 7 is out of range for 4 peers; ranks run from 0 to 3");
+    CHECK(
+        error_of(with(R"("n": 16)")) ==
+        R"(F: n: the cluster is written for 16 peers but the topology has 4; use a topology of 16 peers, or drop "n" if the cluster fits any)");
+    CHECK(error_of(with(R"("n": 4)")) == "");
+}
+
+TEST_CASE("bad input: duplicate overrides") {
+    CHECK(
+        error_of(with(R"("peers": [{"range": [0, 2], "factor": 2}, {"rank": 2, "factor": 3}])")) ==
+        R"(F: peers[1].factor: rank 2 already has "factor" from peers[0]; set each value of a rank once)");
+    CHECK(error_of(with(R"("peers": [{"ranks": [1, 1], "factor": 2}])")) ==
+          "F: peers[0].ranks[1]: rank 1 is listed twice; list each rank once");
+    CHECK(
+        error_of(R"({"network": {"latency": 0, "bandwidth": 1e9, "links": [
+        {"between": [0, 1], "latency": 1}, {"from": 1, "to": 0, "latency": 2}]},
+        "defaults": {"base_time": 0.1}})") ==
+        R"(F: network.links[1].latency: link 1 -> 0 already has "latency" from network.links[0]; set each value of a link once)");
+    // A different field of the same link is no duplicate.
+    CHECK(error_of(R"({"network": {"latency": 0, "bandwidth": 1e9, "links": [
+        {"between": [0, 1], "latency": 1}, {"from": 1, "to": 0, "bandwidth": 2}]},
+        "defaults": {"base_time": 0.1}})") == "");
+}
+
+TEST_CASE("bad input: selectors, self-links, empty overrides and other inconsistencies") {
+    CHECK(
+        error_of(with(R"("peers": [{"rank": 0, "ranks": [1], "factor": 2}])")) ==
+        R"(F: peers[0]: give exactly one of "rank", "ranks" or "range"; e.g. "rank": 3, "ranks": [0, 5] or "range": [8, 15])");
+    CHECK(error_of(with(R"("peers": [{"range": [3, 1], "factor": 2}])")) ==
+          "F: peers[0].range: the range [3, 1] is empty; write [first, last] with first <= last");
+    CHECK(error_of(with(R"("peers": [{"rank": 0}])")) ==
+          "F: peers[0]: the override sets nothing; add one of base_time, factor, jitter, slow, "
+          "uplink, downlink, fail_at");
+    CHECK(error_of(R"({"network": {"latency": 0, "bandwidth": 1e9, "links": [{"between": [2, 2],
+        "latency": 1}]}, "defaults": {"base_time": 0.1}})") ==
+          "F: network.links[0].between: a link from peer 2 to itself; remove it: a peer does not "
+          "send to itself");
+    CHECK(
+        error_of(R"({"network": {"latency": 0, "bandwidth": 1e9, "links": [{"from": 0,
+        "to": 1}]}, "defaults": {"base_time": 0.1}})") ==
+        R"(F: network.links[0]: the override sets neither latency nor bandwidth; add "latency" or "bandwidth")");
+    CHECK(error_of(R"({"network": {"latency": 0, "bandwidth": 1e9}, "defaults": {"factor": 2}})") ==
+          R"(F: defaults: missing key "base_time"; add "base_time")");
+    CHECK(error_of(R"({"defaults": {"base_time": 0.1}})") ==
+          R"(F: (root): missing key "network"; add "network")");
+    CHECK(
+        error_of(R"({"network": {"latency": 0, "bandwidth": 1e9}, "defaults": {"base_time":
+        0.1, "fail_at": 3}})") ==
+        R"(F: defaults.fail_at: a failure time in "defaults" would stop every peer; set "fail_at" per peer under "peers")");
+    CHECK(error_of(with(R"("version": 2)")).rfind("F: version: 2 is out of range", 0) == 0);
+}
