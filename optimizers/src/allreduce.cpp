@@ -1,0 +1,205 @@
+#include "gossamer/optimizers/allreduce.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+
+#include "gossamer/core/error.hpp"
+#include "gossamer/optimizers/ring.hpp"
+
+namespace gossamer::proto {
+
+namespace {
+
+constexpr int kMaxChunks = 65536;
+
+}  // namespace
+
+AllreduceOptions parse_allreduce_options(const json::Node* options) {
+    AllreduceOptions o;
+    if (!options) return o;
+    options->expect_object({"period", "chunks"});
+    if (auto p = options->find("period")) o.period = static_cast<int>(p->as_int(1, INT32_MAX));
+    if (auto c = options->find("chunks")) o.chunks = static_cast<int>(c->as_int(1, kMaxChunks));
+    return o;
+}
+
+AllreduceProtocol::AllreduceProtocol(PeerContext ctx, AllreduceOptions options)
+    : Protocol(std::move(ctx)),
+      options_(options),
+      math_(worker().math()),
+      length_(worker().size()),
+      steps_(ring::steps(n())) {
+    if (options_.period < 1)
+        throw ConfigError("", "period", fmt::format("{} is out of range", options_.period),
+                          "use a value >= 1");
+    if (options_.chunks < 1 || options_.chunks > kMaxChunks)
+        throw ConfigError("", "chunks", fmt::format("{} is out of range", options_.chunks),
+                          fmt::format("use a value from 1 to {}", kMaxChunks));
+    if (math_) acc_.resize(length_);
+}
+
+std::span<const float> AllreduceProtocol::compute_point() {
+    // Called while the step runs, so not through params(): reading x is what the step does.
+    return context().worker->params();
+}
+
+void AllreduceProtocol::current_model(std::span<float> out) const {
+    const auto x = context().worker->params();
+    assert(out.size() == x.size());
+    std::copy(x.begin(), x.end(), out.begin());
+}
+
+void AllreduceProtocol::on_start(Time, Actions& out) {
+    next_step(out);
+}
+
+void AllreduceProtocol::on_step_finished(Time, double, Actions& out) {
+    if (done()) return;  // a failure stopped this peer while the step ran
+    ++steps_finished_;
+    if (averages_gradients()) {
+        begin_allreduce(worker().gradient(), out);
+        return;
+    }
+    // Local SGD: the peer's own step, then a model average every period steps and at the end.
+    worker().apply_gradient(params(), worker().gradient());
+    if (steps_finished_ % options_.period == 0 || steps_finished_ >= context().max_steps)
+        begin_allreduce(params(), out);
+    else
+        next_step(out);
+}
+
+void AllreduceProtocol::on_message(Time, Message msg, Actions& out) {
+    if (done()) return;
+    check(msg);
+    const auto key = std::make_pair(msg.round, msg.chunk);
+    if (!pending_.emplace(key, std::move(msg)).second)
+        throw Error(fmt::format("allreduce: rank {} received message {} of round {} twice", rank(),
+                                key.second, key.first));
+    if (active_) progress(out);
+}
+
+void AllreduceProtocol::on_peer_failed(Time, int dead, Actions& out) {
+    if (done()) return;  // finished before the failure: the result stands
+    failed_rank_ = dead;
+    pending_.clear();
+    active_ = false;
+    out.done = true;
+}
+
+void AllreduceProtocol::begin_allreduce(std::span<const float> local, Actions& out) {
+    if (math_) std::copy(local.begin(), local.end(), acc_.begin());
+    active_ = true;
+    next_.assign(static_cast<std::size_t>(options_.chunks), 0);
+    if (steps_ > 0)
+        for (int c = 0; c < options_.chunks; ++c) send_chunk(0, c, out);
+    progress(out);
+}
+
+void AllreduceProtocol::send_chunk(int k, int c, Actions& out) {
+    const ring::Step s = ring::step(rank(), n(), k);
+    const ring::Range r = ring::chunk(length_, n(), s.send_segment, options_.chunks, c);
+    Message msg;
+    msg.kind = MessageKind::reduce;
+    msg.receiver = s.send_to;
+    msg.edge_seq = edge_seq_++;
+    msg.round = round_;
+    msg.chunk = static_cast<std::uint32_t>(k * options_.chunks + c);
+    msg.offset = r.begin;
+    msg.elements = r.size();
+    if (math_)
+        msg.payload.assign(acc_.begin() + static_cast<std::ptrdiff_t>(r.begin),
+                           acc_.begin() + static_cast<std::ptrdiff_t>(r.end));
+    send(out, std::move(msg));
+}
+
+void AllreduceProtocol::check(const Message& msg) const {
+    const auto bad = [&](const std::string& what) {
+        throw Error(
+            fmt::format("allreduce: rank {} got a bad message from rank {} (round {}, "
+                        "chunk {}): {}",
+                        rank(), msg.sender, msg.round, msg.chunk, what));
+    };
+    if (msg.kind != MessageKind::reduce) bad("kind is not reduce");
+    const int from = (rank() + n() - 1) % n();
+    if (steps_ == 0 || msg.sender != from) bad(fmt::format("only rank {} sends here", from));
+    if (msg.round < round_) bad(fmt::format("round {} is over", msg.round));
+    const auto total = static_cast<std::uint32_t>(steps_ * options_.chunks);
+    if (msg.chunk >= total) bad(fmt::format("chunk index past {}", total));
+    const int k = static_cast<int>(msg.chunk) / options_.chunks;
+    const int c = static_cast<int>(msg.chunk) % options_.chunks;
+    const ring::Step s = ring::step(rank(), n(), k);
+    const ring::Range r = ring::chunk(length_, n(), s.recv_segment, options_.chunks, c);
+    if (msg.offset != r.begin || msg.elements != r.size())
+        bad(fmt::format("expected elements [{}, {})", r.begin, r.end));
+    const std::size_t values = math_ ? r.size() : 0;
+    if (msg.payload.size() != values) bad(fmt::format("expected {} payload values", values));
+}
+
+void AllreduceProtocol::absorb(const Message& msg) {
+    const int k = static_cast<int>(msg.chunk) / options_.chunks;
+    next_[msg.chunk % static_cast<std::uint32_t>(options_.chunks)] = k + 1;
+    if (!math_) return;
+    const ring::Step s = ring::step(rank(), n(), k);
+    float* a = acc_.data() + msg.offset;
+    const float* v = msg.payload.data();
+    const std::size_t m = msg.payload.size();
+    if (!s.reduce) {
+        std::copy(v, v + m, a);
+        return;
+    }
+    for (std::size_t i = 0; i < m; ++i) a[i] = v[i] + a[i];
+    // The last reduce-scatter step completes this peer's owned segment: its owner alone divides,
+    // and the all-gather hands out exactly these bytes.
+    if (k == n() - 2) {
+        const auto div = static_cast<float>(n());
+        for (std::size_t i = 0; i < m; ++i) a[i] /= div;
+    }
+}
+
+void AllreduceProtocol::progress(Actions& out) {
+    // Each chunk moves on its own as soon as its next message is here (pipelining).
+    for (bool moved = true; moved;) {
+        moved = false;
+        for (int c = 0; c < options_.chunks; ++c) {
+            const int k = next_[static_cast<std::size_t>(c)];
+            if (k >= steps_) continue;
+            const auto it =
+                pending_.find({round_, static_cast<std::uint32_t>(k * options_.chunks + c)});
+            if (it == pending_.end()) continue;
+            absorb(it->second);
+            pending_.erase(it);
+            if (k + 1 < steps_) send_chunk(k + 1, c, out);
+            moved = true;
+        }
+    }
+    if (std::all_of(next_.begin(), next_.end(), [&](int k) { return k >= steps_; }))
+        finish_allreduce(out);
+}
+
+void AllreduceProtocol::finish_allreduce(Actions& out) {
+    active_ = false;
+    ++round_;
+    ++mutable_stats().rounds;
+    if (averages_gradients()) {
+        worker().apply_gradient(params(), acc_);
+    } else if (math_) {
+        auto x = params();
+        std::copy(acc_.begin(), acc_.end(), x.begin());
+    }
+    next_step(out);
+}
+
+void AllreduceProtocol::next_step(Actions& out) {
+    if (steps_finished_ >= context().max_steps)
+        out.done = true;
+    else
+        out.start_step = true;
+}
+
+std::unique_ptr<Protocol> make_allreduce(const json::Node* options, PeerContext ctx) {
+    return std::make_unique<AllreduceProtocol>(std::move(ctx), parse_allreduce_options(options));
+}
+
+}  // namespace gossamer::proto
