@@ -10,5 +10,6 @@ namespace gossamer::cli {
 int run_topo(const std::vector<std::string>& args);
 int run_train(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
+int run_sim(const std::vector<std::string>& args);
 
 }  // namespace gossamer::cli

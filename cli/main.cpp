@@ -25,6 +25,7 @@ Gossamer: decentralized (gossip) training on heterogeneous clusters.
 commands:
   topo      topology files: show (analysis), validate, gen, matrix, dot
   train     train one model in one process from a training config
+  sim       simulate many peers with heterogeneous speeds in virtual time
   bench     benchmarks with a reference measured in the same run (compute)
 
 'gossamer COMMAND --help' describes a command. Exit status: 0 success, 1 internal error,
@@ -43,6 +44,7 @@ int dispatch(const std::vector<std::string>& args) {
     if (cmd == "topo") return gossamer::cli::run_topo(rest);
     if (cmd == "train") return gossamer::cli::run_train(rest);
     if (cmd == "bench") return gossamer::cli::run_bench(rest);
+    if (cmd == "sim") return gossamer::cli::run_sim(rest);
     throw gossamer::cli::UsageError(
         fmt::format("gossamer: unknown command '{}'; see 'gossamer --help'", cmd));
 }

@@ -90,18 +90,20 @@ int run_sim(const std::vector<std::string>& args) {
                  {"mode", "M", "math (default) or cost (no values: timing and traffic only)"},
                  {"epochs", "N", "passes of each peer over its shard (default: training.epochs)"},
                  {"steps", "N", "cost mode: local steps per peer (default 100)"},
-                 {"model-size", "N", "cost mode: parameters per model (default: the config's model, else 1000000)"},
-                 {"eval-interval", "S", "virtual seconds between evaluations (default: a quarter of a nominal epoch)"},
+                 {"model-size", "N",
+                  "cost mode: parameters per model (default: the config's model, else 1000000)"},
+                 {"eval-interval", "S",
+                  "virtual seconds between evaluations (default: a quarter of a nominal epoch)"},
                  {"target", "ACC", "target accuracy (default: training.target_accuracy)"},
                  {"json", "", "print the summary as JSON"}},
                 0);
     auto a = p.parse(args);
     if (a.help) return std::cout << p.help(), 0;
     for (const char* req : {"topology", "cluster"})
-        if (!a.value(req)) throw UsageError(fmt::format("gossamer sim: --{} FILE is required", req));
+        if (!a.value(req))
+            throw UsageError(fmt::format("gossamer sim: --{} FILE is required", req));
     const std::string mode_name = a.value("mode").value_or("math");
-    if (mode_name != "math" && mode_name != "cost")
-        throw UsageError("--mode: use math or cost");
+    if (mode_name != "math" && mode_name != "cost") throw UsageError("--mode: use math or cost");
     const auto mode = mode_name == "math" ? sim::Mode::math : sim::Mode::cost;
     if (mode == sim::Mode::math && !a.value("config"))
         throw UsageError("gossamer sim: --config FILE is required in math mode");
@@ -117,7 +119,8 @@ int run_sim(const std::vector<std::string>& args) {
             if (std::find(known.begin(), known.end(), item) == known.end()) {
                 std::string all;
                 for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
-                throw UsageError(fmt::format("--algorithms: unknown algorithm \"{}\"; use {}", item, all));
+                throw UsageError(
+                    fmt::format("--algorithms: unknown algorithm \"{}\"; use {}", item, all));
             }
             algorithms.push_back(item);
         }
@@ -139,8 +142,9 @@ int run_sim(const std::vector<std::string>& args) {
         base.train = &data.train;
         base.test = &data.test;
         base.epochs = static_cast<int>(a.integer("epochs", cfg->epochs, 1, 100000));
-        Time fastest = sim::never;
-        for (const auto& peer : cluster.peers) fastest = std::min(fastest, peer.base_time * peer.factor);
+        sim::Time fastest = sim::never;
+        for (const auto& peer : cluster.peers)
+            fastest = std::min(fastest, peer.base_time * peer.factor);
         const double batches = static_cast<double>(data.train.size()) / topo.n() / cfg->batch_size;
         base.eval_interval = a.number("eval-interval", fastest * batches / 4);
         if (!(base.eval_interval > 0)) throw UsageError("--eval-interval: must be > 0");
@@ -152,18 +156,24 @@ int run_sim(const std::vector<std::string>& args) {
             data = optim::load_training_data(*cfg);
             size = optim::build_model(*cfg, data.train)->parameter_count();
         }
-        base.model_size = static_cast<std::uint64_t>(a.integer("model-size", static_cast<std::int64_t>(size), 1, INT64_MAX));
+        base.model_size = static_cast<std::uint64_t>(
+            a.integer("model-size", static_cast<std::int64_t>(size), 1, INT64_MAX));
     }
-    std::optional<double> target = cfg ? cfg->target_accuracy : std::nullopt;
-    if (a.value("target")) target = a.number("target", 0);
+    // A plain double (NaN = none): GCC 12 warns wrongly about std::optional<double> here.
+    double goal = cfg && cfg->target_accuracy ? *cfg->target_accuracy : std::nan("");
+    if (a.value("target")) goal = a.number("target", 0);
+    const bool has_goal = !std::isnan(goal);
 
-    json::Json summary = {{"topology", *a.value("topology")}, {"cluster", *a.value("cluster")},
-                          {"n", topo.n()}, {"mode", mode_name}, {"seeds", seeds},
+    json::Json summary = {{"topology", *a.value("topology")},
+                          {"cluster", *a.value("cluster")},
+                          {"n", topo.n()},
+                          {"mode", mode_name},
+                          {"seeds", seeds},
                           {"algorithms", json::Json::array()}};
-    std::string table = fmt::format("{:<10} {:>16} {:>15} {:>13} {:>11} {:>11} {:>12} {:>8}\n", "algorithm",
-                                    target ? fmt::format("time to {:.1f}%", 100 * *target) : "time [s]",
-                                    "final acc [%]", "min..max [%]", "consensus", "samples/s",
-                                    "MB sent/peer", "idle");
+    std::string table = fmt::format(
+        "{:<10} {:>16} {:>15} {:>13} {:>11} {:>11} {:>12} {:>8}\n", "algorithm",
+        has_goal ? fmt::format("time to {:.1f}%", 100 * goal) : "time [s]", "final acc [%]",
+        "min..max [%]", "consensus", "samples/s", "MB sent/peer", "idle");
     for (const auto& algo : algorithms) {
         std::vector<double> t_target, acc, lo, hi, cons, sps, mb, idle, end;
         int reached = 0;
@@ -183,11 +193,13 @@ int run_sim(const std::vector<std::string>& args) {
             progress(fmt::format("{} seed {}/{}", algo, k + 1, seeds), true);
             const auto r = sim::simulate(s);
             write_run(out / algo / fmt::format("seed{}", k), r);
-            progress(fmt::format("{} seed {}: {} events in {:.1f} s ({:.0f} events/s)", algo, k + 1,
-                                 r.events, r.wall_seconds, r.events / std::max(r.wall_seconds, 1e-9)),
-                     true);
+            progress(
+                fmt::format("{} seed {}: {} events in {:.1f} s ({:.0f} events/s)", algo, k + 1,
+                            r.events, r.wall_seconds, r.events / std::max(r.wall_seconds, 1e-9)),
+                true);
             if (r.stopped_by_failure)
-                std::cerr << fmt::format("{}: rank {} failed; all-reduce stops\n", algo, *r.stopped_by_failure);
+                std::cerr << fmt::format("{}: rank {} failed; all-reduce stops\n", algo,
+                                         *r.stopped_by_failure);
             end.push_back(r.end_time);
             sps.push_back(r.samples / std::max(r.end_time, 1e-12));
             double bytes = 0, idle_sum = 0;
@@ -204,7 +216,7 @@ int run_sim(const std::vector<std::string>& args) {
                 hi.push_back(last.max_accuracy);
                 cons.push_back(last.consensus);
                 for (const auto& e : r.evals)
-                    if (target && e.accuracy >= *target) {
+                    if (has_goal && e.accuracy >= goal) {
                         t_target.push_back(e.time);
                         ++reached;
                         break;
@@ -212,35 +224,43 @@ int run_sim(const std::vector<std::string>& args) {
             }
         }
         const Stat st = stat_of(t_target), sa = stat_of(acc), sl = stat_of(lo), sh = stat_of(hi),
-                   sc = stat_of(cons), ss = stat_of(sps), sm = stat_of(mb), si = stat_of(idle), se = stat_of(end);
-        std::string time_col = target ? (reached == seeds ? show(st, "{:.1f}")
-                                                          : fmt::format("{}/{} reached", reached, seeds))
-                                      : show(se, "{:.1f}");
-        table += fmt::format("{:<10} {:>16} {:>15} {:>13} {:>11} {:>11} {:>12} {:>8}\n", algo, time_col,
-                             show(sa, "{:.2f}", 100),
-                             acc.empty() ? "-" : fmt::format("{:.1f}..{:.1f}", 100 * sl.mean, 100 * sh.mean),
-                             show(sc, "{:.3g}"), show(ss, "{:.0f}"), show(sm, "{:.1f}"),
-                             fmt::format("{:.1f}%", 100 * si.mean));
-        summary["algorithms"].push_back({{"algorithm", algo},
-                                         {"time_to_target", reached == seeds && target ? json::Json(st.mean) : json::Json(nullptr)},
-                                         {"time_to_target_spread", st.spread},
-                                         {"reached", reached},
-                                         {"final_accuracy", sa.mean},
-                                         {"final_accuracy_spread", sa.spread},
-                                         {"min_accuracy", sl.mean},
-                                         {"max_accuracy", sh.mean},
-                                         {"consensus", sc.mean},
-                                         {"samples_per_s", ss.mean},
-                                         {"mb_sent_per_peer", sm.mean},
-                                         {"idle_share", si.mean},
-                                         {"end_time", se.mean}});
+                   sc = stat_of(cons), ss = stat_of(sps), sm = stat_of(mb), si = stat_of(idle),
+                   se = stat_of(end);
+        std::string time_col =
+            has_goal ? (reached == seeds ? show(st, "{:.1f}")
+                                         : fmt::format("{}/{} reached", reached, seeds))
+                     : show(se, "{:.1f}");
+        table += fmt::format(
+            "{:<10} {:>16} {:>15} {:>13} {:>11} {:>11} {:>12} {:>8}\n", algo, time_col,
+            show(sa, "{:.2f}", 100),
+            acc.empty() ? "-" : fmt::format("{:.1f}..{:.1f}", 100 * sl.mean, 100 * sh.mean),
+            show(sc, "{:.3g}"), show(ss, "{:.0f}"), show(sm, "{:.1f}"),
+            fmt::format("{:.1f}%", 100 * si.mean));
+        summary["algorithms"].push_back(
+            {{"algorithm", algo},
+             {"time_to_target",
+              reached == seeds && has_goal ? json::Json(st.mean) : json::Json(nullptr)},
+             {"time_to_target_spread", st.spread},
+             {"reached", reached},
+             {"final_accuracy", sa.mean},
+             {"final_accuracy_spread", sa.spread},
+             {"min_accuracy", sl.mean},
+             {"max_accuracy", sh.mean},
+             {"consensus", sc.mean},
+             {"samples_per_s", ss.mean},
+             {"mb_sent_per_peer", sm.mean},
+             {"idle_share", si.mean},
+             {"end_time", se.mean}});
     }
     progress.done();
     if (a.flag("json"))
         std::cout << summary.dump(2) << "\n";
     else
-        std::cout << table << fmt::format("metrics: {}/<algorithm>/seed<k>/; plots: /usr/bin/python3 scripts/plot.py {}\n",
-                                          out.string(), out.string());
+        std::cout
+            << table
+            << fmt::format(
+                   "metrics: {}/<algorithm>/seed<k>/; plots: /usr/bin/python3 scripts/plot.py {}\n",
+                   out.string(), out.string());
     return 0;
 }
 

@@ -49,11 +49,11 @@ struct Peer {
 };
 
 class Engine {
-public:
+  public:
     explicit Engine(const SimSetup& s);
     SimResult run();
 
-private:
+  private:
     void apply(int rank, Time now, proto::Actions& a);
     void handle(Time now, Event& e);
     void evaluate(Time now);
@@ -103,8 +103,9 @@ Engine::Engine(const SimSetup& s)
             auto model = optim::build_model(*s.config, *s.train);
             auto layout = optim::build_partitions(*s.config, *model);
             p.worker = std::make_unique<optim::LocalTrainer>(
-                std::move(model), layout, s.config->optimizer, optim::build_schedule(*s.config, steps),
-                p.shard, s.config->batch_size, s.config->seed, r);
+                std::move(model), layout, s.config->optimizer,
+                optim::build_schedule(*s.config, steps), p.shard, s.config->batch_size,
+                s.config->seed, r);
         } else {
             p.worker = std::make_unique<proto::CostOnlyWorker>(s.model_size);
         }
@@ -197,7 +198,8 @@ void Engine::evaluate(Time now) {
     EvalPoint ep;
     ep.time = now;
     ep.samples = result_.samples;
-    for (int r = 0; r < n_; ++r) ep.bytes += peers_[static_cast<std::size_t>(r)].protocol->stats().bytes_sent;
+    for (int r = 0; r < n_; ++r)
+        ep.bytes += peers_[static_cast<std::size_t>(r)].protocol->stats().bytes_sent;
     const std::size_t size = eval_model_->parameter_count();
     std::vector<double> mean(size, 0.0);
     std::vector<ParamVector> models;
@@ -266,11 +268,13 @@ SimResult Engine::run() {
     if (active()) {
         std::string waiting;
         for (int r = 0; r < n_ && waiting.size() < 60; ++r)
-            if (peers_[static_cast<std::size_t>(r)].alive && !peers_[static_cast<std::size_t>(r)].done)
+            if (peers_[static_cast<std::size_t>(r)].alive &&
+                !peers_[static_cast<std::size_t>(r)].done)
                 waiting += (waiting.empty() ? "" : ", ") + std::to_string(r);
-        throw Error(fmt::format("{}: the simulation stalled at virtual time {:.3f} s: peers {} wait "
-                                "for messages that will never come",
-                                s_.algorithm, now, waiting));
+        throw Error(
+            fmt::format("{}: the simulation stalled at virtual time {:.3f} s: peers {} wait "
+                        "for messages that will never come",
+                        s_.algorithm, now, waiting));
     }
     if (math) evaluate(result_.end_time);
     for (int r = 0; r < n_; ++r) {
@@ -299,7 +303,8 @@ SimResult Engine::run() {
 }  // namespace
 
 SimResult simulate(const SimSetup& setup) {
-    if (!setup.topology || !setup.cluster) throw Error("simulate: a topology and a cluster are needed");
+    if (!setup.topology || !setup.cluster)
+        throw Error("simulate: a topology and a cluster are needed");
     if (setup.mode == Mode::math && (!setup.config || !setup.train || !setup.test))
         throw Error("simulate: math mode needs a training config and data");
     Engine engine(setup);

@@ -1,9 +1,13 @@
 #pragma once
 /// The simulator's event queue: events ordered by virtual time, ties broken by the order in
 /// which they were pushed, so that the same inputs always give the same sequence.
+///
+/// The heap holds only (time, sequence, slot); events stay in a slot array and move exactly
+/// twice (in and out), however deep the heap.
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -11,9 +15,18 @@ namespace gossamer::sim {
 
 template <typename Event>
 class EventQueue {
-public:
+  public:
     void push(double time, Event e) {
-        heap_.push_back(Item{time, next_++, std::move(e)});
+        std::uint32_t slot;
+        if (free_.empty()) {
+            slot = static_cast<std::uint32_t>(slots_.size());
+            slots_.emplace_back(std::move(e));
+        } else {
+            slot = free_.back();
+            free_.pop_back();
+            slots_[slot].emplace(std::move(e));
+        }
+        heap_.push_back(Key{time, next_++, slot});
         std::push_heap(heap_.begin(), heap_.end(), Later{});
     }
     bool empty() const { return heap_.empty(); }
@@ -22,24 +35,29 @@ public:
     /// Removes and returns the earliest event (the first pushed among equal times).
     std::pair<double, Event> pop() {
         std::pop_heap(heap_.begin(), heap_.end(), Later{});
-        Item top = std::move(heap_.back());
+        const Key key = heap_.back();
         heap_.pop_back();
-        return {top.time, std::move(top.event)};
+        std::pair<double, Event> out{key.time, std::move(*slots_[key.slot])};
+        slots_[key.slot].reset();
+        free_.push_back(key.slot);
+        return out;
     }
     std::uint64_t pushed() const { return next_; }
 
-private:
-    struct Item {
+  private:
+    struct Key {
         double time;
         std::uint64_t seq;
-        Event event;
+        std::uint32_t slot;
     };
     struct Later {
-        bool operator()(const Item& a, const Item& b) const {
+        bool operator()(const Key& a, const Key& b) const {
             return a.time != b.time ? a.time > b.time : a.seq > b.seq;
         }
     };
-    std::vector<Item> heap_;
+    std::vector<Key> heap_;
+    std::vector<std::optional<Event>> slots_;
+    std::vector<std::uint32_t> free_;
     std::uint64_t next_ = 0;
 };
 

@@ -26,34 +26,34 @@ namespace gossamer::sim {
 enum class Mode { math, cost };
 
 struct SimSetup {
-    std::string algorithm;                          ///< "allreduce", "dpsgd", "sgp", ...
-    std::optional<json::Node> options;              ///< the algorithm's options
+    std::string algorithm;              ///< "allreduce", "dpsgd", "sgp", ...
+    std::optional<json::Node> options;  ///< the algorithm's options
     std::shared_ptr<const topology::Schedule> topology;
     const Cluster* cluster = nullptr;
-    std::uint64_t seed = 1;                         ///< step-time jitter (and data order: config)
+    std::uint64_t seed = 1;  ///< step-time jitter (and data order: config)
     Mode mode = Mode::math;
     // Math mode.
     const optim::TrainingConfig* config = nullptr;  ///< model, optimizer, batch size, sharding
     const Dataset* train = nullptr;
     const Dataset* test = nullptr;
-    int epochs = 1;                                 ///< passes of each peer over its shard
-    Time eval_interval = 0;                         ///< virtual seconds between evaluations
-    int peer_eval_samples = 2000;                   ///< test samples for per-peer accuracies
+    int epochs = 1;                ///< passes of each peer over its shard
+    Time eval_interval = 0;        ///< virtual seconds between evaluations
+    int peer_eval_samples = 2000;  ///< test samples for per-peer accuracies
     // Cost-only mode.
-    std::uint64_t model_size = 0;                   ///< parameters (floats) per message
-    std::int64_t steps = 0;                         ///< local steps per peer
+    std::uint64_t model_size = 0;  ///< parameters (floats) per message
+    std::int64_t steps = 0;        ///< local steps per peer
     // Both.
-    Time failure_detection = 0;                     ///< seconds until neighbours hear of a failure
+    Time failure_detection = 0;                      ///< seconds until neighbours hear of a failure
     std::function<void(std::string_view)> progress;  ///< called now and then with a status line
 };
 
 struct EvalPoint {
     Time time = 0;
-    double accuracy = 0, loss = 0;          ///< of the exact average of the live peers' models
+    double accuracy = 0, loss = 0;              ///< of the exact average of the live peers' models
     double min_accuracy = 0, max_accuracy = 0;  ///< over the live peers' own models
-    double consensus = 0;                   ///< sqrt(mean_i ||x_i - mean||^2)
-    std::int64_t samples = 0;               ///< samples processed by all peers so far
-    std::uint64_t bytes = 0;                ///< bytes sent by all peers so far
+    double consensus = 0;                       ///< sqrt(mean_i ||x_i - mean||^2)
+    std::int64_t samples = 0;                   ///< samples processed by all peers so far
+    std::uint64_t bytes = 0;                    ///< bytes sent by all peers so far
 };
 
 struct PeerSummary {
@@ -70,13 +70,13 @@ struct SimResult {
     std::uint64_t seed = 0;
     std::vector<EvalPoint> evals;  ///< math mode
     std::vector<PeerSummary> peers;
-    Time end_time = 0;               ///< when the last live peer finished
+    Time end_time = 0;  ///< when the last live peer finished
     std::int64_t samples = 0;
-    std::uint64_t events = 0;        ///< events processed
-    double wall_seconds = 0;         ///< real time the simulation took (not in metrics files)
+    std::uint64_t events = 0;  ///< events processed
+    double wall_seconds = 0;   ///< real time the simulation took (not in metrics files)
     std::optional<int> stopped_by_failure;  ///< all-reduce: the rank whose failure stopped it
-    double mass = 0;                 ///< push-sum: mass held by live peers at the end
-    double mass_lost = 0;            ///< push-sum: n - mass (went with failed peers)
+    double mass = 0;                        ///< push-sum: mass held by live peers at the end
+    double mass_lost = 0;                   ///< push-sum: n - mass (went with failed peers)
 };
 
 /// Runs one simulation. Throws ConfigError for bad algorithm options or data that does not fit.

@@ -1,0 +1,111 @@
+// gossamer sim as a user runs it: determinism, the straggler, failures, bad inputs.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "support/run.hpp"
+#include "support/temp_dir.hpp"
+
+using gossamer::test::run;
+using gossamer::test::RunResult;
+using gossamer::test::TempDir;
+using Json = nlohmann::json;
+
+namespace {
+
+const std::string kBin = GOSSAMER_BINARY;
+const std::string kSrc = GOSSAMER_SOURCE_DIR;
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// A small synthetic job: 4 peers on a ring, logistic regression, 3 epochs.
+struct Job {
+    TempDir dir;
+    std::string topology, config;
+    Job() {
+        topology =
+            dir.write("ring4.json", R"({"peers": {"count": 4}, "graph": {"family": "ring"}})");
+        config = dir.write("train.json", R"({"seed": 3,
+            "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10, "seed": 5},
+            "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
+            "training": {"epochs": 3, "batch_size": 20, "target_accuracy": 0.6}})");
+    }
+    RunResult sim(const std::string& cluster, const std::string& extra) {
+        return run(kBin + " sim --topology " + topology + " --cluster " + cluster + " --config " +
+                   config + " " + extra);
+    }
+    std::string cluster(const std::string& text) { return dir.write("cluster.json", text); }
+};
+
+}  // namespace
+
+TEST_CASE("two simulations with the same seed write identical metrics") {
+    Job job;
+    const auto c = kSrc + "/examples/clusters/jitter16.json";
+    const auto a = (job.dir.path() / "a").string(), b = (job.dir.path() / "b").string();
+    REQUIRE(job.sim(c, "--algorithms allreduce --out " + a).status == 0);
+    REQUIRE(job.sim(c, "--algorithms allreduce --out " + b).status == 0);
+    const auto ma = slurp(a + "/allreduce/seed0/metrics.jsonl");
+    CHECK(ma.size() > 0);
+    CHECK(ma == slurp(b + "/allreduce/seed0/metrics.jsonl"));
+    CHECK(slurp(a + "/allreduce/seed0/peers.jsonl") == slurp(b + "/allreduce/seed0/peers.jsonl"));
+}
+
+TEST_CASE("all-reduce waits for the straggler: the others sit idle") {
+    Job job;
+    auto r = job.sim(
+        job.cluster(R"({"defaults": {"base_time": 0.01}, "peers": [{"rank": 2, "factor": 4}],
+                                     "network": {"latency": 1e-6, "bandwidth": 1e9}})"),
+        "--algorithms allreduce --json --out " + (job.dir.path() / "o").string());
+    REQUIRE(r.status == 0);
+    auto j = Json::parse(r.out);
+    const auto& row = j["algorithms"][0];
+    // 3 epochs of 10 steps of 0.04 s (the straggler) at least.
+    CHECK(row["end_time"].get<double>() >= 30 * 0.04);
+    CHECK(row["end_time"].get<double>() < 30 * 0.04 * 1.1);
+    CHECK(row["idle_share"].get<double>() > 0.5);  // three of four peers idle 3/4 of the time
+    CHECK(row["final_accuracy"].get<double>() > 0.6);
+}
+
+TEST_CASE("a failed peer stops all-reduce with a message naming it") {
+    Job job;
+    auto r = job.sim(
+        job.cluster(R"({"defaults": {"base_time": 0.01}, "peers": [{"rank": 1, "fail_at": 0.1}],
+                                     "network": {"latency": 1e-6, "bandwidth": 1e9}})"),
+        "--algorithms allreduce --out " + (job.dir.path() / "o").string());
+    CHECK(r.status == 0);
+    CHECK(r.err.find("rank 1 failed; all-reduce stops") != std::string::npos);
+}
+
+TEST_CASE("bad cluster files and options are one line and exit 2") {
+    Job job;
+    auto bad = job.sim(
+        job.cluster(
+            R"({"defaults": {"base_time": -1}, "network": {"latency": 0, "bandwidth": 1e9}})"),
+        "--algorithms allreduce");
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("defaults.base_time") != std::string::npos);
+    CHECK(bad.err.find('\n') == bad.err.size() - 1);
+    auto algo =
+        job.sim(kSrc + "/examples/clusters/homogeneous16.json", "--algorithms allreduce,gossipx");
+    CHECK(algo.status == 2);
+    CHECK(algo.err.find("unknown algorithm \"gossipx\"") != std::string::npos);
+    auto size = job.sim(kSrc + "/examples/clusters/small4.json", "--algorithms allreduce");
+    CHECK(size.status == 0);  // small4 has n = 4, like the ring
+    TempDir other;
+    auto t8 = other.write("ring8.json", R"({"peers": {"count": 8}, "graph": {"family": "ring"}})");
+    auto mismatch = run(kBin + " sim --topology " + t8 + " --cluster " + kSrc +
+                        "/examples/clusters/small4.json --config " + job.config);
+    CHECK(mismatch.status == 2);
+    auto opts = job.sim(kSrc + "/examples/clusters/homogeneous16.json",
+                        "--algorithms allreduce --mode fast");
+    CHECK(opts.status == 2);
+}
