@@ -3,7 +3,9 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/allreduce.hpp"
+#include "gossamer/optimizers/dpsgd.hpp"
 #include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/sgp.hpp"
 
 namespace gossamer::proto {
 
@@ -14,6 +16,8 @@ std::vector<std::string> protocol_names() {
 std::unique_ptr<Protocol> make_protocol(std::string_view name, const json::Node* options,
                                         PeerContext ctx) {
     if (name == "allreduce") return make_allreduce(options, std::move(ctx));
+    if (name == "dpsgd") return make_dpsgd(options, std::move(ctx));
+    if (name == "sgp") return make_sgp(options, std::move(ctx));
     std::string all;
     for (const auto& n : protocol_names()) all += (all.empty() ? "" : ", ") + n;
     throw ConfigError("", "algorithm", fmt::format("unknown algorithm \"{}\"", name),

@@ -1,0 +1,112 @@
+#pragma once
+/// D-PSGD: synchronous gossip averaging with the row-stochastic W of the topology's round t
+/// (Lian et al. 2017), on static or time-varying topologies. See docs/protocols.md, "dpsgd".
+///
+/// Round t of peer i is its step t:
+///   atc (adapt-then-combine, default): x_half = x - lr g(x), then x <- sum_j W_ij x_half_j
+///   cta (combine-then-adapt):          x <- sum_j W_ij x_j - lr g(x_i)
+/// where "- lr g" is the worker's optimizer step (worker().apply_gradient). In cta mode the
+/// messages of round t leave before step t starts (they are computed from x then), so
+/// communication overlaps the gradient computation.
+///
+/// Messages are deltas against per-edge replicas with edge sequence numbers (edge_replica.hpp).
+/// A peer mixes round t once it holds round t's state of every live in-neighbour of round t;
+/// messages of later rounds wait in their edge's queue. While it waits longer than
+/// resync_timeout, it asks each in-neighbour still missing for a full model (a control message
+/// carrying the sequence number it expects), and again every resync_timeout. The sender answers
+/// with its replica of the edge only once that message left at least resync_timeout ago, so
+/// asking a slow neighbour, or about a message still in flight, costs a header.
+///
+/// Failures: after peer_failed(j), W_ij moves to W_ii in every round not yet mixed and nothing
+/// more is sent to j.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gossamer/core/json.hpp"
+#include "gossamer/optimizers/edge_replica.hpp"
+#include "gossamer/optimizers/protocol.hpp"
+
+namespace gossamer::proto {
+
+enum class DpsgdMode { atc, cta };
+
+struct DpsgdOptions {
+    DpsgdMode mode = DpsgdMode::atc;
+    /// Seconds a peer waits for a round's message before asking its sender for a full model
+    /// (and between repeated asks). > 0. Keep it well above the link latency: a message still in
+    /// flight when the ask arrives is answered with a full model that turns out redundant.
+    double resync_timeout = 5.0;
+};
+
+/// Reads {"mode": "atc" | "cta", "resync_timeout": seconds}; nullptr gives the defaults.
+/// Throws ConfigError naming the JSON path for an unknown key, a wrong type or a bad value.
+DpsgdOptions parse_dpsgd_options(const json::Node* options);
+
+class Dpsgd final : public Protocol {
+  public:
+    /// Throws Error for a missing topology or one of another size, and TopologyError when the
+    /// topology's weights are of push_sum kind (dpsgd needs rows summing to 1).
+    Dpsgd(PeerContext ctx, DpsgdOptions options);
+
+    std::string_view name() const override { return "dpsgd"; }
+    /// x itself (the compute side reads it; the protocol leaves it alone until step_finished).
+    std::span<const float> compute_point() override;
+    void current_model(std::span<float> out) const override;
+
+    const DpsgdOptions& options() const noexcept { return options_; }
+    /// The round being worked on (rounds mixed so far).
+    std::int64_t round() const noexcept { return t_; }
+    /// The edge to receiver j, or nullptr if it never carried anything.
+    const ReplicaSender* out_edge(int j) const;
+    /// The edge from sender j, or nullptr if nothing came from j.
+    const ReplicaReceiver* in_edge(int j) const;
+    /// Re-sync requests sent, and full models sent in answer to others' requests.
+    std::uint64_t resync_requests() const noexcept { return resync_requests_; }
+    std::uint64_t resync_answers() const noexcept { return resync_answers_; }
+    /// The weights of the last mix: self weight, then (sender, weight) of every live in-neighbour.
+    double last_self_weight() const noexcept { return last_self_weight_; }
+    const std::vector<std::pair<int, double>>& last_weights() const noexcept {
+        return last_weights_;
+    }
+
+  protected:
+    void on_start(Time now, Actions& out) override;
+    void on_step_finished(Time now, double loss, Actions& out) override;
+    void on_message(Time now, Message msg, Actions& out) override;
+    void on_deadline(Time now, std::uint64_t id, Actions& out) override;
+    void on_peer_failed(Time now, int rank, Actions& out) override;
+
+  private:
+    enum class Stage { idle, stepping, waiting, done };
+
+    void begin_round(Time now, Actions& out);
+    void send_round(Time now, Actions& out);
+    void try_mix(Time now, Actions& out);
+    ReplicaReceiver& receiver(int j);
+
+    DpsgdOptions options_;
+    Stage stage_ = Stage::idle;
+    std::int64_t t_ = 0;
+    std::map<int, ReplicaSender> out_;
+    std::map<int, ReplicaReceiver> in_;
+    std::map<int, std::deque<std::pair<std::uint64_t, Time>>> sent_at_;  // recent sends per edge
+    std::set<int> dead_;
+    std::uint64_t next_deadline_ = 1, armed_deadline_ = 0;
+    std::uint64_t resync_requests_ = 0, resync_answers_ = 0;
+    double last_self_weight_ = 1.0;
+    std::vector<std::pair<int, double>> last_weights_;
+};
+
+/// The "dpsgd" protocol with its options (nullptr: defaults). Throws as parse_dpsgd_options and
+/// the constructor.
+std::unique_ptr<Protocol> make_dpsgd(const json::Node* options, PeerContext ctx);
+
+}  // namespace gossamer::proto

@@ -1,0 +1,103 @@
+#pragma once
+/// Both ends of one directed edge that carries model deltas against a replica (DESIGN.md, "What
+/// travels"), for averaging protocols such as dpsgd (and, later, choco).
+///
+/// The sender keeps x_hat, the copy of its model that the receiver holds. Every message on the
+/// edge has the next edge sequence number: the first is a full model (the receiver's replica
+/// starts empty), later ones the delta x - x_hat, after which the sender adds that very delta to
+/// x_hat. The receiver adds each delta to its replica in sequence order, so both copies stay
+/// bit-identical. A message whose number is past the expected one opens a gap: it is buffered
+/// until the gap is filled (reordering) or a full model re-synchronises the replica (loss).
+///
+/// A full model with number S supersedes every message numbered S or less: the receiver takes it
+/// as its replica and expects S + 1 next. The sender answers a re-sync request with its x_hat
+/// numbered with the last number it sent, so a re-sync costs no sequence number.
+///
+/// In cost-only mode (math false) no replica is kept and messages carry no payload, but the
+/// numbering works the same.
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "gossamer/transport/message.hpp"
+
+namespace gossamer::proto {
+
+/// The sender's end of edge (sender, receiver).
+class ReplicaSender {
+  public:
+    /// @param receiver  the peer at the other end
+    /// @param size      model length in floats
+    /// @param math      false: cost-only, no values
+    ReplicaSender(int receiver, std::size_t size, bool math);
+
+    /// The message that brings the receiver's replica to `x` for round `round`: a full model on
+    /// first contact, else the delta x - x_hat (x_hat then moves by that delta). Takes the next
+    /// sequence number.
+    transport::Message encode(std::span<const float> x, std::int64_t round);
+    /// Whether message `seq` has been sent, i.e. whether a re-sync can cover it.
+    bool sent(std::uint64_t seq) const noexcept { return seq < next_seq_; }
+    /// A full model of x_hat numbered with the last sequence number sent (nothing sent: invalid).
+    transport::Message resync() const;
+
+    int receiver() const noexcept { return receiver_; }
+    std::uint64_t next_seq() const noexcept { return next_seq_; }
+    std::int64_t last_round() const noexcept { return last_round_; }
+    /// x_hat: what the receiver holds once every message sent has arrived.
+    std::span<const float> replica() const noexcept { return replica_; }
+
+  private:
+    int receiver_;
+    std::size_t size_;
+    bool math_;
+    std::vector<float> replica_;
+    std::uint64_t next_seq_ = 0;
+    std::int64_t last_round_ = -1;
+};
+
+/// The receiver's end of edge (sender, receiver).
+class ReplicaReceiver {
+  public:
+    ReplicaReceiver(int sender, std::size_t size, bool math);
+
+    /// Takes a model_delta or full_model from the sender. A full model numbered at or past the
+    /// expected number is applied at once; a delta is queued until advance(); anything already
+    /// covered is dropped (counted in stale()).
+    void accept(transport::Message msg);
+    /// Applies, in sequence order, every queued message of round `round` or earlier; stops at the
+    /// first missing number or at a message of a later round.
+    void advance(std::int64_t round);
+    /// True when the replica holds the sender's state of round `round` or later.
+    bool covers(std::int64_t round) const noexcept { return covered_ >= round; }
+    /// True when a later message waits behind a missing one.
+    bool gap_open() const noexcept;
+
+    int sender() const noexcept { return sender_; }
+    /// The sequence number expected next.
+    std::uint64_t next_seq() const noexcept { return next_seq_; }
+    /// The sender's round the replica is at (-1: nothing received).
+    std::int64_t round() const noexcept { return covered_; }
+    std::span<const float> replica() const noexcept { return replica_; }
+    /// Times a gap was seen open (a message arrived past a missing one).
+    std::uint64_t gaps() const noexcept { return gaps_; }
+    /// Messages dropped because a re-sync already covered them.
+    std::uint64_t stale() const noexcept { return stale_; }
+    /// Full models applied other than the first contact (re-synchronisations).
+    std::uint64_t resyncs() const noexcept { return resyncs_; }
+
+  private:
+    void apply(const transport::Message& msg);
+
+    int sender_;
+    std::size_t size_;
+    bool math_;
+    std::vector<float> replica_;
+    std::uint64_t next_seq_ = 0;
+    std::int64_t covered_ = -1;
+    std::map<std::uint64_t, transport::Message> queued_;  // by edge_seq
+    std::uint64_t gaps_ = 0, stale_ = 0, resyncs_ = 0;
+};
+
+}  // namespace gossamer::proto

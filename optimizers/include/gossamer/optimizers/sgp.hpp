@@ -1,0 +1,113 @@
+#pragma once
+/// SGP: stochastic gradient push (Assran et al. 2019), push-sum gossip on directed and
+/// time-varying graphs with column-stochastic weights. See docs/protocols.md, "sgp".
+///
+/// Each peer carries (x, w), w starting at 1, and computes its gradient at z = x / w. Step t:
+///   g = grad(z); x <- x - lr g (the worker's optimizer applied to x, not z, as in the paper);
+///   keep (W_ii x, W_ii w), send (W_ji x, W_ji w) to every out-neighbour j of round t
+///   (mass_share, Message::weight = the w share); shares received are added to (x, w).
+/// Shares are never dropped or overwritten: sum_i w_i plus the weight in flight is always n.
+///
+/// Bounded staleness tau: a peer has "absorbed round r" when it has added the shares of round r
+/// from every live in-neighbour of round r (the senders of topology round r), and its frontier c
+/// is the latest round, among those it has sent itself, such that it has absorbed every round up
+/// to c. Before step s it has sent rounds 0..s-1, so it is (s - 1 - c) rounds ahead; it starts
+/// step s only while that is at most tau. tau = 0 is synchronous SGP; tau = 1 (the default)
+/// overlaps one round of communication with computation. After its last step a peer waits until
+/// c reaches its last round, then reports done, so no mass is left in flight at the end.
+///
+/// Shares that arrive during a step are summed in a receive buffer and added at the step
+/// boundary (the compute side owns x then); otherwise they are added at once.
+///
+/// Failures: after peer_failed(j) no share goes to j (its weight W_ji is kept as self weight, so
+/// mass stays conserved among the survivors) and j's shares are no longer waited for. The mass j
+/// held is lost; stats().mass_lost adds this peer's estimate of it: j's weight before its latest
+/// split seen here (the share received divided by W_ij of that round). Every peer that heard
+/// from j reports its own estimate of the same mass: take the maximum over peers, not the sum.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "gossamer/core/json.hpp"
+#include "gossamer/optimizers/protocol.hpp"
+
+namespace gossamer::proto {
+
+struct SgpOptions {
+    /// tau: rounds a peer may run ahead of the shares it has absorbed, >= 0.
+    std::int64_t staleness = 1;
+};
+
+/// Reads {"staleness": tau} (an integer in [0, 1000]); nullptr gives the defaults.
+/// Throws ConfigError naming the JSON path for an unknown key, a wrong type or a bad value.
+SgpOptions parse_sgp_options(const json::Node* options);
+
+class Sgp final : public Protocol {
+  public:
+    /// Throws Error for a missing topology or one of another size, and TopologyError when its
+    /// weights are not column-stochastic (push_sum kind, or averaging weights whose columns also
+    /// sum to 1 in every round of the period; rounds of a schedule with no period are checked as
+    /// they are used).
+    Sgp(PeerContext ctx, SgpOptions options);
+
+    std::string_view name() const override { return "sgp"; }
+    /// z = x / w, computed at the step boundary into a buffer the protocol owns.
+    std::span<const float> compute_point() override { return z_; }
+    /// z = x / w.
+    void current_model(std::span<float> out) const override;
+    /// w (the receive buffer not included).
+    double mass() const override { return w_; }
+
+    const SgpOptions& options() const noexcept { return options_; }
+    /// Steps finished, i.e. rounds whose shares have been sent.
+    std::int64_t round() const noexcept { return t_; }
+    /// The frontier c (-1: nothing absorbed yet).
+    std::int64_t absorbed_through() const noexcept { return frontier_; }
+    /// True while the peer waits for shares before it may start its next step.
+    bool blocked() const noexcept { return stage_ == Stage::blocked; }
+    /// The receive buffer: shares that arrived during the running step.
+    double buffered_mass() const noexcept { return buf_w_; }
+    std::span<const float> buffered_x() const noexcept { return buf_x_; }
+
+  protected:
+    void on_start(Time now, Actions& out) override;
+    void on_step_finished(Time now, double loss, Actions& out) override;
+    void on_message(Time now, Message msg, Actions& out) override;
+    void on_peer_failed(Time now, int rank, Actions& out) override;
+
+  private:
+    enum class Stage { idle, stepping, blocked, done };
+    struct Seen {
+        std::int64_t round = -1;
+        double mass = 0;  // the sender's w before that round's split
+    };
+
+    void push_shares(Actions& out);
+    void absorb_buffer();
+    void advance_frontier();
+    bool absorbed(std::int64_t r) const;
+    void next(Actions& out);
+
+    SgpOptions options_;
+    Stage stage_ = Stage::idle;
+    std::int64_t t_ = 0;
+    std::int64_t frontier_ = -1;
+    double w_ = 1.0, buf_w_ = 0.0;
+    std::uint64_t buffered_ = 0;  // shares in the receive buffer
+    std::vector<float> z_, buf_x_;
+    std::map<std::int64_t, std::set<int>> heard_;  // round -> senders absorbed, past frontier_
+    std::map<int, std::uint64_t> next_seq_;        // per out-edge
+    std::map<int, Seen> seen_;                     // latest share from each sender
+    std::set<int> dead_;
+};
+
+/// The "sgp" protocol with its options (nullptr: defaults). Throws as parse_sgp_options and the
+/// constructor.
+std::unique_ptr<Protocol> make_sgp(const json::Node* options, PeerContext ctx);
+
+}  // namespace gossamer::proto

@@ -1,0 +1,216 @@
+#include "gossamer/optimizers/dpsgd.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "gossamer/core/error.hpp"
+#include "gossip_mix.hpp"
+
+namespace gossamer::proto {
+
+// Send times kept per out-edge, to tell a lost message from one still in flight.
+constexpr std::size_t kRecentSends = 16;
+
+DpsgdOptions parse_dpsgd_options(const json::Node* options) {
+    DpsgdOptions o;
+    if (!options) return o;
+    options->expect_object({"mode", "resync_timeout"});
+    if (auto mode = options->find("mode"))
+        o.mode = mode->as_enum({"atc", "cta"}) == "atc" ? DpsgdMode::atc : DpsgdMode::cta;
+    if (auto timeout = options->find("resync_timeout")) {
+        o.resync_timeout = timeout->as_double();
+        if (!(o.resync_timeout > 0))
+            timeout->fail(fmt::format("resync_timeout {} must be > 0 seconds", o.resync_timeout),
+                          "use e.g. 1.0");
+    }
+    return o;
+}
+
+Dpsgd::Dpsgd(PeerContext ctx, DpsgdOptions options) : Protocol(std::move(ctx)), options_(options) {
+    const auto& topo = context().topology;
+    if (!topo) throw Error("dpsgd needs a topology");
+    if (topo->n() != n())
+        throw Error(fmt::format("the topology has {} peers but the job has {}", topo->n(), n()));
+    if (topo->kind() != topology::WeightKind::averaging)
+        throw TopologyError(fmt::format(
+            "dpsgd needs averaging weights (rows summing to 1) but {} has {} weights; use sgp "
+            "for push-sum weights",
+            topo->describe(), topology::to_string(topo->kind())));
+    if (!(options_.resync_timeout > 0)) throw Error("dpsgd: resync_timeout must be > 0");
+}
+
+std::span<const float> Dpsgd::compute_point() {
+    // Not params(): the compute side reads x while the step runs, which is the point.
+    return context().worker->params();
+}
+
+void Dpsgd::current_model(std::span<float> out) const {
+    const auto x = context().worker->params();
+    std::copy(x.begin(), x.end(), out.begin());
+}
+
+const ReplicaSender* Dpsgd::out_edge(int j) const {
+    auto it = out_.find(j);
+    return it == out_.end() ? nullptr : &it->second;
+}
+
+const ReplicaReceiver* Dpsgd::in_edge(int j) const {
+    auto it = in_.find(j);
+    return it == in_.end() ? nullptr : &it->second;
+}
+
+ReplicaReceiver& Dpsgd::receiver(int j) {
+    auto it = in_.find(j);
+    if (it == in_.end())
+        it = in_.emplace(j, ReplicaReceiver(j, worker().size(), worker().math())).first;
+    return it->second;
+}
+
+void Dpsgd::on_start(Time now, Actions& out) {
+    if (context().max_steps <= 0) {
+        stage_ = Stage::done;
+        out.done = true;
+        return;
+    }
+    begin_round(now, out);
+}
+
+void Dpsgd::begin_round(Time now, Actions& out) {
+    // cta: round t's messages carry x_t, so they leave now, before the compute side owns x.
+    if (options_.mode == DpsgdMode::cta) send_round(now, out);
+    stage_ = Stage::stepping;
+    out.start_step = true;
+}
+
+void Dpsgd::send_round(Time now, Actions& out) {
+    const auto round = context().topology->at(t_);
+    const std::span<const float> x = params();
+    for (int j : round->graph.out_neighbors(rank())) {
+        if (dead_.contains(j)) continue;
+        auto it = out_.find(j);
+        if (it == out_.end())
+            it = out_.emplace(j, ReplicaSender(j, worker().size(), worker().math())).first;
+        auto& recent = sent_at_[j];
+        recent.emplace_back(it->second.next_seq(), now);
+        if (recent.size() > kRecentSends) recent.pop_front();
+        send(out, it->second.encode(x, t_));
+    }
+}
+
+void Dpsgd::on_step_finished(Time now, double, Actions& out) {
+    if (options_.mode == DpsgdMode::atc) {
+        worker().apply_gradient(params(), worker().gradient());
+        send_round(now, out);
+    }
+    // cta keeps the gradient in the worker's buffer until the mix is done: nothing overwrites it
+    // before the next start_step.
+    stage_ = Stage::waiting;
+    try_mix(now, out);
+}
+
+void Dpsgd::try_mix(Time now, Actions& out) {
+    if (stage_ != Stage::waiting) return;
+    const auto round = context().topology->at(t_);
+    const int i = rank();
+    double self = round->weights.at(i, i);
+    std::vector<std::pair<int, double>> weights;
+    bool missing = false;
+    for (int j : round->graph.in_neighbors(i)) {
+        const double w = round->weights.at(i, j);
+        if (dead_.contains(j)) {
+            self += w;  // a dead neighbour's weight moves to our own
+            continue;
+        }
+        ReplicaReceiver& r = receiver(j);
+        r.advance(t_);
+        missing = missing || !r.covers(t_);
+        weights.emplace_back(j, w);
+    }
+    if (missing) {
+        if (armed_deadline_ == 0) {
+            armed_deadline_ = next_deadline_++;
+            out.deadlines.push_back({now + options_.resync_timeout, armed_deadline_});
+        }
+        return;
+    }
+    armed_deadline_ = 0;  // a deadline still pending for this wait is now stale
+    if (worker().math()) {
+        std::vector<detail::MixTerm> terms;
+        terms.reserve(weights.size());
+        for (const auto& [j, w] : weights) terms.push_back({w, in_.at(j).replica()});
+        detail::mix(params(), self, terms);
+    }
+    last_self_weight_ = self;
+    last_weights_ = std::move(weights);
+    if (options_.mode == DpsgdMode::cta) worker().apply_gradient(params(), worker().gradient());
+    ++t_;
+    ++mutable_stats().rounds;
+    if (t_ >= context().max_steps) {
+        stage_ = Stage::done;
+        out.done = true;
+        return;
+    }
+    begin_round(now, out);
+}
+
+void Dpsgd::on_message(Time now, Message msg, Actions& out) {
+    const int j = msg.sender;
+    if (j < 0 || j >= n() || j == rank())
+        throw Error(fmt::format("dpsgd: a message from invalid peer {}", j));
+    switch (msg.kind) {
+        case MessageKind::full_model:
+        case MessageKind::model_delta:
+            receiver(j).accept(std::move(msg));
+            try_mix(now, out);
+            return;
+        case MessageKind::control: {
+            // A re-sync request for message msg.edge_seq. Answered once that message left at
+            // least resync_timeout ago: a younger one is more likely in flight than lost, and if
+            // it is lost the next ask, a timeout later, finds it old enough. Answered even after
+            // done, so that a neighbour that lost our last message can finish.
+            auto it = out_.find(j);
+            if (it == out_.end() || dead_.contains(j) || !it->second.sent(msg.edge_seq)) return;
+            for (const auto& [seq, at] : sent_at_[j])
+                if (seq == msg.edge_seq && now - at < options_.resync_timeout) return;
+            ++resync_answers_;
+            send(out, it->second.resync());
+            return;
+        }
+        default:
+            throw Error(fmt::format("dpsgd: unexpected {} message from peer {}",
+                                    transport::to_string(msg.kind), j));
+    }
+}
+
+void Dpsgd::on_deadline(Time now, std::uint64_t id, Actions& out) {
+    if (id != armed_deadline_ || stage_ != Stage::waiting) return;
+    const auto round = context().topology->at(t_);
+    for (int j : round->graph.in_neighbors(rank())) {
+        if (dead_.contains(j)) continue;
+        ReplicaReceiver& r = receiver(j);
+        if (r.covers(t_)) continue;
+        Message req;
+        req.kind = MessageKind::control;
+        req.receiver = j;
+        req.edge_seq = r.next_seq();
+        req.round = t_;
+        ++resync_requests_;
+        send(out, std::move(req));
+    }
+    armed_deadline_ = next_deadline_++;
+    out.deadlines.push_back({now + options_.resync_timeout, armed_deadline_});
+}
+
+void Dpsgd::on_peer_failed(Time now, int j, Actions& out) {
+    if (j == rank() || j < 0 || j >= n()) return;
+    dead_.insert(j);
+    try_mix(now, out);
+}
+
+std::unique_ptr<Protocol> make_dpsgd(const json::Node* options, PeerContext ctx) {
+    return std::make_unique<Dpsgd>(std::move(ctx), parse_dpsgd_options(options));
+}
+
+}  // namespace gossamer::proto

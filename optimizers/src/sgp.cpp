@@ -1,0 +1,211 @@
+#include "gossamer/optimizers/sgp.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "gossamer/core/error.hpp"
+#include "gossip_mix.hpp"
+
+namespace gossamer::proto {
+namespace {
+
+constexpr double kTolerance = 1e-9;
+// Rounds of a schedule with no period checked up front; later ones are checked as they are used.
+constexpr std::int64_t kCheckedRounds = 64;
+
+void check_columns(const topology::Schedule& s) {
+    if (s.kind() == topology::WeightKind::push_sum) return;
+    const std::int64_t rounds = std::min(s.period().value_or(kCheckedRounds), std::int64_t{4096});
+    for (std::int64_t t = 0; t < rounds; ++t)
+        if (!s.at(t)->weights.column_stochastic(kTolerance))
+            throw TopologyError(fmt::format(
+                "sgp needs column-stochastic weights (each sender splits its whole mass) but "
+                "the averaging weights of {} in round {} are not; use push_sum weights",
+                s.describe(), t));
+}
+
+}  // namespace
+
+SgpOptions parse_sgp_options(const json::Node* options) {
+    SgpOptions o;
+    if (!options) return o;
+    options->expect_object({"staleness"});
+    if (auto tau = options->find("staleness")) o.staleness = tau->as_int(0, 1000);
+    return o;
+}
+
+Sgp::Sgp(PeerContext ctx, SgpOptions options) : Protocol(std::move(ctx)), options_(options) {
+    const auto& topo = context().topology;
+    if (!topo) throw Error("sgp needs a topology");
+    if (topo->n() != n())
+        throw Error(fmt::format("the topology has {} peers but the job has {}", topo->n(), n()));
+    if (options_.staleness < 0) throw Error("sgp: staleness must be >= 0");
+    check_columns(*topo);
+    if (worker().math()) {
+        z_.resize(worker().size());
+        buf_x_.assign(worker().size(), 0.0f);
+    }
+}
+
+void Sgp::current_model(std::span<float> out) const {
+    const auto x = context().worker->params();
+    for (std::size_t k = 0; k < x.size(); ++k) out[k] = static_cast<float>(x[k] / w_);
+}
+
+void Sgp::on_start(Time, Actions& out) {
+    next(out);
+}
+
+void Sgp::on_step_finished(Time, double, Actions& out) {
+    stage_ = Stage::idle;
+    // The optimizer steps x, not z (Assran et al.): in z's terms the step is scaled by 1 / w.
+    worker().apply_gradient(params(), worker().gradient());
+    push_shares(out);
+    ++t_;
+    ++mutable_stats().rounds;
+    absorb_buffer();
+    advance_frontier();
+    next(out);
+}
+
+void Sgp::push_shares(Actions& out) {
+    const auto round = context().topology->at(t_);
+    const int i = rank();
+    const auto receivers = round->graph.out_neighbors(i);
+    // Column i of W is how this peer splits its mass; it must sum to 1 or mass leaks.
+    double column = round->weights.at(i, i);
+    for (int j : receivers) column += round->weights.at(j, i);
+    if (std::abs(column - 1.0) > kTolerance)
+        throw TopologyError(
+            fmt::format("sgp: peer {} would split {} of its mass in round {}; the weights must be "
+                        "column-stochastic",
+                        i, column, t_));
+    double self = round->weights.at(i, i);
+    const std::span<float> x = params();
+    for (int j : receivers) {
+        const double share = round->weights.at(j, i);
+        if (dead_.contains(j)) {
+            self += share;  // kept, so that the survivors' mass is conserved
+            continue;
+        }
+        Message m;
+        m.kind = MessageKind::mass_share;
+        m.receiver = j;
+        m.edge_seq = next_seq_[j]++;
+        m.round = t_;
+        m.weight = share * w_;
+        m.elements = worker().size();
+        if (worker().math()) {
+            m.payload.resize(x.size());
+            for (std::size_t k = 0; k < x.size(); ++k)
+                m.payload[k] = static_cast<float>(share * x[k]);
+        }
+        send(out, std::move(m));
+    }
+    w_ *= self;
+    if (worker().math()) detail::mix(x, self, {});
+}
+
+void Sgp::absorb_buffer() {
+    if (buffered_ == 0) return;
+    w_ += buf_w_;
+    buf_w_ = 0.0;
+    buffered_ = 0;
+    if (worker().math()) {
+        const detail::MixTerm term{1.0, buf_x_};
+        detail::mix(params(), 1.0, {&term, 1});
+        std::fill(buf_x_.begin(), buf_x_.end(), 0.0f);
+    }
+}
+
+void Sgp::on_message(Time, Message msg, Actions& out) {
+    const int j = msg.sender;
+    if (msg.kind != MessageKind::mass_share)
+        throw Error(fmt::format("sgp: unexpected {} message from peer {}",
+                                transport::to_string(msg.kind), j));
+    if (j < 0 || j >= n() || j == rank())
+        throw Error(fmt::format("sgp: a share from invalid peer {}", j));
+    if (worker().math() && msg.payload.size() != worker().size())
+        throw Error(fmt::format("sgp: a share from peer {} carries {} values, expected {}", j,
+                                msg.payload.size(), worker().size()));
+    // Never dropped: while a step runs the share waits in the buffer, otherwise it is added now.
+    if (stage_ == Stage::stepping) {
+        ++buffered_;
+        buf_w_ += msg.weight;
+        if (worker().math())
+            for (std::size_t k = 0; k < buf_x_.size(); ++k) buf_x_[k] += msg.payload[k];
+    } else {
+        w_ += msg.weight;
+        if (worker().math()) {
+            const detail::MixTerm term{1.0, msg.payload};
+            detail::mix(params(), 1.0, {&term, 1});
+        }
+    }
+
+    Seen& seen = seen_[j];
+    if (msg.round > seen.round) {
+        const double wij = context().topology->at(msg.round)->weights.at(rank(), j);
+        seen = {msg.round, wij > 0 ? msg.weight / wij : 0.0};
+    }
+    if (msg.round > frontier_) heard_[msg.round].insert(j);
+    if (stage_ == Stage::stepping) return;  // absorbed (and counted) at the step boundary
+    advance_frontier();
+    next(out);
+}
+
+bool Sgp::absorbed(std::int64_t r) const {
+    const auto round = context().topology->at(r);
+    auto it = heard_.find(r);
+    for (int j : round->graph.in_neighbors(rank()))
+        if (!dead_.contains(j) && (it == heard_.end() || !it->second.contains(j))) return false;
+    return true;
+}
+
+void Sgp::advance_frontier() {
+    // Only rounds this peer has sent itself count: later ones may not have begun elsewhere.
+    while (frontier_ + 1 < t_ && absorbed(frontier_ + 1)) {
+        ++frontier_;
+        heard_.erase(frontier_);
+    }
+}
+
+void Sgp::next(Actions& out) {
+    if (stage_ == Stage::stepping || stage_ == Stage::done) return;
+    const std::int64_t last = context().max_steps;
+    if (t_ >= last) {
+        if (frontier_ >= last - 1) {
+            stage_ = Stage::done;
+            out.done = true;
+        } else {
+            stage_ = Stage::blocked;
+        }
+        return;
+    }
+    if (t_ - 1 - frontier_ > options_.staleness) {
+        stage_ = Stage::blocked;
+        return;
+    }
+    if (worker().math()) {
+        const auto x = params();
+        for (std::size_t k = 0; k < x.size(); ++k) z_[k] = static_cast<float>(x[k] / w_);
+    }
+    stage_ = Stage::stepping;
+    out.start_step = true;
+}
+
+void Sgp::on_peer_failed(Time, int j, Actions& out) {
+    if (j == rank() || j < 0 || j >= n() || dead_.contains(j)) return;
+    dead_.insert(j);
+    if (auto it = seen_.find(j); it != seen_.end()) mutable_stats().mass_lost += it->second.mass;
+    if (stage_ == Stage::stepping) return;
+    advance_frontier();
+    next(out);
+}
+
+std::unique_ptr<Protocol> make_sgp(const json::Node* options, PeerContext ctx) {
+    return std::make_unique<Sgp>(std::move(ctx), parse_sgp_options(options));
+}
+
+}  // namespace gossamer::proto
