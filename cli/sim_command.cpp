@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -95,7 +96,8 @@ int run_sim(const std::vector<std::string>& args) {
                  {"eval-interval", "S",
                   "virtual seconds between evaluations (default: a quarter of a nominal epoch)"},
                  {"target", "ACC", "target accuracy (default: training.target_accuracy)"},
-                 {"json", "", "print the summary as JSON"}},
+                 {"json", "", "print the summary as JSON"},
+                 {"save", "FILE", "also write the JSON summary to FILE"}},
                 0);
     auto a = p.parse(args);
     if (a.help) return std::cout << p.help(), 0;
@@ -253,6 +255,11 @@ int run_sim(const std::vector<std::string>& args) {
              {"end_time", se.mean}});
     }
     progress.done();
+    if (auto path = a.value("save")) {
+        std::ofstream f(*path);
+        f << summary.dump(2) << "\n";
+        if (!f) throw UsageError(fmt::format("--save: cannot write {}", *path));
+    }
     if (a.flag("json"))
         std::cout << summary.dump(2) << "\n";
     else

@@ -10,7 +10,7 @@
 namespace gossamer::proto {
 
 std::vector<std::string> protocol_names() {
-    return {"allreduce"};
+    return {"allreduce", "dpsgd", "sgp"};
 }
 
 std::unique_ptr<Protocol> make_protocol(std::string_view name, const json::Node* options,

@@ -46,7 +46,7 @@ DataConfig parse_data(const Node& node) {
 TrainingConfig parse_training_config(const json::Document& doc) {
     Node root(doc);
     root.expect_object({"description", "seed", "data", "model", "optimizer", "schedule", "training",
-                        "partitions", "output"});
+                        "partitions", "output", "sharding", "algorithms"});
     TrainingConfig c;
     c.doc = doc;
     if (auto v = root.find("description")) v->as_string();

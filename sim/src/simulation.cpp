@@ -56,7 +56,7 @@ class Engine {
   private:
     void apply(int rank, Time now, proto::Actions& a);
     void handle(Time now, Event& e);
-    void evaluate(Time now);
+    void evaluate(Time now, bool final);
     bool active() const;
 
     const SimSetup& s_;
@@ -194,7 +194,7 @@ void Engine::handle(Time now, Event& e) {
     }
 }
 
-void Engine::evaluate(Time now) {
+void Engine::evaluate(Time now, bool final) {
     EvalPoint ep;
     ep.time = now;
     ep.samples = result_.samples;
@@ -220,7 +220,8 @@ void Engine::evaluate(Time now) {
     ep.min_accuracy = 1;
     double spread = 0;
     for (const auto& x : models) {
-        const EvalResult one = eval_model_->evaluate(x.span(), peer_test_, 1000);
+        // Per-peer accuracies on a test subset while running; on the whole set at the end.
+        const EvalResult one = eval_model_->evaluate(x.span(), final ? *s_.test : peer_test_, 1000);
         ep.min_accuracy = std::min(ep.min_accuracy, one.accuracy.value_or(0));
         ep.max_accuracy = std::max(ep.max_accuracy, one.accuracy.value_or(0));
         for (std::size_t i = 0; i < size; ++i) {
@@ -254,7 +255,7 @@ SimResult Engine::run() {
         now = t;
         ++result_.events;
         if (std::holds_alternative<Evaluate>(e)) {
-            evaluate(now);
+            evaluate(now, false);
             if (active() && pending_ > 0) queue_.push(now + s_.eval_interval, Evaluate{});
             continue;
         }
@@ -276,7 +277,7 @@ SimResult Engine::run() {
                         "for messages that will never come",
                         s_.algorithm, now, waiting));
     }
-    if (math) evaluate(result_.end_time);
+    if (math) evaluate(result_.end_time, true);
     for (int r = 0; r < n_; ++r) {
         const Peer& p = peers_[static_cast<std::size_t>(r)];
         PeerSummary ps;
