@@ -81,26 +81,33 @@ TEST_CASE("consensus-only dpsgd keeps the network average under doubly-stochasti
         }
 }
 
-TEST_CASE("dpsgd consensus on a ring shrinks disagreement at the rate of the SLEM") {
-    const auto ring = family("ring", 8);
-    const auto report = topo::analyse(*ring);
-    REQUIRE(report.rate_per_round);
-    const double slem = *report.rate_per_round;  // 1/3 + 2/3 cos(2 pi / 8) = 0.8047
-    CHECK(slem == doctest::Approx(1.0 / 3 + 2.0 / 3 * std::cos(2 * M_PI / 8)));
-    for (const char* mode : {"atc", "cta"}) {
-        CAPTURE(mode);
-        const std::string options = fmt::format(R"({{"mode": "{}"}})", mode);
-        auto after = [&](std::int64_t rounds) {
-            Network net = consensus(ring, rounds, options, 16);
-            REQUIRE(net.harness(jittery(rounds)).run());
-            return disagreement(net.models());
-        };
-        const double d10 = after(10), d50 = after(50);
-        const double rate = std::pow(d50 / d10, 1.0 / 40);
-        CAPTURE(rate);
-        CHECK(std::abs(rate / slem - 1) < 0.2);
-        // The gap 1 - rate too, which tells apart e.g. mixing twice per round (0.648).
-        CHECK(std::abs((1 - rate) / (1 - slem) - 1) < 0.2);
+TEST_CASE("dpsgd consensus on a ring and a torus shrinks disagreement at the rate of the SLEM") {
+    // Closed forms with uniform weights: ring 8: 1/3 + 2/3 cos(2 pi / 8) = 0.8047; torus 4 x 4
+    // (W = (I + A) / 5, adjacency eigenvalues 2 cos(2 pi a / 4) + 2 cos(2 pi b / 4)): 0.6.
+    const std::pair<const char*, std::pair<int, double>> cases[] = {
+        {"ring", {8, 1.0 / 3 + 2.0 / 3 * std::cos(2 * M_PI / 8)}}, {"torus", {16, 0.6}}};
+    for (const auto& [name, spec] : cases) {
+        CAPTURE(name);
+        const auto graph = family(name, spec.first);
+        const auto report = topo::analyse(*graph);
+        REQUIRE(report.rate_per_round);
+        const double slem = *report.rate_per_round;
+        CHECK(slem == doctest::Approx(spec.second));
+        for (const char* mode : {"atc", "cta"}) {
+            CAPTURE(mode);
+            const std::string options = fmt::format(R"({{"mode": "{}"}})", mode);
+            auto after = [&](std::int64_t rounds) {
+                Network net = consensus(graph, rounds, options, 16);
+                REQUIRE(net.harness(jittery(rounds)).run());
+                return disagreement(net.models());
+            };
+            const double d10 = after(10), d40 = after(40);
+            const double rate = std::pow(d40 / d10, 1.0 / 30);
+            CAPTURE(rate);
+            CHECK(std::abs(rate / slem - 1) < 0.2);
+            // The gap 1 - rate too, which tells apart e.g. mixing twice per round.
+            CHECK(std::abs((1 - rate) / (1 - slem) - 1) < 0.2);
+        }
     }
 }
 
