@@ -166,6 +166,15 @@ int run_sim(const std::vector<std::string>& args) {
     if (a.value("target")) goal = a.number("target", 0);
     const bool has_goal = !std::isnan(goal);
 
+    // Every algorithm's options are checked before the first one runs: a bad option for the
+    // last algorithm must not leave the others' results half-written.
+    for (const auto& algo : algorithms) {
+        proto::CostOnlyWorker probe(base.model_size > 0 ? base.model_size : 1);
+        const auto options = cfg ? cfg->algorithm_options(algo) : std::nullopt;
+        proto::make_protocol(algo, options ? &*options : nullptr,
+                             proto::PeerContext{0, topo.n(), topo.schedule, &probe, 1});
+    }
+
     json::Json summary = {{"topology", *a.value("topology")},
                           {"cluster", *a.value("cluster")},
                           {"n", topo.n()},

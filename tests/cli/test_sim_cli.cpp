@@ -1,6 +1,7 @@
 // gossamer sim as a user runs it: determinism, the straggler, failures, bad inputs.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -108,4 +109,19 @@ TEST_CASE("bad cluster files and options are one line and exit 2") {
     auto opts = job.sim(kSrc + "/examples/clusters/homogeneous16.json",
                         "--algorithms allreduce --mode fast");
     CHECK(opts.status == 2);
+}
+
+TEST_CASE("a bad option of any algorithm stops the simulation before anything runs") {
+    Job job;
+    job.config = job.dir.write("bad.json", R"({"seed": 3,
+        "data": {"name": "logreg_synthetic", "samples": 800, "features": 10},
+        "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
+        "algorithms": {"sgp": {"staleness": -1}}})");
+    const auto out = (job.dir.path() / "o").string();
+    auto r = job.sim(kSrc + "/examples/clusters/homogeneous16.json",
+                     "--algorithms allreduce,sgp --out " + out);
+    CAPTURE(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("algorithms.sgp.staleness") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(out));
 }
