@@ -1,4 +1,4 @@
-// gossamer bench compute: benchmarks that print a ratio against a reference run beside them.
+// gossamer bench compute|mix: benchmarks that print a ratio against a reference run beside them.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -8,24 +8,62 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "compute.hpp"
+#include "gossamer/core/units.hpp"
+#include "mix.hpp"
+#include "progress.hpp"
 
 namespace gossamer::cli {
+namespace {
 
-int run_bench(const std::vector<std::string>& args) {
-    const char* help = R"(usage: gossamer bench BENCHMARK [options]
-
-benchmarks:
-  compute   training throughput of the MLP and the CNN (batch 64, one thread) beside PyTorch
-
-Each prints a ratio against a reference measured in the same run. scripts/bench.sh runs them all.
-)";
-    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-        std::cout << help;
-        return args.empty() ? 2 : 0;
+void print_and_save(const ParsedArgs& a, const json::Json& j, const std::string& text) {
+    std::cout << (a.flag("json") ? j.dump(2) + "\n" : text);
+    if (auto path = a.value("save")) {
+        std::ofstream out(*path);
+        out << j.dump(2) << "\n";
+        if (!out) throw UsageError(fmt::format("--save: cannot write {}", *path));
     }
-    if (args[0] != "compute")
-        throw UsageError(
-            fmt::format("gossamer bench: unknown benchmark '{}'; use compute", args[0]));
+}
+
+int run_mix_bench(const std::vector<std::string>& args) {
+    ArgParser p("gossamer bench mix", "[options]",
+                "Effective memory bandwidth of the fused mixing kernel x <- w*x + sum_j w_j*b_j "
+                "for k = 1..8 neighbours, counting (k+2)*S bytes per call, beside memcpy of "
+                "buffers of the same size S, counting 2*S, alternated in the same run; one "
+                "thread, best of --repeats. Target: ratio >= 0.8.",
+                {{"bytes", "SIZE", "bytes per buffer, e.g. 512MiB (default max(128MiB, 4x LLC))"},
+                 {"neighbours", "K", "largest k (default 8)"},
+                 {"repeats", "N", "timed calls per k and side (default 5)"},
+                 {"isa", "NAME", "kernels: scalar, avx2 or avx512 (default the best here)"},
+                 {"stores", "HOW", "auto, regular or streaming (non-temporal) (default auto)"},
+                 {"save", "FILE", "also write the JSON report to FILE"},
+                 {"json", "", "print JSON"}},
+                0);
+    auto a = p.parse(args);
+    if (a.help) return std::cout << p.help(), 0;
+    bench::MixOptions o;
+    if (auto b = a.value("bytes")) {
+        auto bytes = parse_bytes(*b);
+        if (!bytes || *bytes < sizeof(float))
+            throw UsageError("--bytes: expected a size of at least 4 bytes, e.g. 512MiB");
+        o.bytes = static_cast<std::size_t>(*bytes);
+    }
+    o.max_neighbours = static_cast<int>(a.integer("neighbours", o.max_neighbours, 1, 64));
+    o.repeats = static_cast<int>(a.integer("repeats", o.repeats, 1, 1000));
+    if (auto isa = a.value("isa"); isa && !parse_simd_isa(isa->c_str(), o.isa))
+        throw UsageError("--isa: use scalar, avx2 or avx512");
+    if (auto isa = a.value("isa"); isa && !simd_isa_supported(o.isa))
+        throw UsageError(fmt::format("--isa: this CPU or build does not run {}", *isa));
+    if (auto st = a.value("stores"); st && !parse_store_policy(st->c_str(), o.stores))
+        throw UsageError("--stores: use auto, regular or streaming");
+    Progress progress(30.0);
+    o.progress = [&](std::string_view line) { progress(line); };
+    auto report = bench::run_mix(o);
+    progress.done();
+    print_and_save(a, report.to_json(), report.to_text());
+    return 0;
+}
+
+int run_compute_bench(const std::vector<std::string>& args) {
     ArgParser p("gossamer bench compute", "[options]",
                 "Samples per second of forward + backward + SGD step, batch 64, one BLAS thread, "
                 "for the MLP 784-256-128-10 and the CNN (16 and 32 5x5 channels), beside the "
@@ -39,7 +77,7 @@ Each prints a ratio against a reference measured in the same run. scripts/bench.
                  {"save", "FILE", "also write the JSON report to FILE"},
                  {"json", "", "print JSON"}},
                 0);
-    auto a = p.parse({args.begin() + 1, args.end()});
+    auto a = p.parse(args);
     if (a.help) return std::cout << p.help(), 0;
     bench::ComputeOptions o;
     if (auto m = a.value("models")) {
@@ -52,13 +90,30 @@ Each prints a ratio against a reference measured in the same run. scripts/bench.
     o.batch = static_cast<int>(a.integer("batch", o.batch, 1, 1 << 16));
     o.reference = !a.flag("no-reference");
     auto report = bench::run_compute(o);
-    std::cout << (a.flag("json") ? report.to_json().dump(2) + "\n" : report.to_text());
-    if (auto path = a.value("save")) {
-        std::ofstream out(*path);
-        out << report.to_json().dump(2) << "\n";
-        if (!out) throw UsageError(fmt::format("--save: cannot write {}", *path));
-    }
+    print_and_save(a, report.to_json(), report.to_text());
     return o.reference && !report.reference_error.empty() ? 1 : 0;
+}
+
+}  // namespace
+
+int run_bench(const std::vector<std::string>& args) {
+    const char* help = R"(usage: gossamer bench BENCHMARK [options]
+
+benchmarks:
+  compute   training throughput of the MLP and the CNN (batch 64, one thread) beside PyTorch
+  mix       bandwidth of the fused mixing kernel for 1..8 neighbours beside memcpy
+
+Each prints a ratio against a reference measured in the same run. scripts/bench.sh runs them all.
+)";
+    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+        std::cout << help;
+        return args.empty() ? 2 : 0;
+    }
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (args[0] == "compute") return run_compute_bench(rest);
+    if (args[0] == "mix") return run_mix_bench(rest);
+    throw UsageError(
+        fmt::format("gossamer bench: unknown benchmark '{}'; use compute or mix", args[0]));
 }
 
 }  // namespace gossamer::cli

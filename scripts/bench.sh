@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the benchmarks, each beside a reference measured in the same run, and writes their JSON
 # into out/bench/. Needs the reference programs: scripts/deps.sh --bench.
+# `bench mix` needs 9 buffers of max(128 MiB, 4x the last-level cache) and about a minute.
 #   scripts/bench.sh [--seconds S]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,7 +9,7 @@ seconds=3
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/bench.sh: unknown option '$1'; use --seconds S" >&2; exit 2 ;;
   esac
 done
@@ -21,3 +22,4 @@ g=build/release/cli/gossamer
 mkdir -p out/bench
 echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(OpenBLAS default)}"
 "$g" bench compute --seconds "$seconds" --save out/bench/compute.json
+"$g" bench mix --save out/bench/mix.json

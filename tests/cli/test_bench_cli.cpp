@@ -1,6 +1,7 @@
-// gossamer bench compute: measures our side, runs the reference and divides.
+// gossamer bench compute and mix: each measures our side and its reference in one run and divides.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -27,7 +28,8 @@ TEST_CASE("bench compute divides by the reference measured in the same run") {
     const auto& row = j["rows"][0];
     CHECK(row["torch_samples_per_s"] == 1000.0);
     CHECK(row["gossamer_samples_per_s"].get<double>() > 0);
-    CHECK(row["ratio"].get<double>() == doctest::Approx(row["gossamer_samples_per_s"].get<double>() / 1000));
+    CHECK(row["ratio"].get<double>() ==
+          doctest::Approx(row["gossamer_samples_per_s"].get<double>() / 1000));
     CHECK(row["target_ratio"] == 1.0);
 }
 
@@ -45,4 +47,36 @@ TEST_CASE("bench compute says when the reference cannot run, and refuses unknown
     CHECK(bad.status == 2);
     CHECK(bad.err.find("unknown model \"resnet\"") != std::string::npos);
     CHECK(run(kBin + " bench nope").status == 2);
+}
+
+TEST_CASE("bench mix reports mix and memcpy bandwidth and their ratio for each k") {
+    TempDir dir;
+    const std::string saved = (dir.path() / "mix.json").string();
+    auto r = run(kBin + " bench mix --bytes 1MiB --neighbours 3 --repeats 2 --json --save '" +
+                 saved + "'");
+    REQUIRE(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["bytes_per_buffer"] == 1 << 20);
+    CHECK(j["statistic"] == "best");
+    REQUIRE(j["rows"].size() == 3);
+    for (int k = 1; k <= 3; ++k) {
+        const auto& row = j["rows"][k - 1];
+        CHECK(row["neighbours"] == k);
+        const double mix = row["mix_gb_per_s"], copy = row["memcpy_gb_per_s"];
+        CHECK(mix > 0);
+        CHECK(copy > 0);
+        CHECK(row["ratio"].get<double>() == doctest::Approx(mix / copy));
+        CHECK(row["target_ratio"] == 0.8);
+    }
+    std::ifstream in(saved);
+    CHECK(nlohmann::json::parse(in) == j);
+
+    auto text = run(kBin + " bench mix --bytes 64KiB --neighbours 2 --repeats 1 --isa scalar");
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("scalar kernels") != std::string::npos);
+    CHECK(text.out.find("memcpy [GB/s]") != std::string::npos);
+    CHECK(run(kBin + " bench mix --isa sse9").status == 2);
+    CHECK(run(kBin + " bench mix --stores sometimes").status == 2);
+    CHECK(run(kBin + " bench mix --bytes lots").status == 2);
+    CHECK(run(kBin + " bench mix --neighbours 0").status == 2);
 }
