@@ -1,7 +1,7 @@
 #pragma once
 // The mixing step of the gossip protocols, x <- w_self * x + sum_j w_j * buf_j (DESIGN.md,
-// "Mixing is one fused, memory-bound pass"). Internal to optimizers/: a plain loop for now, kept
-// behind this one function so that the fused vectorised kernel can replace it.
+// "Mixing is one fused, memory-bound pass"). Internal to optimizers/: it forwards to the fused
+// vectorised kernel of core/mixing.hpp.
 
 #include <span>
 #include <vector>
@@ -14,7 +14,7 @@ struct MixTerm {
     std::span<const float> values;  ///< x.size() values
 };
 
-/// x <- w_self * x + sum_j terms[j].weight * terms[j].values, accumulated in double per element.
+/// x <- w_self * x + sum_j terms[j].weight * terms[j].values in one fused pass (float).
 void mix(std::span<float> x, double w_self, std::span<const MixTerm> terms);
 
 }  // namespace gossamer::proto::detail
