@@ -2,26 +2,16 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/json.hpp"
+#include "support/errors.hpp"
 #include "support/temp_dir.hpp"
 
 using gossamer::ConfigError;
 using namespace gossamer::json;
 
-namespace {
+using gossamer::test::config_error;
+using gossamer::test::contains;
 
-// Runs f, expects a ConfigError, and returns its message.
-template <typename F>
-std::string config_error(F&& f) {
-    try {
-        f();
-    } catch (const ConfigError& e) {
-        return e.what();
-    }
-    FAIL("expected a ConfigError");
-    return {};
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("invalid JSON names the file, line and column") {
     auto msg = config_error([] { parse_text("{\n  \"a\": 1,\n  \"b\": tru\n}", "x.json"); });

@@ -9,6 +9,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/idx.hpp"
 #include "idx_writer.hpp"
+#include "support/errors.hpp"
 #include "support/temp_dir.hpp"
 
 using gossamer::ConfigError;
@@ -16,21 +17,6 @@ using gossamer::load_fashion_mnist;
 using namespace gossamer::test;
 
 namespace {
-
-template <typename F>
-std::string config_error(F&& f) {
-    try {
-        f();
-    } catch (const ConfigError& e) {
-        return e.what();
-    }
-    FAIL("expected a ConfigError");
-    return {};
-}
-
-bool contains(const std::string& s, const std::string& part) {
-    return s.find(part) != std::string::npos;
-}
 
 // A tiny Fashion-MNIST look-alike: `n` images whose pixel k of image i is (i + k) % 256.
 void write_split(const TempDir& dir, const std::string& prefix, std::uint32_t n,

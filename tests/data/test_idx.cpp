@@ -8,6 +8,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/idx.hpp"
 #include "idx_writer.hpp"
+#include "support/errors.hpp"
 #include "support/temp_dir.hpp"
 
 using gossamer::ConfigError;
@@ -15,22 +16,6 @@ using gossamer::read_idx;
 using namespace gossamer::test;
 
 namespace {
-
-// Runs f, expects a ConfigError, and returns its message.
-template <typename F>
-std::string config_error(F&& f) {
-    try {
-        f();
-    } catch (const ConfigError& e) {
-        return e.what();
-    }
-    FAIL("expected a ConfigError");
-    return {};
-}
-
-bool contains(const std::string& s, const std::string& part) {
-    return s.find(part) != std::string::npos;
-}
 
 std::vector<unsigned char> counting(std::size_t n) {
     std::vector<unsigned char> v(n);

@@ -6,8 +6,12 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/sharding.hpp"
+#include "support/errors.hpp"
 
 using namespace gossamer;
+
+using gossamer::test::config_error;
+using gossamer::test::contains;
 
 namespace {
 
@@ -51,17 +55,6 @@ double mean_top_class_share(const Dataset& d, const std::vector<std::vector<std:
                  static_cast<double>(shard.size());
     }
     return total / static_cast<double>(s.size());
-}
-
-template <typename F>
-std::string config_error(F&& f) {
-    try {
-        f();
-    } catch (const ConfigError& e) {
-        return e.what();
-    }
-    FAIL("expected a ConfigError");
-    return {};
 }
 
 }  // namespace
