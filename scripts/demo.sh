@@ -1,32 +1,28 @@
 #!/usr/bin/env bash
-# The main job, runnable on a fresh machine: installs dependencies, builds, then analyses the
-# example topologies and a set of 64-peer families, prints the comparison and writes a plot of
-# their averaging runs to out/consensus.png. (Real peers with a straggler replace this once the
-# peer and launcher exist; see docs/roadmap.md.)
+# The main job, runnable on a fresh machine: installs dependencies, builds, then (until real peers
+# exist) simulates 16 peers training the Fashion-MNIST MLP on a cluster where peer 0 is four times
+# slower, comparing gossip with the all-reduce baseline: a printed table, out/demo/accuracy.png
+# and out/demo/idle.png. It first shows the analysis of the example topologies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)"
 g=build/release/cli/gossamer
-out=out
-rm -rf "$out/curves" "$out/topologies"
-mkdir -p "$out/curves" "$out/topologies"
+out=out/demo
+rm -rf "$out"
+mkdir -p "$out"
 
 echo
-echo "== The example topologies (examples/topologies) =="
+echo "== The example topologies (examples/topologies): how fast each averages, what it sends =="
 "$g" topo show examples/topologies/*.json
 
 echo
-echo "== 64 peers: which graph averages fastest, and what it costs per round (model 4 MiB) =="
-for spec in "ring" "torus" "hypercube" "exponential" "one_peer_exponential" \
-            "random_matching --seed 1" "erdos_renyi --p 0.1 --seed 1" "complete"; do
-  name="${spec%% *}"
-  # shellcheck disable=SC2086
-  "$g" topo gen --family $spec --n 64 > "$out/topologies/$name.json"
-done
-"$g" topo show "$out"/topologies/*.json --curve-dir "$out/curves" --json > "$out/topologies.json"
-"$g" topo show "$out"/topologies/*.json
+echo "== 16 simulated peers, Fashion-MNIST MLP, one-peer exponential graph, peer 0 four times slower =="
+echo "   (virtual time; the same hyperparameters and data order for every algorithm; about 2 minutes)"
+"$g" sim --topology examples/topologies/one-peer-exp16.json \
+  --cluster examples/clusters/straggler16.json --config examples/sim/fashion_mlp16.json \
+  --algorithms allreduce,dpsgd,sgp --epochs 5 --out "$out" --save "$out/summary.json"
 # Debian's interpreter, the one python3-matplotlib belongs to (not a python3 earlier on PATH).
-/usr/bin/python3 scripts/plot_consensus.py "$out/curves" "$out/consensus.png"
-echo "summary: $out/topologies.json; plot: $out/consensus.png"
+/usr/bin/python3 scripts/plot.py "$out" --target 0.85
+echo "summary: $out/summary.json; plots: $out/accuracy.png, $out/idle.png"
