@@ -10,7 +10,9 @@ seeds=3
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" >/dev/null
 g=build/release/cli/gossamer
-for cluster in homogeneous16 straggler16; do
+mkdir -p out/experiments
+clusters="${CLUSTERS:-homogeneous16 straggler16}"
+for cluster in $clusters; do
   out="out/experiments/sim-$cluster"
   echo "== $cluster: 16 peers, one-peer exponential, Fashion-MNIST MLP, $seeds seeds =="
   "$g" sim --topology examples/topologies/one-peer-exp16.json --cluster "examples/clusters/$cluster.json" \
