@@ -55,9 +55,11 @@ def main(argv):
     ax.set_title(f"{root.name}: accuracy over time")
     ax.grid(True, alpha=0.3)
     ax.legend()
-    lows = [l.get_ydata().min() for l in ax.get_lines() if len(l.get_ydata())]
+    # Show the interesting range: from a little below the accuracy after the first evaluations.
+    lows = [min(list(l.get_ydata())[2:] or list(l.get_ydata())) for l in ax.get_lines()
+            if len(l.get_ydata()) and l.get_linestyle() == "-"]
     if lows:
-        ax.set_ylim(max(0, min(lows) - 2), None)
+        ax.set_ylim(max(0, min(lows) - 5), None)
     save(fig, root / "accuracy.png")
 
     fig, ax = plt.subplots(figsize=(8, 4))

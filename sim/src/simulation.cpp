@@ -201,19 +201,25 @@ void Engine::evaluate(Time now, bool final) {
     for (int r = 0; r < n_; ++r)
         ep.bytes += peers_[static_cast<std::size_t>(r)].protocol->stats().bytes_sent;
     const std::size_t size = eval_model_->parameter_count();
+    // The exact average of the live peers' models, weighted by the push-sum weight each holds:
+    // sum_i w_i z_i / sum_i w_i = sum_i x_i / sum_i w_i, the network average push-sum preserves;
+    // for averaging protocols w_i = 1 and this is the plain mean.
     std::vector<double> mean(size, 0.0);
+    double total_w = 0;
     std::vector<ParamVector> models;
     for (auto& p : peers_) {
         if (!p.alive) continue;
         ParamVector x(size);
         p.protocol->current_model(x.span());
-        for (std::size_t i = 0; i < size; ++i) mean[i] += x.span()[i];
+        const double w = p.protocol->mass();
+        for (std::size_t i = 0; i < size; ++i) mean[i] += w * x.span()[i];
+        total_w += w;
         models.push_back(std::move(x));
     }
-    if (models.empty()) return;
+    if (models.empty() || !(total_w > 0)) return;
     ParamVector avg(size);
     for (std::size_t i = 0; i < size; ++i)
-        avg.span()[i] = static_cast<float>(mean[i] / static_cast<double>(models.size()));
+        avg.span()[i] = static_cast<float>(mean[i] / total_w);
     const EvalResult all = eval_model_->evaluate(avg.span(), *s_.test, 1000);
     ep.accuracy = all.accuracy.value_or(0);
     ep.loss = all.loss;
