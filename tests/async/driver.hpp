@@ -1,12 +1,14 @@
 #pragma once
 // A minimal deterministic driver for the async protocol: N peers with their own step times
 // (unequal rates), seeded random message delays (optionally reordered), deadlines, failures, and
-// a hook after every event. It also records whether a peer ever sat idle between steps.
+// a hook after every event. It checks the ownership rule (x and the compute point unchanged
+// while a step runs) and records whether a peer ever sat idle between steps.
 
 #include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -36,6 +38,7 @@ class Driver {
     Driver(std::vector<Protocol*> peers, std::vector<LocalWorker*> workers, DriverOptions o)
         : peers_(std::move(peers)), workers_(std::move(workers)), o_(std::move(o)), rng_(o_.seed) {
         alive_.assign(peers_.size(), true);
+        snap_.resize(peers_.size());
         o_.step_time.resize(peers_.size(), 1.0);
     }
 
@@ -119,6 +122,10 @@ class Driver {
                 break;
             case Kind::step_done: {
                 if (!alive_[p]) return;
+                // The ownership rule: neither the compute point nor x changed during the step.
+                if (workers_[p]->math() && (!same(peers_[p]->compute_point(), snap_[p].first) ||
+                                            !same(workers_[p]->params(), snap_[p].second)))
+                    throw std::logic_error("a peer changed its parameters during a step");
                 const double loss = workers_[p]->compute_gradient(peers_[p]->compute_point());
                 peers_[p]->step_finished(now_, loss, out);
                 if (!out.start_step && !out.done) ++waits_;
@@ -148,12 +155,23 @@ class Driver {
         for (const auto& d : out.deadlines)
             push(std::max(d.at, now_), Kind::deadline, rank, d.id, {});
         if (out.start_step) {
+            if (workers_[p]->math()) {
+                const auto point = peers_[p]->compute_point();
+                const auto x = workers_[p]->params();
+                snap_[p].first.assign(point.begin(), point.end());
+                snap_[p].second.assign(x.begin(), x.end());
+            }
             const double t = step_time_of ? step_time_of(rank, now_) : o_.step_time[p];
             push(now_ + t + o_.step_jitter * rng_.uniform(), Kind::step_done, rank, 0, {});
         }
     }
 
+    static bool same(std::span<const float> a, const std::vector<float>& b) {
+        return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    }
+
     std::vector<Protocol*> peers_;
+    std::vector<std::pair<std::vector<float>, std::vector<float>>> snap_;
     std::vector<LocalWorker*> workers_;
     DriverOptions o_;
     gossamer::Rng rng_;
