@@ -90,8 +90,9 @@ TEST_CASE("async conserves mass and x after every event: delays, reordering, rat
         for (bool kill : {false, true}) {
             CAPTURE(aware);
             CAPTURE(kill);
-            Network net = async_network(family("exponential", 8), 120,
-                                        fmt::format(R"({{"straggler_aware": {}}})", aware));
+            Network net = async_network(
+                family("exponential", 8), 120,
+                fmt::format(R"({{"straggler_aware": {}, "targets": {}}})", aware, kill ? 2 : 1));
             const auto sum0 = sum_of(net.models());
             DriverOptions o;
             o.step_time = kRates;
@@ -247,7 +248,9 @@ TEST_CASE("a late neighbour is counted at its deadline and its share still absor
     DriverOptions o;
     o.delay_jitter = 0.2;
     Driver d = driver(net, o);
-    d.step_time_of = [](int r, double now) { return r == 3 && now > 9.5 && now < 10.5 ? 8.0 : 1.0; };
+    d.step_time_of = [](int r, double now) {
+        return r == 3 && now > 9.5 && now < 10.5 ? 8.0 : 1.0;
+    };
     int late_seen = 0;
     bool late3 = false;
     d.after_event = [&] {
