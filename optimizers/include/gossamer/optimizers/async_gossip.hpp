@@ -103,7 +103,7 @@ class AsyncGossip final : public Protocol {
     /// Measured own and mean neighbour rates (steps per second; 0: unknown).
     double own_rate() const;
     double neighbour_rate() const;
-    /// The edge bound B in force now (it depends on the live out-degree).
+    /// The edge bound B in force (from the option and the base out-degree).
     std::int64_t edge_bound() const;
     /// Neighbours whose deadline passed without a share since.
     int late_neighbours() const;
