@@ -3,6 +3,7 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/allreduce.hpp"
+#include "gossamer/optimizers/async_gossip.hpp"
 #include "gossamer/optimizers/dpsgd.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/sgp.hpp"
@@ -10,7 +11,7 @@
 namespace gossamer::proto {
 
 std::vector<std::string> protocol_names() {
-    return {"allreduce", "dpsgd", "sgp"};
+    return {"allreduce", "dpsgd", "sgp", "async"};
 }
 
 std::unique_ptr<Protocol> make_protocol(std::string_view name, const json::Node* options,
@@ -18,6 +19,7 @@ std::unique_ptr<Protocol> make_protocol(std::string_view name, const json::Node*
     if (name == "allreduce") return make_allreduce(options, std::move(ctx));
     if (name == "dpsgd") return make_dpsgd(options, std::move(ctx));
     if (name == "sgp") return make_sgp(options, std::move(ctx));
+    if (name == "async") return make_async(options, std::move(ctx));
     std::string all;
     for (const auto& n : protocol_names()) all += (all.empty() ? "" : ", ") + n;
     throw ConfigError("", "algorithm", fmt::format("unknown algorithm \"{}\"", name),

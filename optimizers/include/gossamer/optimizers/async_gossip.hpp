@@ -1,0 +1,154 @@
+#pragma once
+/// async: wait-free push-sum with straggler-aware, sender-side weights (docs/protocols.md,
+/// "async"; the weights are derived in docs/algorithms.md).
+///
+/// Each peer carries (x, w), w = 1 at the start, and computes its gradient at z = x / w. It never
+/// waits: when step t ends it applies the gradient to x, adds the shares that arrived during the
+/// step, keeps (s x, s w) and pushes ((1 - s)/k x, (1 - s)/k w) to each of k targets chosen
+/// among its base out-neighbours, then starts step t + 1 at once. Shares are never dropped: the
+/// sum of w over peers, receive buffers and messages in flight is n at every moment (minus what
+/// failed peers held).
+///
+/// Straggler awareness (sender side only): s grows as the peer is slower than its neighbours
+/// (straggler_self_share), and targets are sampled with probability proportional to
+/// rate^target_power, while every base out-edge is used at least once in every edge_bound()
+/// consecutive steps. Rates are measured from event timestamps: the peer's own step boundaries,
+/// and for a neighbour the sender step counts (Message::round) of its shares over their arrival
+/// times.
+///
+/// Deadlines are for metrics only: a neighbour whose next share has not come within the
+/// deadline_percentile quantile of its recent inter-arrival times (at most deadline_cap seconds)
+/// is counted late; its share is still absorbed when it comes.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gossamer/core/json.hpp"
+#include "gossamer/core/rng.hpp"
+#include "gossamer/optimizers/protocol.hpp"
+
+namespace gossamer::proto {
+
+struct AsyncOptions {
+    int targets = 1;                   ///< out-neighbours pushed to per step, >= 1
+    bool straggler_aware = true;       ///< false: self share base_self, uniform targets
+    double beta = 1.0;                 ///< exponent of the lag in the self share, > 0
+    std::optional<double> base_self;   ///< in (0, 1); default 1 / (targets + 1)
+    double target_power = 1.0;         ///< targets sampled with probability ~ rate^power, >= 0
+    std::int64_t edge_bound = 0;       ///< B, steps; 0: 2 ceil(out-degree / targets)
+    int rate_window = 16;              ///< steps or arrivals a rate is measured over, >= 2
+    double deadline_percentile = 0.9;  ///< quantile of inter-arrival times, in (0, 1]
+    double deadline_cap = 10.0;        ///< seconds, > 0
+    std::uint64_t seed = 1;            ///< target sampling (mixed with the rank)
+
+    double self_base() const { return base_self.value_or(1.0 / (targets + 1.0)); }
+};
+
+/// Reads the options object (nullptr: defaults). Throws ConfigError naming the JSON path of an
+/// unknown key, a wrong type or a value out of range.
+AsyncOptions parse_async_options(const json::Node* options);
+
+/// What one peer knows about one base neighbour (either direction), for drivers to write out.
+struct AsyncEdge {
+    int peer = 0;
+    bool out = false, in = false;  ///< base edge this -> peer / peer -> this
+    bool failed = false;           ///< peer_failed was reported
+    bool finished = false;         ///< the neighbour took its last step (it said so)
+    double rate = 0;               ///< measured steps per second (0: unknown)
+    // This peer's pushes to the neighbour.
+    std::int64_t pushes = 0;
+    std::int64_t last_push = -1;  ///< this peer's step of the latest push
+    double last_fraction = 0;     ///< share of this peer's mass in the latest push
+    double weight_sent = 0;       ///< total w pushed
+    // The neighbour's shares to this peer.
+    std::int64_t shares = 0;  ///< received (absorbed or in the buffer)
+    double weight_received = 0;
+    std::int64_t absorbed = 0;
+    std::int64_t staleness_max = 0;  ///< in the sender's steps, see docs/protocols.md
+    double staleness_mean = 0;
+    double deadline = 0;    ///< seconds after an arrival the next is due (0: none yet)
+    std::int64_t late = 0;  ///< deadlines it missed
+    bool late_now = false;  ///< its deadline passed and no share has come since
+};
+
+class AsyncGossip final : public Protocol {
+  public:
+    /// Throws Error for a missing topology or one of another size. Only the graph is used (the
+    /// union over the schedule's period, or its first 64 rounds when it has none); the
+    /// topology's weights are ignored, the sender chooses its own.
+    AsyncGossip(PeerContext ctx, AsyncOptions options);
+
+    std::string_view name() const override { return "async"; }
+    /// z = x / w, computed at the step boundary into a buffer the protocol owns.
+    std::span<const float> compute_point() override { return z_; }
+    void current_model(std::span<float> out) const override;
+    /// w (the receive buffer not included).
+    double mass() const override { return w_; }
+
+    const AsyncOptions& options() const noexcept { return options_; }
+    std::int64_t steps() const noexcept { return t_; }
+    double buffered_mass() const noexcept { return buf_w_; }
+    std::span<const float> buffered_x() const noexcept { return buf_x_; }
+    /// Shares in the receive buffer.
+    std::size_t buffered_shares() const noexcept { return pending_.size(); }
+    /// The self share s of the latest push (the base share before the first).
+    double self_share() const noexcept { return self_share_; }
+    /// Measured own and mean neighbour rates (steps per second; 0: unknown).
+    double own_rate() const;
+    double neighbour_rate() const;
+    /// The edge bound B in force (from the option and the base out-degree).
+    std::int64_t edge_bound() const;
+    /// Neighbours whose deadline passed without a share since.
+    int late_neighbours() const;
+    /// Every base neighbour, ascending by rank.
+    std::vector<AsyncEdge> edges() const;
+    const AsyncEdge& edge(int peer) const;
+
+  protected:
+    void on_start(Time now, Actions& out) override;
+    void on_step_finished(Time now, double loss, Actions& out) override;
+    void on_message(Time now, Message msg, Actions& out) override;
+    void on_deadline(Time now, std::uint64_t id, Actions& out) override;
+    void on_peer_failed(Time now, int rank, Actions& out) override;
+
+  private:
+    struct Neighbour {
+        AsyncEdge e;
+        std::int64_t newest = -1;                            // latest sender step heard of
+        std::deque<std::pair<Time, std::int64_t>> arrivals;  // (time, sender step)
+        std::deque<double> gaps;                             // inter-arrival times
+        double last_share = 0;                               // w of its latest share
+        bool armed = false;                                  // a deadline is pending
+        std::int64_t staleness_sum = 0;
+    };
+
+    void push_shares(Actions& out);
+    void absorb(int from, std::int64_t round);
+    void absorb_buffer();
+    void arm_deadline(Time now, Neighbour& nb, Actions& out);
+    void finish(Actions& out);
+    std::vector<int> live_out() const;
+    bool usable(const Neighbour& nb) const { return !nb.e.failed && !nb.e.finished; }
+
+    AsyncOptions options_;
+    Rng rng_;
+    std::int64_t t_ = 0;
+    double w_ = 1.0, buf_w_ = 0.0, self_share_;
+    std::vector<float> z_, buf_x_;
+    std::vector<std::pair<int, std::int64_t>> pending_;  // (sender, sender step) in the buffer
+    std::map<int, Neighbour> nbrs_;
+    std::deque<Time> boundaries_;       // own step boundaries, for the own rate
+    std::vector<int> base_out_degree_;  // of every peer, for mass_lost estimates
+};
+
+/// The "async" protocol with its options (nullptr: defaults).
+std::unique_ptr<Protocol> make_async(const json::Node* options, PeerContext ctx);
+
+}  // namespace gossamer::proto

@@ -1,0 +1,343 @@
+#include "gossamer/optimizers/async_gossip.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "gossamer/core/error.hpp"
+#include "gossamer/optimizers/straggler.hpp"
+#include "gossip_mix.hpp"
+
+namespace gossamer::proto {
+namespace {
+
+// Rounds whose graphs form the base graph of a schedule with no period.
+constexpr std::int64_t kUnperiodicRounds = 64;
+
+double checked_double(const json::Node& node, double lo, double hi, bool open_lo,
+                      const char* range) {
+    const double v = node.as_double();
+    if (v > hi || v < lo || (open_lo && v == lo)) node.fail(fmt::format("must be in {}", range));
+    return v;
+}
+
+}  // namespace
+
+AsyncOptions parse_async_options(const json::Node* options) {
+    AsyncOptions o;
+    if (!options) return o;
+    options->expect_object({"targets", "straggler_aware", "beta", "base_self", "target_power",
+                            "edge_bound", "rate_window", "deadline_percentile", "deadline_cap",
+                            "seed"});
+    if (auto v = options->find("targets")) o.targets = static_cast<int>(v->as_int(1, 1024));
+    if (auto v = options->find("straggler_aware")) o.straggler_aware = v->as_bool();
+    if (auto v = options->find("beta")) o.beta = checked_double(*v, 0, 100, true, "(0, 100]");
+    if (auto v = options->find("base_self")) {
+        const double b = checked_double(*v, 0, 1, true, "(0, 1)");
+        if (b == 1) v->fail("must be in (0, 1)", "a peer must push some of its mass");
+        o.base_self = b;
+    }
+    if (auto v = options->find("target_power"))
+        o.target_power = checked_double(*v, 0, 16, false, "[0, 16]");
+    if (auto v = options->find("edge_bound")) o.edge_bound = v->as_int(1, 1'000'000);
+    if (auto v = options->find("rate_window")) o.rate_window = static_cast<int>(v->as_int(2, 4096));
+    if (auto v = options->find("deadline_percentile"))
+        o.deadline_percentile = checked_double(*v, 0, 1, true, "(0, 1]");
+    if (auto v = options->find("deadline_cap"))
+        o.deadline_cap = checked_double(*v, 0, 1e9, true, "(0, 1e9]");
+    if (auto v = options->find("seed")) o.seed = static_cast<std::uint64_t>(v->as_int(0));
+    return o;
+}
+
+AsyncGossip::AsyncGossip(PeerContext ctx, AsyncOptions options)
+    : Protocol(std::move(ctx)),
+      options_(std::move(options)),
+      rng_(options_.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank())),
+      self_share_(options_.self_base()) {
+    const auto& topo = context().topology;
+    if (!topo) throw Error("async needs a topology");
+    if (topo->n() != n())
+        throw Error(fmt::format("the topology has {} peers but the job has {}", topo->n(), n()));
+    const std::int64_t rounds =
+        std::min(topo->period().value_or(kUnperiodicRounds), std::int64_t{4096});
+    std::vector<std::shared_ptr<const topology::Round>> keep;
+    std::vector<const topology::Digraph*> graphs;
+    for (std::int64_t r = 0; r < rounds; ++r) {
+        keep.push_back(topo->at(r));
+        graphs.push_back(&keep.back()->graph);
+    }
+    const topology::Digraph base = topology::graph_union(graphs);
+    for (int j : base.out_neighbors(rank())) nbrs_[j].e.out = true;
+    for (int j : base.in_neighbors(rank())) nbrs_[j].e.in = true;
+    for (auto& [j, nb] : nbrs_) nb.e.peer = j;
+    for (int j = 0; j < n(); ++j) base_out_degree_.push_back(base.out_degree(j));
+    if (worker().math()) {
+        z_.resize(worker().size());
+        buf_x_.assign(worker().size(), 0.0f);
+    }
+}
+
+void AsyncGossip::current_model(std::span<float> out) const {
+    const auto x = context().worker->params();
+    for (std::size_t k = 0; k < x.size(); ++k) out[k] = static_cast<float>(x[k] / w_);
+}
+
+double AsyncGossip::own_rate() const {
+    if (boundaries_.size() < 2) return 0;
+    const double span = boundaries_.back() - boundaries_.front();
+    return span > 0 ? static_cast<double>(boundaries_.size() - 1) / span : 0;
+}
+
+double AsyncGossip::neighbour_rate() const {
+    double sum = 0;
+    int count = 0;
+    for (const auto& [j, nb] : nbrs_)
+        if (usable(nb) && nb.e.rate > 0) {
+            sum += nb.e.rate;
+            ++count;
+        }
+    return count ? sum / count : 0;
+}
+
+std::vector<int> AsyncGossip::live_out() const {
+    std::vector<int> v;
+    for (const auto& [j, nb] : nbrs_)
+        if (nb.e.out && usable(nb)) v.push_back(j);
+    return v;
+}
+
+std::int64_t AsyncGossip::edge_bound() const {
+    // From the base out-degree: with fewer live edges the same force age serves them sooner.
+    return effective_edge_bound(options_.edge_bound, base_out_degree_.at(rank()), options_.targets);
+}
+
+int AsyncGossip::late_neighbours() const {
+    int late = 0;
+    for (const auto& [j, nb] : nbrs_) late += usable(nb) && nb.e.late_now;
+    return late;
+}
+
+std::vector<AsyncEdge> AsyncGossip::edges() const {
+    std::vector<AsyncEdge> v;
+    for (const auto& [j, nb] : nbrs_) v.push_back(nb.e);
+    return v;
+}
+
+const AsyncEdge& AsyncGossip::edge(int peer) const {
+    auto it = nbrs_.find(peer);
+    if (it == nbrs_.end())
+        throw Error(fmt::format("async: peer {} is not a neighbour of {}", peer, rank()));
+    return it->second.e;
+}
+
+void AsyncGossip::on_start(Time now, Actions& out) {
+    boundaries_.push_back(now);
+    if (context().max_steps <= 0) return finish(out);
+    if (worker().math()) std::copy(worker().params().begin(), worker().params().end(), z_.begin());
+    out.start_step = true;
+}
+
+void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
+    boundaries_.push_back(now);
+    while (boundaries_.size() > static_cast<std::size_t>(options_.rate_window) + 1)
+        boundaries_.pop_front();
+    // The optimizer steps x, not z (as in sgp): in z's terms the step is scaled by 1 / w.
+    worker().apply_gradient(params(), worker().gradient());
+    // Shares that came during the step join before the split, so fresh mass is forwarded at once.
+    absorb_buffer();
+    push_shares(out);
+    ++t_;
+    ++mutable_stats().rounds;
+    if (t_ >= context().max_steps) return finish(out);
+    if (worker().math()) {
+        const auto x = params();
+        for (std::size_t k = 0; k < x.size(); ++k) z_[k] = static_cast<float>(x[k] / w_);
+    }
+    out.start_step = true;  // wait-free: the next step starts right away
+}
+
+void AsyncGossip::push_shares(Actions& out) {
+    const std::vector<int> live = live_out();
+    const int degree = static_cast<int>(live.size());
+    const int k = std::min(options_.targets, degree);
+    const double r_self = own_rate();
+    self_share_ = options_.self_base();
+    if (options_.straggler_aware)
+        self_share_ = straggler_self_share(self_share_, options_.beta, r_self, neighbour_rate());
+    if (k == 0) {
+        self_share_ = 1.0;  // nobody left to push to: the mass stays here
+        return;
+    }
+    std::vector<EdgeCandidate> cands;
+    for (int j : live) {
+        const AsyncEdge& e = nbrs_.at(j).e;
+        double weight = 1.0;
+        if (options_.straggler_aware) {
+            // An unmeasured target counts as fast as this peer (neutral).
+            const double r = e.rate > 0 ? e.rate : (r_self > 0 ? r_self : 1.0);
+            weight = std::pow(r, options_.target_power);
+        }
+        cands.push_back({j, e.last_push, std::max(weight, 1e-300)});
+    }
+    const int base_degree = base_out_degree_.at(rank());
+    const std::int64_t force = edge_force_age(edge_bound(), base_degree, options_.targets);
+    const auto chosen = pick_targets(cands, k, t_, force, rng_);
+    const double fraction = (1.0 - self_share_) / static_cast<double>(chosen.size());
+    const std::span<float> x = params();
+    for (int j : chosen) {
+        Message m;
+        m.kind = MessageKind::mass_share;
+        m.receiver = j;
+        m.round = t_;
+        m.weight = fraction * w_;
+        m.elements = worker().size();
+        AsyncEdge& e = nbrs_.at(j).e;
+        m.edge_seq = static_cast<std::uint64_t>(e.pushes);
+        ++e.pushes;
+        e.last_push = t_;
+        e.last_fraction = fraction;
+        e.weight_sent += m.weight;
+        if (worker().math()) {
+            m.payload.resize(x.size());
+            for (std::size_t i = 0; i < x.size(); ++i)
+                m.payload[i] = static_cast<float>(fraction * x[i]);
+        }
+        send(out, std::move(m));
+    }
+    w_ *= self_share_;
+    if (worker().math()) detail::mix(x, self_share_, {});
+}
+
+void AsyncGossip::absorb(int from, std::int64_t round) {
+    // Staleness in the sender's own steps: how many newer states of the sender this peer had
+    // heard of when it mixed this one. Prompt delivery gives 0 however slow the sender is.
+    Neighbour& nb = nbrs_[from];
+    const std::int64_t stale = std::max<std::int64_t>(0, nb.newest - round);
+    ++nb.e.absorbed;
+    nb.staleness_sum += stale;
+    nb.e.staleness_max = std::max(nb.e.staleness_max, stale);
+    nb.e.staleness_mean =
+        static_cast<double>(nb.staleness_sum) / static_cast<double>(nb.e.absorbed);
+}
+
+void AsyncGossip::absorb_buffer() {
+    if (pending_.empty()) return;
+    for (const auto& [from, round] : pending_) absorb(from, round);
+    pending_.clear();
+    w_ += buf_w_;
+    buf_w_ = 0.0;
+    if (worker().math()) {
+        const detail::MixTerm term{1.0, buf_x_};
+        detail::mix(params(), 1.0, {&term, 1});
+        std::fill(buf_x_.begin(), buf_x_.end(), 0.0f);
+    }
+}
+
+void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
+    const int j = msg.sender;
+    if (j < 0 || j >= n() || j == rank())
+        throw Error(fmt::format("async: a message from invalid peer {}", j));
+    Neighbour& nb = nbrs_[j];
+    nb.e.peer = j;
+    if (msg.kind == MessageKind::control) {
+        nb.e.finished = true;  // its last step is done: push nothing more to it
+        return;
+    }
+    if (msg.kind != MessageKind::mass_share)
+        throw Error(fmt::format("async: unexpected {} message from peer {}",
+                                transport::to_string(msg.kind), j));
+    if (worker().math() && msg.payload.size() != worker().size())
+        throw Error(fmt::format("async: a share from peer {} carries {} values, expected {}", j,
+                                msg.payload.size(), worker().size()));
+    ++nb.e.shares;
+    nb.e.weight_received += msg.weight;
+    nb.last_share = msg.weight;
+    nb.newest = std::max(nb.newest, msg.round);
+    // Rate: the sender's steps over the arrival times of its shares, in a sliding window.
+    if (!nb.arrivals.empty()) nb.gaps.push_back(now - nb.arrivals.back().first);
+    nb.arrivals.emplace_back(now, msg.round);
+    const auto window = static_cast<std::size_t>(options_.rate_window);
+    while (nb.arrivals.size() > window + 1) nb.arrivals.pop_front();
+    while (nb.gaps.size() > window) nb.gaps.pop_front();
+    std::int64_t lo = nb.arrivals.front().second, hi = lo;
+    for (const auto& a : nb.arrivals) lo = std::min(lo, a.second), hi = std::max(hi, a.second);
+    const double span = nb.arrivals.back().first - nb.arrivals.front().first;
+    if (span > 0 && hi > lo) nb.e.rate = static_cast<double>(hi - lo) / span;
+    nb.e.late_now = false;  // a late share is still absorbed; lateness was counted at its deadline
+    // Never dropped: while a step runs the share waits in the buffer, otherwise it is added now.
+    if (stepping()) {
+        pending_.emplace_back(j, msg.round);
+        buf_w_ += msg.weight;
+        if (worker().math())
+            for (std::size_t k = 0; k < buf_x_.size(); ++k) buf_x_[k] += msg.payload[k];
+    } else {
+        absorb(j, msg.round);
+        w_ += msg.weight;
+        if (worker().math()) {
+            const detail::MixTerm term{1.0, msg.payload};
+            detail::mix(params(), 1.0, {&term, 1});
+        }
+    }
+    if (!nb.gaps.empty()) {
+        nb.e.deadline =
+            std::min(quantile({nb.gaps.begin(), nb.gaps.end()}, options_.deadline_percentile),
+                     options_.deadline_cap);
+        if (!nb.armed) arm_deadline(now, nb, out);
+    }
+}
+
+void AsyncGossip::arm_deadline(Time now, Neighbour& nb, Actions& out) {
+    if (done() || !usable(nb)) return;
+    const Time due = nb.arrivals.back().first + nb.e.deadline;
+    if (due < now) return;
+    nb.armed = true;
+    out.deadlines.push_back({due, static_cast<std::uint64_t>(nb.e.peer)});
+}
+
+void AsyncGossip::on_deadline(Time now, std::uint64_t id, Actions& out) {
+    auto it = nbrs_.find(static_cast<int>(id));
+    if (it == nbrs_.end()) return;
+    Neighbour& nb = it->second;
+    nb.armed = false;
+    if (done() || !usable(nb) || nb.arrivals.empty()) return;
+    const Time due = nb.arrivals.back().first + nb.e.deadline;
+    if (due > now) return arm_deadline(now, nb, out);  // a share came since: the next is due
+    if (!nb.e.late_now) {
+        nb.e.late_now = true;  // counted; nobody waits for it
+        ++nb.e.late;
+    }
+}
+
+void AsyncGossip::finish(Actions& out) {
+    // Tell every neighbour, so that none keeps pushing mass to a peer that never pushes back.
+    for (const auto& [j, nb] : nbrs_) {
+        if (nb.e.failed) continue;
+        Message m;
+        m.kind = MessageKind::control;
+        m.receiver = j;
+        m.round = t_;
+        send(out, std::move(m));
+    }
+    out.done = true;
+}
+
+void AsyncGossip::on_peer_failed(Time, int j, Actions&) {
+    if (j == rank() || j < 0 || j >= n()) return;
+    Neighbour& nb = nbrs_[j];
+    nb.e.peer = j;
+    if (nb.e.failed) return;
+    nb.e.failed = true;
+    // j's mass before its latest split seen here: share / fraction, with the fraction at most
+    // (1 - base_self) / k, so this is exact when j kept base_self and a lower bound otherwise.
+    if (nb.last_share > 0) {
+        const int k = std::max(1, std::min(options_.targets, base_out_degree_.at(j)));
+        mutable_stats().mass_lost += nb.last_share * k / (1.0 - options_.self_base());
+    }
+}
+
+std::unique_ptr<Protocol> make_async(const json::Node* options, PeerContext ctx) {
+    return std::make_unique<AsyncGossip>(std::move(ctx), parse_async_options(options));
+}
+
+}  // namespace gossamer::proto
