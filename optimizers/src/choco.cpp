@@ -11,6 +11,9 @@ namespace gossamer::proto {
 
 namespace {
 
+// Send times kept per out-edge, to tell a lost message from one still in flight.
+constexpr std::size_t kRecentSends = 16;
+
 // Symmetric rounds: j sends to i exactly when i sends to j (per-edge replicas need it).
 bool symmetric(const topology::Round& round, int i) {
     const auto outs = round.graph.out_neighbors(i), ins = round.graph.in_neighbors(i);
@@ -26,13 +29,19 @@ std::span<std::byte> bytes_of(std::vector<float>& words) {
 ChocoOptions parse_choco_options(const json::Node* options) {
     ChocoOptions o;
     if (!options) return o;
-    options->expect_object({"gamma", "compressor"});
+    options->expect_object({"gamma", "compressor", "resync_timeout"});
     if (auto gamma = options->find("gamma")) {
         o.gamma = gamma->as_double();
         if (!(o.gamma > 0 && o.gamma <= 1))
             gamma->fail(fmt::format("gamma {} is outside (0, 1]", o.gamma), "use e.g. 0.5");
     }
     if (auto c = options->find("compressor")) o.compressor = optim::parse_compressor_config(*c);
+    if (auto timeout = options->find("resync_timeout")) {
+        o.resync_timeout = timeout->as_double();
+        if (!(o.resync_timeout > 0))
+            timeout->fail(fmt::format("resync_timeout {} must be > 0 seconds", o.resync_timeout),
+                          "use e.g. 1.0");
+    }
     return o;
 }
 
@@ -49,6 +58,7 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
             fmt::format("choco needs averaging weights (rows summing to 1) but {} has {} weights",
                         topo->describe(), topology::to_string(topo->kind())));
     if (!(options_.gamma > 0 && options_.gamma <= 1)) throw Error("choco: gamma must be in (0, 1]");
+    if (!(options_.resync_timeout > 0)) throw Error("choco: resync_timeout must be > 0");
     const auto period = topo->period();
     shared_ = period && *period == 1;
     if (!shared_ && period)
@@ -72,7 +82,8 @@ void Choco::current_model(std::span<float> out) const {
 std::span<const float> Choco::public_replica(int j) const {
     auto it = out_.find(j);
     if (it == out_.end()) return {};
-    return shared_ ? std::span<const float>(own_.xhat) : std::span<const float>(it->second.xhat);
+    return shared_ ? std::span<const float>(own_.xhat)
+                   : std::span<const float>(it->second.slot.xhat);
 }
 
 std::span<const float> Choco::neighbour_replica(int j) const {
@@ -82,7 +93,7 @@ std::span<const float> Choco::neighbour_replica(int j) const {
 
 std::uint64_t Choco::sent_on(int j) const {
     auto it = out_.find(j);
-    return it == out_.end() ? 0 : it->second.next_seq;
+    return it == out_.end() ? 0 : it->second.slot.next_seq;
 }
 
 std::uint64_t Choco::applied_from(int j) const {
@@ -106,11 +117,11 @@ void Choco::on_start(Time, Actions& out) {
     out.start_step = true;
 }
 
-void Choco::on_step_finished(Time, double, Actions& out) {
+void Choco::on_step_finished(Time now, double, Actions& out) {
     worker().apply_gradient(params(), worker().gradient());
-    send_round(out);
+    send_round(now, out);
     waiting_ = true;
-    try_mix(out);
+    try_mix(now, out);
 }
 
 Message Choco::encode(Slot& slot, int receiver) {
@@ -119,6 +130,7 @@ Message Choco::encode(Slot& slot, int receiver) {
     Message m;
     m.round = t_;
     m.edge_seq = slot.next_seq++;
+    slot.last_round = t_;
     if (m.edge_seq == 0) {
         // First contact: the replica starts at x, sent whole (4 bytes a value).
         m.kind = MessageKind::full_model;
@@ -143,16 +155,23 @@ Message Choco::encode(Slot& slot, int receiver) {
     return m;
 }
 
-void Choco::send_round(Actions& out) {
+void Choco::send_round(Time now, Actions& out) {
     const auto round = context().topology->at(t_);
     const auto outs = round->graph.out_neighbors(rank());
+    auto sent = [&](OutEdge& e, std::uint64_t seq) {
+        e.recent.emplace_back(seq, now);
+        if (e.recent.size() > kRecentSends) e.recent.pop_front();
+    };
     if (shared_) {
         // One compression per round for every out-neighbour (and x_hat_i moves even with none:
         // it is also the x_hat_i of the mix).
         Message m = encode(own_, -1);
         for (int j : outs) {
             if (dead_.contains(j)) continue;
-            out_[j].next_seq = own_.next_seq;
+            OutEdge& e = out_[j];
+            e.slot.next_seq = own_.next_seq;
+            e.slot.last_round = t_;
+            sent(e, m.edge_seq);
             Message copy = m;
             copy.receiver = j;
             send(out, std::move(copy));
@@ -165,7 +184,9 @@ void Choco::send_round(Actions& out) {
             context().topology->describe()));
     for (int j : outs) {
         if (dead_.contains(j)) continue;
-        Message m = encode(out_[j], j);
+        OutEdge& e = out_[j];
+        Message m = encode(e.slot, j);
+        sent(e, m.edge_seq);
         m.receiver = j;
         send(out, std::move(m));
     }
@@ -178,20 +199,13 @@ void Choco::advance(int j, InEdge& e) {
         const Message& m = it->second;
         if (m.round > t_) break;
         if (worker().math()) {
-            if (m.kind == MessageKind::full_model) {
-                if (m.payload.size() != n)
-                    throw Error(
-                        fmt::format("choco: a full model from peer {} has {} values, "
-                                    "expected {}",
-                                    j, m.payload.size(), n));
-                e.xhat = m.payload;
-            } else {
-                if (e.xhat.size() != n)
-                    throw Error(
-                        fmt::format("choco: a delta from peer {} before its full model", j));
-                compressor_->decode_add(std::as_bytes(std::span<const float>(m.payload)),
-                                        key(j, rank(), m.edge_seq), e.xhat);
-            }
+            if (e.xhat.size() != n)
+                throw Error(fmt::format("choco: a delta from peer {} before its full model", j));
+            if (m.payload.size() != compressor_->encoded_words(n))
+                throw Error(fmt::format("choco: a delta from peer {} of {} words, expected {}", j,
+                                        m.payload.size(), compressor_->encoded_words(n)));
+            compressor_->decode_add(std::as_bytes(std::span<const float>(m.payload)),
+                                    key(j, rank(), m.edge_seq), e.xhat);
         }
         e.covered = std::max(e.covered, m.round);
         ++e.next_seq;
@@ -199,7 +213,7 @@ void Choco::advance(int j, InEdge& e) {
     }
 }
 
-void Choco::try_mix(Actions& out) {
+void Choco::try_mix(Time now, Actions& out) {
     if (!waiting_) return;
     const auto round = context().topology->at(t_);
     const int i = rank();
@@ -210,16 +224,23 @@ void Choco::try_mix(Actions& out) {
         if (dead_.contains(j)) continue;
         InEdge& e = in_[j];
         advance(j, e);
-        if (e.covered < t_) return;  // round t's message from j is not in yet
+        if (e.covered < t_) {  // round t's message from j is not in yet
+            if (armed_deadline_ == 0) {
+                armed_deadline_ = next_deadline_++;
+                out.deadlines.push_back({now + options_.resync_timeout, armed_deadline_});
+            }
+            return;
+        }
         const auto w = g * static_cast<float>(round->weights.at(i, j));
         if (!worker().math()) continue;
         terms.push_back({e.xhat, w});
         if (shared_)
             self_sum += w;
         else
-            terms.push_back({out_.at(j).xhat, -w});
+            terms.push_back({out_.at(j).slot.xhat, -w});
     }
     waiting_ = false;
+    armed_deadline_ = 0;  // a deadline still pending for this wait is now stale
     if (worker().math()) {
         // x <- x + gamma sum_j W_ij (x_hat_j - x_hat_i): one fused pass.
         if (shared_ && !terms.empty()) terms.push_back({own_.xhat, -self_sum});
@@ -234,24 +255,78 @@ void Choco::try_mix(Actions& out) {
     out.start_step = true;
 }
 
-void Choco::on_message(Time, Message msg, Actions& out) {
+void Choco::on_message(Time now, Message msg, Actions& out) {
     const int j = msg.sender;
     if (j < 0 || j >= n() || j == rank())
         throw Error(fmt::format("choco: a message from invalid peer {}", j));
+    if (msg.kind == MessageKind::control) {
+        answer_resync(now, j, msg.edge_seq, out);
+        return;
+    }
     if (msg.kind != MessageKind::full_model && msg.kind != MessageKind::model_delta)
         throw Error(fmt::format("choco: unexpected {} message from peer {}",
                                 transport::to_string(msg.kind), j));
     InEdge& e = in_[j];
-    if (msg.edge_seq < e.next_seq || e.queued.contains(msg.edge_seq))
-        throw Error(fmt::format("choco: message {} from peer {} received twice", msg.edge_seq, j));
-    e.queued.emplace(msg.edge_seq, std::move(msg));
-    try_mix(out);
+    if (msg.edge_seq < e.next_seq) return;  // superseded by a full replica
+    if (msg.kind == MessageKind::model_delta) {
+        e.queued.emplace(msg.edge_seq, std::move(msg));
+        try_mix(now, out);
+        return;
+    }
+    // A full replica numbered S (first contact or a re-sync) supersedes everything up to S,
+    // queued or missing, and is taken at once: it touches only the replica, never x.
+    if (worker().math() && msg.payload.size() != worker().size())
+        throw Error(fmt::format("choco: a full model from peer {} has {} values, expected {}", j,
+                                msg.payload.size(), worker().size()));
+    e.queued.erase(e.queued.begin(), e.queued.upper_bound(msg.edge_seq));
+    e.xhat = std::move(msg.payload);
+    e.next_seq = msg.edge_seq + 1;
+    e.covered = std::max(e.covered, msg.round);
+    try_mix(now, out);
 }
 
-void Choco::on_peer_failed(Time, int j, Actions& out) {
+void Choco::answer_resync(Time now, int j, std::uint64_t seq, Actions& out) {
+    // Answered once the requested message left at least resync_timeout ago: a younger one is
+    // more likely in flight than lost. Answered even after done, so a neighbour can finish.
+    auto it = out_.find(j);
+    if (it == out_.end() || dead_.contains(j) || seq >= it->second.slot.next_seq) return;
+    for (const auto& [s, at] : it->second.recent)
+        if (s == seq && now - at < options_.resync_timeout) return;
+    const Slot& slot = it->second.slot;
+    Message m;
+    m.kind = MessageKind::full_model;
+    m.receiver = j;
+    m.edge_seq = slot.next_seq - 1;
+    m.round = slot.last_round;
+    m.elements = worker().size();
+    if (worker().math()) m.payload = shared_ ? own_.xhat : slot.xhat;
+    ++resync_answers_;
+    send(out, std::move(m));
+}
+
+void Choco::on_deadline(Time now, std::uint64_t id, Actions& out) {
+    if (id != armed_deadline_ || !waiting_) return;
+    const auto round = context().topology->at(t_);
+    for (int j : round->graph.in_neighbors(rank())) {
+        if (dead_.contains(j)) continue;
+        const InEdge& e = in_[j];
+        if (e.covered >= t_) continue;
+        Message req;
+        req.kind = MessageKind::control;
+        req.receiver = j;
+        req.edge_seq = e.next_seq;
+        req.round = t_;
+        ++resync_requests_;
+        send(out, std::move(req));
+    }
+    armed_deadline_ = next_deadline_++;
+    out.deadlines.push_back({now + options_.resync_timeout, armed_deadline_});
+}
+
+void Choco::on_peer_failed(Time now, int j, Actions& out) {
     if (j == rank() || j < 0 || j >= n()) return;
     dead_.insert(j);
-    try_mix(out);
+    try_mix(now, out);
 }
 
 std::unique_ptr<Protocol> make_choco(const json::Node* options, PeerContext ctx) {

@@ -179,6 +179,7 @@ TEST_CASE("choco options: defaults, bad values name their path, topologies it re
     fails_at(R"({"choco": {"compressor": {"name": "zip"}}})", "choco.compressor.name");
     fails_at(R"({"choco": {"compressor": {"name": "topk", "fraction": 2}}})",
              "choco.compressor.fraction");
+    fails_at(R"({"choco": {"resync_timeout": 0}})", "choco.resync_timeout");
     fails_at(R"({"choco": {"compressor": {"name": "int8", "block": 0}}})",
              "choco.compressor.block");
 
@@ -207,4 +208,42 @@ TEST_CASE("choco keeps going without a failed neighbour") {
     REQUIRE(h.run());
     for (int i = 0; i < 6; ++i)
         if (i != 2) CHECK(net.at<Choco>(i).stats().rounds == 40);
+}
+
+TEST_CASE("a lost choco message is re-synchronised with a full replica") {
+    for (const char* fam : {"ring", "random_matching"})
+        for (const char* c : kCompressors) {
+            CAPTURE(std::string(fam));
+            CAPTURE(std::string(c));
+            Network net = consensus(
+                family(fam, 6), 200,
+                fmt::format(R"({{"gamma": 0.05, "resync_timeout": 1.5, "compressor": {}}})", c));
+            const auto before = net.models();
+            auto h = net.harness(jittery());
+            // Lose the first two deltas from peer 1 to peer 2 past round 5, one after the other.
+            int lost = 0;
+            h.drop = [&](const Message& m) {
+                if (m.sender == 1 && m.receiver == 2 && m.kind == MessageKind::model_delta &&
+                    m.round >= 5 && lost < 2) {
+                    ++lost;
+                    return true;
+                }
+                return false;
+            };
+            REQUIRE(h.run());
+            CHECK(h.dropped() == 2);
+            CHECK(net.at<Choco>(2).resync_requests() >= 1);
+            CHECK(net.at<Choco>(1).resync_answers() >= 1);
+            check_replicas_match(net);
+            for (int i = 0; i < 6; ++i) CHECK(net.at<Choco>(i).stats().rounds == 200);
+            CHECK(disagreement(net.models()) < 0.5 * disagreement(before));  // still converging
+        }
+}
+
+TEST_CASE("choco asks for no re-sync when nothing is lost") {
+    Network net = consensus(family("ring", 6), 50,
+                            R"({"resync_timeout": 100, "compressor": {"name": "int8"}})");
+    auto h = net.harness(jittery(false));
+    REQUIRE(h.run());
+    for (int i = 0; i < 6; ++i) CHECK(net.at<Choco>(i).resync_requests() == 0);
 }

@@ -18,16 +18,21 @@
 /// The first message on an edge (or of the shared replica) is a full model (x_hat := x), later
 /// ones are model_delta messages carrying encoded Q(x - x_hat); both ends add the same decoded
 /// floats, so replicas stay bit-identical. Messages carry edge sequence numbers and are applied
-/// in sequence order (a reordered message waits for the missing one).
+/// in sequence order (a reordered message waits for the missing one). A peer that waits longer
+/// than resync_timeout for a round's message asks its sender (a control message with the number
+/// it expects) for a full copy of the sender's replica, as dpsgd does; the copy supersedes every
+/// message numbered up to it.
 ///
 /// Failures: after peer_failed(j) nothing more is sent to j and its term leaves the mix.
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gossamer/core/json.hpp"
@@ -39,9 +44,13 @@ namespace gossamer::proto {
 struct ChocoOptions {
     double gamma = 0.5;                  ///< consensus step, in (0, 1]
     optim::CompressorConfig compressor;  ///< fp16 by default
+    /// Seconds a peer waits for a round's message before asking for a full replica (and between
+    /// asks), > 0. Keep it well above the link latency.
+    double resync_timeout = 5.0;
 };
 
-/// Reads {"gamma": 0.5, "compressor": {...}} (compressor.hpp); nullptr gives the defaults.
+/// Reads {"gamma": 0.5, "compressor": {...}, "resync_timeout": 5.0} (compressor.hpp); nullptr
+/// gives the defaults.
 /// Throws ConfigError naming the JSON path for an unknown key, a wrong type or a bad value.
 ChocoOptions parse_choco_options(const json::Node* options);
 
@@ -69,17 +78,26 @@ class Choco final : public Protocol {
     /// Messages sent on edge (this peer, j) and applied from edge (j, this peer).
     std::uint64_t sent_on(int j) const;
     std::uint64_t applied_from(int j) const;
+    /// Re-sync requests sent, and full replicas sent in answer to others' requests.
+    std::uint64_t resync_requests() const noexcept { return resync_requests_; }
+    std::uint64_t resync_answers() const noexcept { return resync_answers_; }
 
   protected:
     void on_start(Time now, Actions& out) override;
     void on_step_finished(Time now, double loss, Actions& out) override;
     void on_message(Time now, Message msg, Actions& out) override;
+    void on_deadline(Time now, std::uint64_t id, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
 
   private:
     struct Slot {  // one x_hat that neighbours track, and its message count
         std::vector<float> xhat;
         std::uint64_t next_seq = 0;
+        std::int64_t last_round = -1;
+    };
+    struct OutEdge {
+        Slot slot;  // per-edge mode; in shared mode only the message count
+        std::deque<std::pair<std::uint64_t, Time>> recent;  // (seq, sent at) of recent sends
     };
     struct InEdge {
         std::vector<float> xhat;
@@ -88,10 +106,11 @@ class Choco final : public Protocol {
         std::map<std::uint64_t, Message> queued;  // by edge_seq
     };
 
-    void send_round(Actions& out);
+    void send_round(Time now, Actions& out);
     Message encode(Slot& slot, int receiver_or_all);
-    void try_mix(Actions& out);
+    void try_mix(Time now, Actions& out);
     void advance(int j, InEdge& e);
+    void answer_resync(Time now, int j, std::uint64_t seq, Actions& out);
     optim::CodecKey key(int sender, int receiver, std::uint64_t seq) const;
 
     ChocoOptions options_;
@@ -99,11 +118,13 @@ class Choco final : public Protocol {
     bool shared_ = true;
     bool waiting_ = false;
     std::int64_t t_ = 0;
-    Slot own_;                 // shared mode
-    std::map<int, Slot> out_;  // per-edge mode; in shared mode only counts sends
+    Slot own_;  // shared mode
+    std::map<int, OutEdge> out_;
     std::map<int, InEdge> in_;
     std::set<int> dead_;
     std::vector<float> scratch_;
+    std::uint64_t next_deadline_ = 1, armed_deadline_ = 0;
+    std::uint64_t resync_requests_ = 0, resync_answers_ = 0;
 };
 
 /// The "choco" protocol with its options (nullptr: defaults). Throws as parse_choco_options and
