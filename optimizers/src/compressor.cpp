@@ -134,9 +134,11 @@ class TopK final : public Compressor {
         check_out(out, encoded_bytes(n), "topk");
         std::vector<std::uint32_t> idx(n);
         std::iota(idx.begin(), idx.end(), 0u);
-        // A strict total order (magnitude down, then index up), so the k kept are unique.
+        // A strict total order (magnitude down, then index up), so the k kept are unique. NaN
+        // counts as the largest magnitude, which keeps the order strict (and the NaN visible).
+        auto mag = [&](std::uint32_t a) { return std::isnan(x[a]) ? INFINITY : std::abs(x[a]); };
         auto before = [&](std::uint32_t a, std::uint32_t b) {
-            const float fa = std::abs(x[a]), fb = std::abs(x[b]);
+            const float fa = mag(a), fb = mag(b);
             return fa > fb || (fa == fb && a < b);
         };
         if (k < n)

@@ -152,6 +152,11 @@ TEST_CASE("top-k keeps exactly the k largest magnitudes, ties broken by index") 
     const auto yt = roundtrip(*c3, t);
     CHECK(yt == std::vector<float>{0, -2, 2, 2, 0, 0, 0, 0, 0, 0});
     CHECK(make(CompressorKind::topk, 0.07)->kept(100) == 7);  // 0.07 * 100 is not 8
+    // NaN counts as the largest magnitude (the order stays strict).
+    const auto yn = roundtrip(*make(CompressorKind::topk, 0.2), {1, NAN, 3, INFINITY, 0});
+    CHECK(std::isnan(yn[1]));
+    CHECK(yn[0] == 0);
+    CHECK(yn[2] == 0);
     CHECK(make(CompressorKind::topk, 1e-9)->kept(100) == 1);
 }
 
