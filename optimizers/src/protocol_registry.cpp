@@ -4,6 +4,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/allreduce.hpp"
 #include "gossamer/optimizers/async_gossip.hpp"
+#include "gossamer/optimizers/choco.hpp"
 #include "gossamer/optimizers/dpsgd.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/sgp.hpp"
@@ -11,12 +12,13 @@
 namespace gossamer::proto {
 
 std::vector<std::string> protocol_names() {
-    return {"allreduce", "dpsgd", "sgp", "async"};
+    return {"allreduce", "dpsgd", "sgp", "async", "choco"};
 }
 
 std::unique_ptr<Protocol> make_protocol(std::string_view name, const json::Node* options,
                                         PeerContext ctx) {
     if (name == "allreduce") return make_allreduce(options, std::move(ctx));
+    if (name == "choco") return make_choco(options, std::move(ctx));
     if (name == "dpsgd") return make_dpsgd(options, std::move(ctx));
     if (name == "sgp") return make_sgp(options, std::move(ctx));
     if (name == "async") return make_async(options, std::move(ctx));

@@ -1,0 +1,134 @@
+#pragma once
+/// CHOCO-SGD (Koloskova, Stich and Jaggi 2019): gossip with compressed messages and error
+/// feedback through public replicas. See docs/protocols.md, "choco", and docs/compression.md.
+///
+/// Peer i keeps x_i and x_hat_i, the public copy of x_i that its neighbours hold, and a replica
+/// x_hat_j of every in-neighbour j. Round t of peer i is its step t:
+///   x_i <- x_i - lr g                  (worker().apply_gradient)
+///   q_i = Q(x_i - x_hat_i); send q_i to the out-neighbours of round t; x_hat_i += q_i
+///   on q_j from in-neighbour j:        x_hat_j += q_j
+///   x_i <- x_i + gamma * sum_j W_ij (x_hat_j - x_hat_i)      (once every q_j of round t is in)
+/// x - x_hat is itself the error feedback: what Q dropped is sent again in later rounds.
+///
+/// Replicas: on a static topology (period 1) a peer keeps ONE x_hat_i shared by all its
+/// out-edges and compresses once per round. On a time-varying topology each out-edge (i, j)
+/// keeps its own x_hat_ij, created when the edge is first used, because j only sees the rounds
+/// in which the edge exists; every round must then be symmetric (j sends to i exactly when i
+/// sends to j), otherwise TopologyError, and the mix uses x_hat_ji - x_hat_ij for each neighbour.
+/// The first message on an edge (or of the shared replica) is a full model (x_hat := x), later
+/// ones are model_delta messages carrying encoded Q(x - x_hat); both ends add the same decoded
+/// floats, so replicas stay bit-identical. Messages carry edge sequence numbers and are applied
+/// in sequence order (a reordered message waits for the missing one). A peer that waits longer
+/// than resync_timeout for a round's message asks its sender (a control message with the number
+/// it expects) for a full copy of the sender's replica, as dpsgd does; the copy supersedes every
+/// message numbered up to it.
+///
+/// Failures: after peer_failed(j) nothing more is sent to j and its term leaves the mix.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gossamer/core/json.hpp"
+#include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/optimizers/protocol.hpp"
+
+namespace gossamer::proto {
+
+struct ChocoOptions {
+    double gamma = 0.5;                  ///< consensus step, in (0, 1]
+    optim::CompressorConfig compressor;  ///< fp16 by default
+    /// Seconds a peer waits for a round's message before asking for a full replica (and between
+    /// asks), > 0. Keep it well above the link latency.
+    double resync_timeout = 5.0;
+};
+
+/// Reads {"gamma": 0.5, "compressor": {...}, "resync_timeout": 5.0} (compressor.hpp); nullptr
+/// gives the defaults.
+/// Throws ConfigError naming the JSON path for an unknown key, a wrong type or a bad value.
+ChocoOptions parse_choco_options(const json::Node* options);
+
+class Choco final : public Protocol {
+  public:
+    /// Throws Error for a missing topology or one of another size, TopologyError for push-sum
+    /// weights or (time-varying topologies) a round that is not symmetric.
+    Choco(PeerContext ctx, ChocoOptions options);
+
+    std::string_view name() const override { return "choco"; }
+    /// x itself.
+    std::span<const float> compute_point() override;
+    void current_model(std::span<float> out) const override;
+
+    const ChocoOptions& options() const noexcept { return options_; }
+    const optim::Compressor& compressor() const noexcept { return *compressor_; }
+    /// Rounds mixed so far.
+    std::int64_t round() const noexcept { return t_; }
+    /// True on a static topology: one x_hat_i for all out-edges.
+    bool shared_replica() const noexcept { return shared_; }
+    /// x_hat as receiver j holds it once our messages are in (empty: nothing sent to j).
+    std::span<const float> public_replica(int j) const;
+    /// Our replica of in-neighbour j's x_hat (empty: nothing received from j).
+    std::span<const float> neighbour_replica(int j) const;
+    /// Messages sent on edge (this peer, j) and applied from edge (j, this peer).
+    std::uint64_t sent_on(int j) const;
+    std::uint64_t applied_from(int j) const;
+    /// Re-sync requests sent, and full replicas sent in answer to others' requests.
+    std::uint64_t resync_requests() const noexcept { return resync_requests_; }
+    std::uint64_t resync_answers() const noexcept { return resync_answers_; }
+
+  protected:
+    void on_start(Time now, Actions& out) override;
+    void on_step_finished(Time now, double loss, Actions& out) override;
+    void on_message(Time now, Message msg, Actions& out) override;
+    void on_deadline(Time now, std::uint64_t id, Actions& out) override;
+    void on_peer_failed(Time now, int rank, Actions& out) override;
+
+  private:
+    struct Slot {  // one x_hat that neighbours track, and its message count
+        std::vector<float> xhat;
+        std::uint64_t next_seq = 0;
+        std::int64_t last_round = -1;
+    };
+    struct OutEdge {
+        Slot slot;  // per-edge mode; in shared mode only the message count
+        std::deque<std::pair<std::uint64_t, Time>> recent;  // (seq, sent at) of recent sends
+    };
+    struct InEdge {
+        std::vector<float> xhat;
+        std::uint64_t next_seq = 0;
+        std::int64_t covered = -1;
+        std::map<std::uint64_t, Message> queued;  // by edge_seq
+    };
+
+    void send_round(Time now, Actions& out);
+    Message encode(Slot& slot, int receiver_or_all);
+    void try_mix(Time now, Actions& out);
+    void advance(int j, InEdge& e);
+    void answer_resync(Time now, int j, std::uint64_t seq, Actions& out);
+    optim::CodecKey key(int sender, int receiver, std::uint64_t seq) const;
+
+    ChocoOptions options_;
+    std::unique_ptr<optim::Compressor> compressor_;
+    bool shared_ = true;
+    bool waiting_ = false;
+    std::int64_t t_ = 0;
+    Slot own_;  // shared mode
+    std::map<int, OutEdge> out_;
+    std::map<int, InEdge> in_;
+    std::set<int> dead_;
+    std::vector<float> scratch_;
+    std::uint64_t next_deadline_ = 1, armed_deadline_ = 0;
+    std::uint64_t resync_requests_ = 0, resync_answers_ = 0;
+};
+
+/// The "choco" protocol with its options (nullptr: defaults). Throws as parse_choco_options and
+/// the constructor.
+std::unique_ptr<Protocol> make_choco(const json::Node* options, PeerContext ctx);
+
+}  // namespace gossamer::proto

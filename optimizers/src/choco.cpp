@@ -1,0 +1,336 @@
+#include "gossamer/optimizers/choco.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "gossamer/core/error.hpp"
+#include "gossamer/core/mixing.hpp"
+
+namespace gossamer::proto {
+
+namespace {
+
+// Send times kept per out-edge, to tell a lost message from one still in flight.
+constexpr std::size_t kRecentSends = 16;
+
+// Symmetric rounds: j sends to i exactly when i sends to j (per-edge replicas need it).
+bool symmetric(const topology::Round& round, int i) {
+    const auto outs = round.graph.out_neighbors(i), ins = round.graph.in_neighbors(i);
+    return std::equal(outs.begin(), outs.end(), ins.begin(), ins.end());
+}
+
+std::span<std::byte> bytes_of(std::vector<float>& words) {
+    return std::as_writable_bytes(std::span<float>(words));
+}
+
+}  // namespace
+
+ChocoOptions parse_choco_options(const json::Node* options) {
+    ChocoOptions o;
+    if (!options) return o;
+    options->expect_object({"gamma", "compressor", "resync_timeout"});
+    if (auto gamma = options->find("gamma")) {
+        o.gamma = gamma->as_double();
+        if (!(o.gamma > 0 && o.gamma <= 1))
+            gamma->fail(fmt::format("gamma {} is outside (0, 1]", o.gamma), "use e.g. 0.5");
+    }
+    if (auto c = options->find("compressor")) o.compressor = optim::parse_compressor_config(*c);
+    if (auto timeout = options->find("resync_timeout")) {
+        o.resync_timeout = timeout->as_double();
+        if (!(o.resync_timeout > 0))
+            timeout->fail(fmt::format("resync_timeout {} must be > 0 seconds", o.resync_timeout),
+                          "use e.g. 1.0");
+    }
+    return o;
+}
+
+Choco::Choco(PeerContext ctx, ChocoOptions options)
+    : Protocol(std::move(ctx)),
+      options_(options),
+      compressor_(optim::make_compressor(options_.compressor)) {
+    const auto& topo = context().topology;
+    if (!topo) throw Error("choco needs a topology");
+    if (topo->n() != n())
+        throw Error(fmt::format("the topology has {} peers but the job has {}", topo->n(), n()));
+    if (topo->kind() != topology::WeightKind::averaging)
+        throw TopologyError(
+            fmt::format("choco needs averaging weights (rows summing to 1) but {} has {} weights",
+                        topo->describe(), topology::to_string(topo->kind())));
+    if (!(options_.gamma > 0 && options_.gamma <= 1)) throw Error("choco: gamma must be in (0, 1]");
+    if (!(options_.resync_timeout > 0)) throw Error("choco: resync_timeout must be > 0");
+    const auto period = topo->period();
+    shared_ = period && *period == 1;
+    if (!shared_ && period)
+        for (std::int64_t t = 0; t < *period; ++t)
+            if (!symmetric(*topo->at(t), rank()))
+                throw TopologyError(fmt::format(
+                    "choco on a time-varying topology needs symmetric rounds; in round {} of {} "
+                    "peer {} sends to different peers than it hears from",
+                    t, topo->describe(), rank()));
+}
+
+std::span<const float> Choco::compute_point() {
+    return context().worker->params();
+}
+
+void Choco::current_model(std::span<float> out) const {
+    const auto x = context().worker->params();
+    std::copy(x.begin(), x.end(), out.begin());
+}
+
+std::span<const float> Choco::public_replica(int j) const {
+    auto it = out_.find(j);
+    if (it == out_.end()) return {};
+    return shared_ ? std::span<const float>(own_.xhat)
+                   : std::span<const float>(it->second.slot.xhat);
+}
+
+std::span<const float> Choco::neighbour_replica(int j) const {
+    auto it = in_.find(j);
+    return it == in_.end() ? std::span<const float>() : std::span<const float>(it->second.xhat);
+}
+
+std::uint64_t Choco::sent_on(int j) const {
+    auto it = out_.find(j);
+    return it == out_.end() ? 0 : it->second.slot.next_seq;
+}
+
+std::uint64_t Choco::applied_from(int j) const {
+    auto it = in_.find(j);
+    return it == in_.end() ? 0 : it->second.next_seq;
+}
+
+optim::CodecKey Choco::key(int sender, int receiver, std::uint64_t seq) const {
+    // Shared replica: one message for all receivers, so the stream names only the sender.
+    const auto s = static_cast<std::uint64_t>(sender);
+    const std::uint64_t stream =
+        shared_ ? s : (1ull << 63) | (s << 32) | static_cast<std::uint32_t>(receiver);
+    return {0, stream, seq};
+}
+
+void Choco::on_start(Time, Actions& out) {
+    if (context().max_steps <= 0) {
+        out.done = true;
+        return;
+    }
+    out.start_step = true;
+}
+
+void Choco::on_step_finished(Time now, double, Actions& out) {
+    worker().apply_gradient(params(), worker().gradient());
+    send_round(now, out);
+    waiting_ = true;
+    try_mix(now, out);
+}
+
+Message Choco::encode(Slot& slot, int receiver) {
+    const std::size_t n = worker().size();
+    const bool math = worker().math();
+    Message m;
+    m.round = t_;
+    m.edge_seq = slot.next_seq++;
+    slot.last_round = t_;
+    if (m.edge_seq == 0) {
+        // First contact: the replica starts at x, sent whole (4 bytes a value).
+        m.kind = MessageKind::full_model;
+        m.elements = n;
+        if (math) {
+            const auto x = params();
+            slot.xhat.assign(x.begin(), x.end());
+            m.payload = slot.xhat;
+        }
+        return m;
+    }
+    m.kind = MessageKind::model_delta;
+    m.elements = compressor_->encoded_words(n);
+    if (!math) return m;
+    scratch_.resize(n);
+    gossamer::delta(scratch_, params(), slot.xhat);
+    m.payload.resize(m.elements);
+    const auto k = key(rank(), receiver, m.edge_seq);
+    compressor_->encode(scratch_, k, bytes_of(m.payload));
+    // x_hat moves by the decoded message, exactly as the receiver's copy will.
+    compressor_->decode_add(std::as_bytes(std::span<const float>(m.payload)), k, slot.xhat);
+    return m;
+}
+
+void Choco::send_round(Time now, Actions& out) {
+    const auto round = context().topology->at(t_);
+    const auto outs = round->graph.out_neighbors(rank());
+    auto sent = [&](OutEdge& e, std::uint64_t seq) {
+        e.recent.emplace_back(seq, now);
+        if (e.recent.size() > kRecentSends) e.recent.pop_front();
+    };
+    if (shared_) {
+        // One compression per round for every out-neighbour (and x_hat_i moves even with none:
+        // it is also the x_hat_i of the mix).
+        Message m = encode(own_, -1);
+        for (int j : outs) {
+            if (dead_.contains(j)) continue;
+            OutEdge& e = out_[j];
+            e.slot.next_seq = own_.next_seq;
+            e.slot.last_round = t_;
+            sent(e, m.edge_seq);
+            Message copy = m;
+            copy.receiver = j;
+            send(out, std::move(copy));
+        }
+        return;
+    }
+    if (!symmetric(*round, rank()))
+        throw TopologyError(fmt::format(
+            "choco on a time-varying topology needs symmetric rounds; round {} of {} is not", t_,
+            context().topology->describe()));
+    for (int j : outs) {
+        if (dead_.contains(j)) continue;
+        OutEdge& e = out_[j];
+        Message m = encode(e.slot, j);
+        sent(e, m.edge_seq);
+        m.receiver = j;
+        send(out, std::move(m));
+    }
+}
+
+void Choco::advance(int j, InEdge& e) {
+    const std::size_t n = worker().size();
+    for (auto it = e.queued.begin(); it != e.queued.end() && it->first == e.next_seq;
+         it = e.queued.begin()) {
+        const Message& m = it->second;
+        if (m.round > t_) break;
+        if (worker().math()) {
+            if (e.xhat.size() != n)
+                throw Error(fmt::format("choco: a delta from peer {} before its full model", j));
+            if (m.payload.size() != compressor_->encoded_words(n))
+                throw Error(fmt::format("choco: a delta from peer {} of {} words, expected {}", j,
+                                        m.payload.size(), compressor_->encoded_words(n)));
+            compressor_->decode_add(std::as_bytes(std::span<const float>(m.payload)),
+                                    key(j, rank(), m.edge_seq), e.xhat);
+        }
+        e.covered = std::max(e.covered, m.round);
+        ++e.next_seq;
+        e.queued.erase(it);
+    }
+}
+
+void Choco::try_mix(Time now, Actions& out) {
+    if (!waiting_) return;
+    const auto round = context().topology->at(t_);
+    const int i = rank();
+    std::vector<MixTerm> terms;
+    float self_sum = 0;  // sum of gamma W_ij over live neighbours (shared mode)
+    const auto g = static_cast<float>(options_.gamma);
+    for (int j : round->graph.in_neighbors(i)) {
+        if (dead_.contains(j)) continue;
+        InEdge& e = in_[j];
+        advance(j, e);
+        if (e.covered < t_) {  // round t's message from j is not in yet
+            if (armed_deadline_ == 0) {
+                armed_deadline_ = next_deadline_++;
+                out.deadlines.push_back({now + options_.resync_timeout, armed_deadline_});
+            }
+            return;
+        }
+        const auto w = g * static_cast<float>(round->weights.at(i, j));
+        if (!worker().math()) continue;
+        terms.push_back({e.xhat, w});
+        if (shared_)
+            self_sum += w;
+        else
+            terms.push_back({out_.at(j).slot.xhat, -w});
+    }
+    waiting_ = false;
+    armed_deadline_ = 0;  // a deadline still pending for this wait is now stale
+    if (worker().math()) {
+        // x <- x + gamma sum_j W_ij (x_hat_j - x_hat_i): one fused pass.
+        if (shared_ && !terms.empty()) terms.push_back({own_.xhat, -self_sum});
+        gossamer::mix(params(), 1.0f, terms);
+    }
+    ++t_;
+    ++mutable_stats().rounds;
+    if (t_ >= context().max_steps) {
+        out.done = true;
+        return;
+    }
+    out.start_step = true;
+}
+
+void Choco::on_message(Time now, Message msg, Actions& out) {
+    const int j = msg.sender;
+    if (j < 0 || j >= n() || j == rank())
+        throw Error(fmt::format("choco: a message from invalid peer {}", j));
+    if (msg.kind == MessageKind::control) {
+        answer_resync(now, j, msg.edge_seq, out);
+        return;
+    }
+    if (msg.kind != MessageKind::full_model && msg.kind != MessageKind::model_delta)
+        throw Error(fmt::format("choco: unexpected {} message from peer {}",
+                                transport::to_string(msg.kind), j));
+    InEdge& e = in_[j];
+    if (msg.edge_seq < e.next_seq) return;  // superseded by a full replica
+    if (msg.kind == MessageKind::model_delta) {
+        e.queued.emplace(msg.edge_seq, std::move(msg));
+        try_mix(now, out);
+        return;
+    }
+    // A full replica numbered S (first contact or a re-sync) supersedes everything up to S,
+    // queued or missing, and is taken at once: it touches only the replica, never x.
+    if (worker().math() && msg.payload.size() != worker().size())
+        throw Error(fmt::format("choco: a full model from peer {} has {} values, expected {}", j,
+                                msg.payload.size(), worker().size()));
+    e.queued.erase(e.queued.begin(), e.queued.upper_bound(msg.edge_seq));
+    e.xhat = std::move(msg.payload);
+    e.next_seq = msg.edge_seq + 1;
+    e.covered = std::max(e.covered, msg.round);
+    try_mix(now, out);
+}
+
+void Choco::answer_resync(Time now, int j, std::uint64_t seq, Actions& out) {
+    // Answered once the requested message left at least resync_timeout ago: a younger one is
+    // more likely in flight than lost. Answered even after done, so a neighbour can finish.
+    auto it = out_.find(j);
+    if (it == out_.end() || dead_.contains(j) || seq >= it->second.slot.next_seq) return;
+    for (const auto& [s, at] : it->second.recent)
+        if (s == seq && now - at < options_.resync_timeout) return;
+    const Slot& slot = it->second.slot;
+    Message m;
+    m.kind = MessageKind::full_model;
+    m.receiver = j;
+    m.edge_seq = slot.next_seq - 1;
+    m.round = slot.last_round;
+    m.elements = worker().size();
+    if (worker().math()) m.payload = shared_ ? own_.xhat : slot.xhat;
+    ++resync_answers_;
+    send(out, std::move(m));
+}
+
+void Choco::on_deadline(Time now, std::uint64_t id, Actions& out) {
+    if (id != armed_deadline_ || !waiting_) return;
+    const auto round = context().topology->at(t_);
+    for (int j : round->graph.in_neighbors(rank())) {
+        if (dead_.contains(j)) continue;
+        const InEdge& e = in_[j];
+        if (e.covered >= t_) continue;
+        Message req;
+        req.kind = MessageKind::control;
+        req.receiver = j;
+        req.edge_seq = e.next_seq;
+        req.round = t_;
+        ++resync_requests_;
+        send(out, std::move(req));
+    }
+    armed_deadline_ = next_deadline_++;
+    out.deadlines.push_back({now + options_.resync_timeout, armed_deadline_});
+}
+
+void Choco::on_peer_failed(Time now, int j, Actions& out) {
+    if (j == rank() || j < 0 || j >= n()) return;
+    dead_.insert(j);
+    try_mix(now, out);
+}
+
+std::unique_ptr<Protocol> make_choco(const json::Node* options, PeerContext ctx) {
+    return std::make_unique<Choco>(std::move(ctx), parse_choco_options(options));
+}
+
+}  // namespace gossamer::proto
