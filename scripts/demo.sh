@@ -22,7 +22,7 @@ echo "== 16 simulated peers, Fashion-MNIST MLP, one-peer exponential graph, peer
 echo "   (virtual time; the same hyperparameters and data order for every algorithm; about 2 minutes)"
 "$g" sim --topology examples/topologies/one-peer-exp16.json \
   --cluster examples/clusters/straggler16.json --config examples/sim/fashion_mlp16.json \
-  --algorithms allreduce,dpsgd,sgp,async --epochs 5 --out "$out" --save "$out/summary.json"
+  --algorithms allreduce,dpsgd,sgp --epochs 5 --out "$out" --save "$out/summary.json"
 # Debian's interpreter, the one python3-matplotlib belongs to (not a python3 earlier on PATH).
 /usr/bin/python3 scripts/plot.py "$out" --target 0.85
 echo "summary: $out/summary.json; plots: $out/accuracy.png, $out/idle.png"
