@@ -60,15 +60,18 @@ void write_run(const std::filesystem::path& dir, const sim::SimResult& r) {
                  {"samples", e.samples},
                  {"bytes", e.bytes}});
     MetricsWriter p((dir / "peers.jsonl").string());
-    for (const auto& s : r.peers)
-        p.write({{"rank", s.rank},
-                 {"steps", s.steps},
-                 {"busy", s.busy},
-                 {"idle", s.idle},
-                 {"idle_share", s.idle_share},
-                 {"bytes_sent", s.bytes_sent},
-                 {"bytes_received", s.bytes_received},
-                 {"failed", s.failed}});
+    for (const auto& s : r.peers) {
+        json::Json rec = {{"rank", s.rank},
+                          {"steps", s.steps},
+                          {"busy", s.busy},
+                          {"idle", s.idle},
+                          {"idle_share", s.idle_share},
+                          {"bytes_sent", s.bytes_sent},
+                          {"bytes_received", s.bytes_received},
+                          {"failed", s.failed}};
+        if (!s.edges.is_null()) rec["edges"] = s.edges;
+        p.write(rec);
+    }
 }
 
 }  // namespace

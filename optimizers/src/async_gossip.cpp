@@ -124,6 +124,25 @@ std::vector<AsyncEdge> AsyncGossip::edges() const {
     return v;
 }
 
+json::Json AsyncGossip::edge_metrics() const {
+    json::Json out = json::Json::array();
+    for (const AsyncEdge& e : edges())
+        out.push_back({{"peer", e.peer},
+                       {"out", e.out},
+                       {"in", e.in},
+                       {"rate", e.rate},
+                       {"pushes", e.pushes},
+                       {"last_fraction", e.last_fraction},
+                       {"weight_sent", e.weight_sent},
+                       {"shares", e.shares},
+                       {"weight_received", e.weight_received},
+                       {"staleness_max", e.staleness_max},
+                       {"staleness_mean", e.staleness_mean},
+                       {"deadline", e.deadline},
+                       {"late", e.late}});
+    return out;
+}
+
 const AsyncEdge& AsyncGossip::edge(int peer) const {
     auto it = nbrs_.find(peer);
     if (it == nbrs_.end())

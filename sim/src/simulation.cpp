@@ -218,8 +218,7 @@ void Engine::evaluate(Time now, bool final) {
     }
     if (models.empty() || !(total_w > 0)) return;
     ParamVector avg(size);
-    for (std::size_t i = 0; i < size; ++i)
-        avg.span()[i] = static_cast<float>(mean[i] / total_w);
+    for (std::size_t i = 0; i < size; ++i) avg.span()[i] = static_cast<float>(mean[i] / total_w);
     const EvalResult all = eval_model_->evaluate(avg.span(), *s_.test, 1000);
     ep.accuracy = all.accuracy.value_or(0);
     ep.loss = all.loss;
@@ -295,6 +294,7 @@ SimResult Engine::run() {
         ps.bytes_sent = p.protocol->stats().bytes_sent;
         ps.bytes_received = p.protocol->stats().bytes_received;
         ps.failed = !p.alive;
+        ps.edges = p.protocol->edge_metrics();
         if (p.alive) result_.mass += p.protocol->mass();
         result_.peers.push_back(ps);
     }

@@ -125,3 +125,23 @@ TEST_CASE("a bad option of any algorithm stops the simulation before anything ru
     CHECK(r.err.find("algorithms.sgp.staleness") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(out));
 }
+
+TEST_CASE("async writes its per-edge staleness, shares and weights into peers.jsonl") {
+    Job job;
+    const auto out = (job.dir.path() / "o").string();
+    auto r =
+        job.sim(kSrc + "/examples/clusters/straggler16.json", "--algorithms async --out " + out);
+    REQUIRE(r.status == 0);
+    std::ifstream in(out + "/async/seed0/peers.jsonl");
+    int peers = 0;
+    for (std::string line; std::getline(in, line); ++peers) {
+        auto j = Json::parse(line);
+        REQUIRE(j["edges"].is_array());
+        CHECK(j["edges"].size() == 2);  // a ring of 4: two neighbours
+        for (const auto& e : j["edges"])
+            for (const char* key : {"peer", "staleness_max", "staleness_mean", "shares",
+                                    "weight_sent", "weight_received", "last_fraction", "rate"})
+                CHECK_MESSAGE(e.contains(key), key);
+    }
+    CHECK(peers == 4);
+}

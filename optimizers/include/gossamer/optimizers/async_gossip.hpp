@@ -109,6 +109,8 @@ class AsyncGossip final : public Protocol {
     int late_neighbours() const;
     /// Every base neighbour, ascending by rank.
     std::vector<AsyncEdge> edges() const;
+    /// edges() as JSON, one object per neighbour (written by the simulator into peers.jsonl).
+    json::Json edge_metrics() const override;
     const AsyncEdge& edge(int peer) const;
 
   protected:

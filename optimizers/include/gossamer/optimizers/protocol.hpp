@@ -131,6 +131,9 @@ class Protocol {
     virtual void current_model(std::span<float> out) const = 0;
     /// Push-sum weight this peer holds (1 for averaging protocols).
     virtual double mass() const { return 1.0; }
+    /// Per-edge metrics for the driver's output (staleness, shares, weights in use): a JSON
+    /// array with one object per neighbour, or null when the protocol keeps none.
+    virtual json::Json edge_metrics() const { return nullptr; }
     /// True between a start_step action and its step_finished.
     bool stepping() const noexcept { return stepping_; }
     /// True once the protocol returned done.

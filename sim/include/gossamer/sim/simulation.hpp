@@ -63,6 +63,7 @@ struct PeerSummary {
     double idle_share = 0;    ///< idle / (busy + idle)
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     bool failed = false;
+    json::Json edges;  ///< the protocol's per-edge metrics at the end (null if it keeps none)
 };
 
 struct SimResult {
