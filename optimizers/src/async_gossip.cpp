@@ -14,6 +14,11 @@ namespace {
 
 // Rounds whose graphs form the base graph of a schedule with no period.
 constexpr std::int64_t kUnperiodicRounds = 64;
+// Control messages carry their meaning in Message::chunk.
+constexpr std::uint32_t kControlFinished = 0;  // the sender took its last step
+constexpr std::uint32_t kControlRate = 1;      // payload: the sender's {rate, self share}
+// Own step boundaries kept for staleness: older shares count as this many steps stale.
+constexpr std::size_t kHistory = 4096;
 
 double checked_double(const json::Node& node, double lo, double hi, bool open_lo,
                       const char* range) {
@@ -28,8 +33,8 @@ AsyncOptions parse_async_options(const json::Node* options) {
     AsyncOptions o;
     if (!options) return o;
     options->expect_object({"targets", "straggler_aware", "beta", "base_self", "target_power",
-                            "edge_bound", "rate_window", "deadline_percentile", "deadline_cap",
-                            "seed"});
+                            "edge_bound", "rate_window", "report_every", "balance",
+                            "deadline_percentile", "deadline_cap", "seed"});
     if (auto v = options->find("targets")) o.targets = static_cast<int>(v->as_int(1, 1024));
     if (auto v = options->find("straggler_aware")) o.straggler_aware = v->as_bool();
     if (auto v = options->find("beta")) o.beta = checked_double(*v, 0, 100, true, "(0, 100]");
@@ -42,6 +47,9 @@ AsyncOptions parse_async_options(const json::Node* options) {
         o.target_power = checked_double(*v, 0, 16, false, "[0, 16]");
     if (auto v = options->find("edge_bound")) o.edge_bound = v->as_int(1, 1'000'000);
     if (auto v = options->find("rate_window")) o.rate_window = static_cast<int>(v->as_int(2, 4096));
+    if (auto v = options->find("report_every"))
+        o.report_every = static_cast<int>(v->as_int(1, 1'000'000));
+    if (auto v = options->find("balance")) o.balance = v->as_bool();
     if (auto v = options->find("deadline_percentile"))
         o.deadline_percentile = checked_double(*v, 0, 1, true, "(0, 1]");
     if (auto v = options->find("deadline_cap"))
@@ -100,6 +108,23 @@ double AsyncGossip::neighbour_rate() const {
     return count ? sum / count : 0;
 }
 
+double AsyncGossip::outflow() const {
+    return own_rate() * (1.0 - self_share_);
+}
+
+double AsyncGossip::push_fraction(int peer) const {
+    const int k = std::min<int>(options_.targets, static_cast<int>(live_out().size()));
+    if (k == 0) return 0.0;
+    const double base = (1.0 - self_share_) / k;
+    if (!options_.straggler_aware || !options_.balance) return base;
+    const AsyncEdge& e = edge(peer);
+    const double mine = outflow();
+    const double theirs = e.rate * (1.0 - e.reported_self);
+    // Unknown on either side (no rate yet, no report yet): neutral.
+    if (!(mine > 0) || !(theirs > 0) || e.reports == 0) return base;
+    return base * std::min(1.0, theirs / mine);
+}
+
 std::vector<int> AsyncGossip::live_out() const {
     std::vector<int> v;
     for (const auto& [j, nb] : nbrs_)
@@ -151,16 +176,21 @@ const AsyncEdge& AsyncGossip::edge(int peer) const {
 }
 
 void AsyncGossip::on_start(Time now, Actions& out) {
+    now_ = now;
     boundaries_.push_back(now);
+    history_.push_back(now);
     if (context().max_steps <= 0) return finish(out);
     if (worker().math()) std::copy(worker().params().begin(), worker().params().end(), z_.begin());
     out.start_step = true;
 }
 
 void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
+    now_ = now;
     boundaries_.push_back(now);
     while (boundaries_.size() > static_cast<std::size_t>(options_.rate_window) + 1)
         boundaries_.pop_front();
+    history_.push_back(now);
+    while (history_.size() > kHistory) history_.pop_front();
     // The optimizer steps x, not z (as in sgp): in z's terms the step is scaled by 1 / w.
     worker().apply_gradient(params(), worker().gradient());
     // Shares that came during the step join before the split, so fresh mass is forwarded at once.
@@ -169,6 +199,8 @@ void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
     ++t_;
     ++mutable_stats().rounds;
     if (t_ >= context().max_steps) return finish(out);
+    if (options_.straggler_aware && (t_ == 1 || t_ % options_.report_every == 0))
+        send_reports(now, out);
     if (worker().math()) {
         const auto x = params();
         for (std::size_t k = 0; k < x.size(); ++k) z_[k] = static_cast<float>(x[k] / w_);
@@ -202,14 +234,17 @@ void AsyncGossip::push_shares(Actions& out) {
     const int base_degree = base_out_degree_.at(rank());
     const std::int64_t force = edge_force_age(edge_bound(), base_degree, options_.targets);
     const auto chosen = pick_targets(cands, k, t_, force, rng_);
-    const double fraction = (1.0 - self_share_) / static_cast<double>(chosen.size());
     const std::span<float> x = params();
+    double kept = 1.0;
     for (int j : chosen) {
+        const double fraction = push_fraction(j);
+        kept -= fraction;
         Message m;
         m.kind = MessageKind::mass_share;
         m.receiver = j;
         m.round = t_;
         m.weight = fraction * w_;
+        m.sent_at = now_;
         m.elements = worker().size();
         AsyncEdge& e = nbrs_.at(j).e;
         m.edge_seq = static_cast<std::uint64_t>(e.pushes);
@@ -224,15 +259,45 @@ void AsyncGossip::push_shares(Actions& out) {
         }
         send(out, std::move(m));
     }
-    w_ *= self_share_;
-    if (worker().math()) detail::mix(x, self_share_, {});
+    w_ *= kept;
+    if (worker().math()) detail::mix(x, kept, {});
 }
 
-void AsyncGossip::absorb(int from, std::int64_t round) {
-    // Staleness in the sender's own steps: how many newer states of the sender this peer had
-    // heard of when it mixed this one. Prompt delivery gives 0 however slow the sender is.
+void AsyncGossip::send_reports(Time now, Actions& out) {
+    // Out-neighbours on a directed graph never hear from this peer otherwise; they need its
+    // rate and self share to size the shares they push here (docs/algorithms.md).
+    for (const auto& [j, nb] : nbrs_) {
+        if (!nb.e.in || !usable(nb)) continue;
+        Message m;
+        m.kind = MessageKind::control;
+        m.chunk = kControlRate;
+        m.receiver = j;
+        m.round = t_;
+        m.sent_at = now;
+        m.payload = {static_cast<float>(own_rate()), static_cast<float>(self_share_)};
+        m.elements = m.payload.size();
+        send(out, std::move(m));
+    }
+}
+
+void AsyncGossip::on_report(const Message& msg, Neighbour& nb) {
+    if (msg.payload.size() != 2 || !(msg.payload[0] >= 0) || !(msg.payload[1] >= 0) ||
+        !(msg.payload[1] <= 1))
+        throw Error(fmt::format("async: a malformed rate report from peer {}", nb.e.peer));
+    ++nb.e.reports;
+    nb.reported_rate = msg.payload[0];
+    nb.e.reported_self = msg.payload[1];
+    if (nb.reported_rate > 0) nb.e.rate = nb.reported_rate;
+}
+
+void AsyncGossip::absorb(int from, Time sent_at) {
+    // Staleness in this peer's own steps: step ends strictly between the share's sending and its
+    // absorption. A share absorbed at the first step end after it was sent counts 0, however
+    // slow its sender is.
     Neighbour& nb = nbrs_[from];
-    const std::int64_t stale = std::max<std::int64_t>(0, nb.newest - round);
+    const auto lo = std::upper_bound(history_.begin(), history_.end(), sent_at);
+    const auto hi = std::lower_bound(lo, history_.end(), now_);
+    const auto stale = static_cast<std::int64_t>(hi - lo);
     ++nb.e.absorbed;
     nb.staleness_sum += stale;
     nb.e.staleness_max = std::max(nb.e.staleness_max, stale);
@@ -242,7 +307,7 @@ void AsyncGossip::absorb(int from, std::int64_t round) {
 
 void AsyncGossip::absorb_buffer() {
     if (pending_.empty()) return;
-    for (const auto& [from, round] : pending_) absorb(from, round);
+    for (const auto& [from, sent_at] : pending_) absorb(from, sent_at);
     pending_.clear();
     w_ += buf_w_;
     buf_w_ = 0.0;
@@ -260,6 +325,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     Neighbour& nb = nbrs_[j];
     nb.e.peer = j;
     if (msg.kind == MessageKind::control) {
+        if (msg.chunk == kControlRate) return on_report(msg, nb);
         nb.e.finished = true;  // its last step is done: push nothing more to it
         return;
     }
@@ -272,7 +338,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     ++nb.e.shares;
     nb.e.weight_received += msg.weight;
     nb.last_share = msg.weight;
-    nb.newest = std::max(nb.newest, msg.round);
+    now_ = now;
     // Rate: the sender's steps over the arrival times of its shares, in a sliding window.
     if (!nb.arrivals.empty()) nb.gaps.push_back(now - nb.arrivals.back().first);
     nb.arrivals.emplace_back(now, msg.round);
@@ -282,16 +348,16 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     std::int64_t lo = nb.arrivals.front().second, hi = lo;
     for (const auto& a : nb.arrivals) lo = std::min(lo, a.second), hi = std::max(hi, a.second);
     const double span = nb.arrivals.back().first - nb.arrivals.front().first;
-    if (span > 0 && hi > lo) nb.e.rate = static_cast<double>(hi - lo) / span;
+    if (span > 0 && hi > lo && nb.e.reports == 0) nb.e.rate = static_cast<double>(hi - lo) / span;
     nb.e.late_now = false;  // a late share is still absorbed; lateness was counted at its deadline
     // Never dropped: while a step runs the share waits in the buffer, otherwise it is added now.
     if (stepping()) {
-        pending_.emplace_back(j, msg.round);
+        pending_.emplace_back(j, msg.sent_at);
         buf_w_ += msg.weight;
         if (worker().math())
             for (std::size_t k = 0; k < buf_x_.size(); ++k) buf_x_[k] += msg.payload[k];
     } else {
-        absorb(j, msg.round);
+        absorb(j, msg.sent_at);
         w_ += msg.weight;
         if (worker().math()) {
             const detail::MixTerm term{1.0, msg.payload};

@@ -44,6 +44,8 @@ struct AsyncOptions {
     double target_power = 1.0;         ///< targets sampled with probability ~ rate^power, >= 0
     std::int64_t edge_bound = 0;       ///< B, steps; 0: 2 ceil(out-degree / targets)
     int rate_window = 16;              ///< steps or arrivals a rate is measured over, >= 2
+    int report_every = 4;              ///< steps between rate reports to in-neighbours, >= 1
+    bool balance = true;               ///< scale shares to slower targets by their outflow
     double deadline_percentile = 0.9;  ///< quantile of inter-arrival times, in (0, 1]
     double deadline_cap = 10.0;        ///< seconds, > 0
     std::uint64_t seed = 1;            ///< target sampling (mixed with the rank)
@@ -62,6 +64,8 @@ struct AsyncEdge {
     bool failed = false;           ///< peer_failed was reported
     bool finished = false;         ///< the neighbour took its last step (it said so)
     double rate = 0;               ///< measured steps per second (0: unknown)
+    double reported_self = 0;      ///< the neighbour's self share from its latest report (0: none)
+    std::int64_t reports = 0;      ///< rate reports received from it
     // This peer's pushes to the neighbour.
     std::int64_t pushes = 0;
     std::int64_t last_push = -1;  ///< this peer's step of the latest push
@@ -71,7 +75,7 @@ struct AsyncEdge {
     std::int64_t shares = 0;  ///< received (absorbed or in the buffer)
     double weight_received = 0;
     std::int64_t absorbed = 0;
-    std::int64_t staleness_max = 0;  ///< in the sender's steps, see docs/protocols.md
+    std::int64_t staleness_max = 0;  ///< in this peer's steps, see docs/protocols.md
     double staleness_mean = 0;
     double deadline = 0;    ///< seconds after an arrival the next is due (0: none yet)
     std::int64_t late = 0;  ///< deadlines it missed
@@ -105,6 +109,11 @@ class AsyncGossip final : public Protocol {
     double neighbour_rate() const;
     /// The edge bound B in force (from the option and the base out-degree).
     std::int64_t edge_bound() const;
+    /// Mass leaving this peer per second per unit of mass: r (1 - s) (0: rate unknown).
+    double outflow() const;
+    /// The fraction of this peer's mass a push to `peer` carries (the base fraction, scaled
+    /// by min(1, outflow(peer) / outflow()) when balancing; docs/algorithms.md).
+    double push_fraction(int peer) const;
     /// Neighbours whose deadline passed without a share since.
     int late_neighbours() const;
     /// Every base neighbour, ascending by rank.
@@ -123,7 +132,7 @@ class AsyncGossip final : public Protocol {
   private:
     struct Neighbour {
         AsyncEdge e;
-        std::int64_t newest = -1;                            // latest sender step heard of
+        double reported_rate = 0;                            // from its latest report
         std::deque<std::pair<Time, std::int64_t>> arrivals;  // (time, sender step)
         std::deque<double> gaps;                             // inter-arrival times
         double last_share = 0;                               // w of its latest share
@@ -132,7 +141,9 @@ class AsyncGossip final : public Protocol {
     };
 
     void push_shares(Actions& out);
-    void absorb(int from, std::int64_t round);
+    void absorb(int from, Time sent_at);
+    void send_reports(Time now, Actions& out);
+    void on_report(const Message& msg, Neighbour& nb);
     void absorb_buffer();
     void arm_deadline(Time now, Neighbour& nb, Actions& out);
     void finish(Actions& out);
@@ -144,7 +155,9 @@ class AsyncGossip final : public Protocol {
     std::int64_t t_ = 0;
     double w_ = 1.0, buf_w_ = 0.0, self_share_;
     std::vector<float> z_, buf_x_;
-    std::vector<std::pair<int, std::int64_t>> pending_;  // (sender, sender step) in the buffer
+    std::vector<std::pair<int, Time>> pending_;  // (sender, sent at) in the buffer
+    std::deque<Time> history_;                   // own step boundaries, for staleness
+    Time now_ = 0;                               // time of the event being handled
     std::map<int, Neighbour> nbrs_;
     std::deque<Time> boundaries_;       // own step boundaries, for the own rate
     std::vector<int> base_out_degree_;  // of every peer, for mass_lost estimates

@@ -33,6 +33,7 @@ struct Message {
     std::uint32_t chunk = 0;      ///< chunk index (all-reduce)
     std::uint64_t offset = 0;     ///< first element of the payload within the partition
     double weight = 0.0;          ///< push-sum weight share (mass_share)
+    double sent_at = 0.0;         ///< the sender's clock at send (seconds; staleness metrics)
     std::uint64_t elements = 0;   ///< float32 values the message carries
     std::vector<float> payload;   ///< the values (empty in cost-only simulation)
 
