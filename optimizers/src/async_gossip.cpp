@@ -33,7 +33,7 @@ AsyncOptions parse_async_options(const json::Node* options) {
     AsyncOptions o;
     if (!options) return o;
     options->expect_object({"targets", "straggler_aware", "beta", "base_self", "target_power",
-                            "edge_bound", "rate_window", "report_every", "balance",
+                            "edge_bound", "rate_window", "report_every", "balance", "step",
                             "deadline_percentile", "deadline_cap", "seed"});
     if (auto v = options->find("targets")) o.targets = static_cast<int>(v->as_int(1, 1024));
     if (auto v = options->find("straggler_aware")) o.straggler_aware = v->as_bool();
@@ -50,6 +50,9 @@ AsyncOptions parse_async_options(const json::Node* options) {
     if (auto v = options->find("report_every"))
         o.report_every = static_cast<int>(v->as_int(1, 1'000'000));
     if (auto v = options->find("balance")) o.balance = v->as_bool();
+    if (auto v = options->find("step"))
+        o.step = v->as_enum({"debiased", "numerator"}) == "debiased" ? AsyncStep::debiased
+                                                                      : AsyncStep::numerator;
     if (auto v = options->find("deadline_percentile"))
         o.deadline_percentile = checked_double(*v, 0, 1, true, "(0, 1]");
     if (auto v = options->find("deadline_cap"))
@@ -191,8 +194,7 @@ void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
         boundaries_.pop_front();
     history_.push_back(now);
     while (history_.size() > kHistory) history_.pop_front();
-    // The optimizer steps x, not z (as in sgp): in z's terms the step is scaled by 1 / w.
-    worker().apply_gradient(params(), worker().gradient());
+    apply_step();
     // Shares that came during the step join before the split, so fresh mass is forwarded at once.
     absorb_buffer();
     push_shares(out);
@@ -206,6 +208,20 @@ void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
         for (std::size_t k = 0; k < x.size(); ++k) z_[k] = static_cast<float>(x[k] / w_);
     }
     out.start_step = true;  // wait-free: the next step starts right away
+}
+
+void AsyncGossip::apply_step() {
+    if (options_.step == AsyncStep::numerator || !worker().math()) {
+        // As sgp: x -= lr g, a step of lr / w in z's terms.
+        worker().apply_gradient(params(), worker().gradient());
+        return;
+    }
+    // The optimizer steps the de-biased model z (still the compute point: nothing touched x or
+    // w during the step), then x = w z. See docs/algorithms.md, "Which variable the optimizer
+    // steps".
+    worker().apply_gradient(z_, worker().gradient());
+    const auto x = params();
+    for (std::size_t k = 0; k < x.size(); ++k) x[k] = static_cast<float>(w_ * z_[k]);
 }
 
 void AsyncGossip::push_shares(Actions& out) {

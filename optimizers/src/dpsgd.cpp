@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "gossamer/core/error.hpp"
 #include "gossip_mix.hpp"
@@ -16,7 +17,7 @@ constexpr std::size_t kRecentSends = 16;
 DpsgdOptions parse_dpsgd_options(const json::Node* options) {
     DpsgdOptions o;
     if (!options) return o;
-    options->expect_object({"mode", "resync_timeout"});
+    options->expect_object({"mode", "resync_timeout", "reweight"});
     if (auto mode = options->find("mode"))
         o.mode = mode->as_enum({"atc", "cta"}) == "atc" ? DpsgdMode::atc : DpsgdMode::cta;
     if (auto timeout = options->find("resync_timeout")) {
@@ -24,6 +25,22 @@ DpsgdOptions parse_dpsgd_options(const json::Node* options) {
         if (!(o.resync_timeout > 0))
             timeout->fail(fmt::format("resync_timeout {} must be > 0 seconds", o.resync_timeout),
                           "use e.g. 1.0");
+    }
+    if (auto rw = options->find("reweight")) {
+        rw->expect_object({"wait", "decay"});
+        DpsgdOptions::Reweight r;
+        if (auto v = rw->find("wait")) {
+            r.wait = v->as_double();
+            if (!(r.wait > 0) || !std::isfinite(r.wait))
+                v->fail(fmt::format("wait {} must be > 0 seconds", r.wait), "use e.g. 0.1");
+        }
+        if (auto v = rw->find("decay")) {
+            r.decay = v->as_double();
+            if (!(r.decay > 0) || r.decay > 1)
+                v->fail(fmt::format("decay {} must be in (0, 1]", r.decay),
+                        "use e.g. 0.5 (weight halves per round of staleness)");
+        }
+        o.reweight = r;
     }
     return o;
 }
@@ -117,6 +134,7 @@ void Dpsgd::try_mix(Time now, Actions& out) {
     double self = round->weights.at(i, i);
     std::vector<std::pair<int, double>> weights;
     bool missing = false;
+    const bool reweight = options_.reweight.has_value();
     for (int j : round->graph.in_neighbors(i)) {
         const double w = round->weights.at(i, j);
         if (dead_.contains(j)) {
@@ -124,9 +142,31 @@ void Dpsgd::try_mix(Time now, Actions& out) {
             continue;
         }
         ReplicaReceiver& r = receiver(j);
-        r.advance(t_);
+        // Reweighting takes the newest state that has come, even one of a later round.
+        r.advance(reweight ? std::numeric_limits<std::int64_t>::max() : t_);
         missing = missing || !r.covers(t_);
         weights.emplace_back(j, w);
+    }
+    if (missing && reweight && stale_round_ == t_) {
+        // The wait is over: down-weight what is behind, give the rest to our own weight.
+        for (auto& [j, w] : weights) {
+            const ReplicaReceiver& r = in_.at(j);
+            const std::int64_t behind = r.round() < 0 ? -1 : t_ - std::min(t_, r.round());
+            const double keep = behind < 0 ? 0.0 : std::pow(options_.reweight->decay, behind);
+            self += w * (1.0 - keep);
+            w *= keep;
+            in_stats_[j].staleness = std::max<std::int64_t>(0, behind);
+            in_stats_[j].stale += behind != 0;
+        }
+        ++stale_mixes_;
+        missing = false;
+    } else if (!missing) {
+        for (const auto& [j, w] : weights) in_stats_[j].staleness = 0;
+    }
+    if (missing && reweight && stale_deadline_ == 0) {
+        stale_deadline_ = next_deadline_++;
+        stale_round_ = -1;
+        out.deadlines.push_back({now + options_.reweight->wait, stale_deadline_});
     }
     if (missing) {
         if (armed_deadline_ == 0) {
@@ -136,10 +176,13 @@ void Dpsgd::try_mix(Time now, Actions& out) {
         return;
     }
     armed_deadline_ = 0;  // a deadline still pending for this wait is now stale
+    stale_deadline_ = 0;
+    for (const auto& [j, w] : weights) in_stats_[j].weight = w;
     if (worker().math()) {
         std::vector<detail::MixTerm> terms;
         terms.reserve(weights.size());
-        for (const auto& [j, w] : weights) terms.push_back({w, in_.at(j).replica()});
+        for (const auto& [j, w] : weights)
+            if (w > 0) terms.push_back({w, in_.at(j).replica()});
         detail::mix(params(), self, terms);
     }
     last_self_weight_ = self;
@@ -185,6 +228,10 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
 }
 
 void Dpsgd::on_deadline(Time now, std::uint64_t id, Actions& out) {
+    if (id == stale_deadline_ && stage_ == Stage::waiting) {
+        stale_round_ = t_;
+        return try_mix(now, out);
+    }
     if (id != armed_deadline_ || stage_ != Stage::waiting) return;
     const auto round = context().topology->at(t_);
     for (int j : round->graph.in_neighbors(rank())) {
@@ -207,6 +254,15 @@ void Dpsgd::on_peer_failed(Time now, int j, Actions& out) {
     if (j == rank() || j < 0 || j >= n()) return;
     dead_.insert(j);
     try_mix(now, out);
+}
+
+json::Json Dpsgd::edge_metrics() const {
+    if (!options_.reweight) return nullptr;
+    json::Json out = json::Json::array();
+    for (const auto& [j, st] : in_stats_)
+        out.push_back(
+            {{"peer", j}, {"weight", st.weight}, {"staleness", st.staleness}, {"stale", st.stale}});
+    return out;
 }
 
 std::unique_ptr<Protocol> make_dpsgd(const json::Node* options, PeerContext ctx) {

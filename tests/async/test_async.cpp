@@ -334,3 +334,66 @@ TEST_CASE("async is registered, and cost-only peers send full-size empty shares"
     for (const auto& p : net.peers) mass += p->mass();
     CHECK(mass == doctest::Approx(8.0).epsilon(1e-12));
 }
+
+TEST_CASE("balanced shares keep a straggler's mass near 1; without them it becomes a sink") {
+    // Peer 0 four times slower on the directed one-peer exponential graph: peers 7 and 6 push
+    // to it but never hear from it except through its rate reports.
+    for (bool balance : {true, false}) {
+        CAPTURE(balance);
+        Network net =
+            async_network(family("one_peer_exponential", 8), 400,
+                          fmt::format(R"({{"balance": {}, "report_every": 2}})", balance));
+        DriverOptions o;
+        o.step_time = {4.0};
+        Driver d = driver(net, o);
+        double w0 = 0;
+        bool sampled = false;
+        d.after_event = [&] {
+            if (sampled || d.now() < 300) return;
+            sampled = true;
+            w0 = peer(net, 0).mass();
+        };
+        REQUIRE(d.run());
+        const auto& e70 = peer(net, 7).edge(0);
+        CHECK(e70.out);
+        CHECK_FALSE(e70.in);
+        CHECK(e70.reports > 0);
+        CHECK(e70.rate == doctest::Approx(0.25).epsilon(0.05));
+        CHECK(e70.reported_self == doctest::Approx(0.875).epsilon(0.02));
+        if (balance) {
+            CHECK(w0 > 0.5);
+            CHECK(w0 < 2.0);
+            // A push to the slow peer carries a smaller fraction than one to a fast peer.
+            CHECK(e70.last_fraction < 0.5 * 0.5);
+        } else {
+            CHECK(w0 > 3.0);
+        }
+    }
+}
+
+TEST_CASE("staleness counts the receiver's own steps between sending and absorbing") {
+    SUBCASE("delay 2.5 steps: every share waits for two step ends") {
+        Network net = async_network(family("ring", 4), 30, R"({"targets": 2})");
+        DriverOptions o;
+        o.delay = 2.5;
+        Driver d = driver(net, o);
+        REQUIRE(d.run());
+        for (int i = 0; i < 4; ++i)
+            for (const auto& e : peer(net, i).edges()) {
+                CHECK(e.absorbed > 0);
+                CHECK(e.staleness_max == 2);
+                // The last shares reach a peer that has stopped stepping: absorbed at once.
+                CHECK(e.staleness_mean > 1.8);
+            }
+    }
+    SUBCASE("a slow sender delivered promptly is not stale") {
+        Network net = async_network(family("ring", 4), 30, R"({"targets": 2})");
+        DriverOptions o;
+        o.step_time = {4.0};
+        o.delay = 0.1;
+        Driver d = driver(net, o);
+        REQUIRE(d.run());
+        CHECK(peer(net, 1).edge(0).absorbed > 0);
+        CHECK(peer(net, 1).edge(0).staleness_max == 0);
+    }
+}

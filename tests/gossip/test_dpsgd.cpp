@@ -316,3 +316,68 @@ TEST_CASE("dpsgd with max_steps 0 is done at start and sends nothing") {
     CHECK(out.sends.empty());
     CHECK_FALSE(out.start_step);
 }
+
+TEST_CASE("dpsgd reweight: a late neighbour is mixed stale with W_ij decay^s, rows still sum to 1") {
+    // Peer 2's messages take 3.5 time units longer (a straggler's link); the others step every 1.
+    auto run = [](const std::string& options, double& end, std::int64_t& stale) {
+        Network net = consensus(family("ring", 5), 40, options);
+        auto h = net.harness();
+        h.hold = [](const Message& m) { return m.sender == 2 ? 3.5 : 0.0; };
+        double worst_row = 0;
+        h.after_event = [&] {
+            for (int i = 0; i < 5; ++i) {
+                const auto& p = net.at<Dpsgd>(i);
+                double row = p.last_self_weight();
+                for (const auto& [j, w] : p.last_weights()) row += w;
+                worst_row = std::max(worst_row, std::abs(row - 1.0));
+            }
+        };
+        REQUIRE(h.run());
+        CHECK(worst_row < 1e-12);
+        end = h.now();
+        stale = net.at<Dpsgd>(1).stale_mixes() + net.at<Dpsgd>(3).stale_mixes();
+        return net.at<Dpsgd>(1).edge_metrics();
+    };
+    double end_wait = 0, end_rw = 0;
+    std::int64_t stale_wait = 0, stale_rw = 0;
+    const auto none = run("{}", end_wait, stale_wait);
+    const auto edges = run(R"({"reweight": {"wait": 0.25, "decay": 0.5}})", end_rw, stale_rw);
+    CHECK(none.is_null());
+    CHECK(stale_wait == 0);
+    CHECK(stale_rw > 20);
+    CHECK(end_rw < end_wait);  // nobody waits the extra 3.5 every round
+    REQUIRE(edges.is_array());
+    bool saw_stale = false;
+    for (const auto& e : edges) {
+        if (e["peer"] != 2) continue;
+        const auto s = e["staleness"].get<std::int64_t>();
+        CHECK(e["stale"].get<std::int64_t>() > 0);
+        CHECK(e["weight"].get<double>() == doctest::Approx(std::pow(0.5, double(s)) / 3));
+        saw_stale = true;
+    }
+    CHECK(saw_stale);
+}
+
+TEST_CASE("dpsgd reweight options are checked") {
+    QuadraticWorker w({0.0f});
+    for (const auto& [text, expect] : std::map<std::string, std::string>{
+             {R"({"reweight": {"wait": 0}})",
+              "proto.json: dpsgd.reweight.wait: wait 0 must be > 0 seconds"},
+             {R"({"reweight": {"decay": 1.5}})",
+              "proto.json: dpsgd.reweight.decay: decay 1.5 must be in (0, 1]"},
+             {R"({"reweight": {"deacy": 0.5}})",
+              "proto.json: dpsgd.reweight.deacy: unknown key \"deacy\""},
+         }) {
+        CAPTURE(text);
+        json::Document doc = json::parse_text("{\"dpsgd\": " + text + "}", "proto.json");
+        const json::Node node = json::Node(doc).at("dpsgd");
+        PeerContext ok{0, 8, family("ring", 8), &w, 10};
+        std::string msg = "no ConfigError";
+        try {
+            make_dpsgd(&node, ok);
+        } catch (const gossamer::ConfigError& e) {
+            msg = e.what();
+        }
+        CHECK(msg.find(expect) == 0);
+    }
+}

@@ -36,6 +36,12 @@
 
 namespace gossamer::proto {
 
+/// Which variable the local optimizer steps (docs/algorithms.md).
+enum class AsyncStep {
+    debiased,   ///< z = x / w, then x = w z (as the SGP reference implementation does)
+    numerator,  ///< x itself (as sgp): a step of lr / w in z's terms
+};
+
 struct AsyncOptions {
     int targets = 1;                   ///< out-neighbours pushed to per step, >= 1
     bool straggler_aware = true;       ///< false: self share base_self, uniform targets
@@ -46,6 +52,7 @@ struct AsyncOptions {
     int rate_window = 16;              ///< steps or arrivals a rate is measured over, >= 2
     int report_every = 4;              ///< steps between rate reports to in-neighbours, >= 1
     bool balance = true;               ///< scale shares to slower targets by their outflow
+    AsyncStep step = AsyncStep::debiased;
     double deadline_percentile = 0.9;  ///< quantile of inter-arrival times, in (0, 1]
     double deadline_cap = 10.0;        ///< seconds, > 0
     std::uint64_t seed = 1;            ///< target sampling (mixed with the rank)
@@ -140,6 +147,7 @@ class AsyncGossip final : public Protocol {
         std::int64_t staleness_sum = 0;
     };
 
+    void apply_step();
     void push_shares(Actions& out);
     void absorb(int from, Time sent_at);
     void send_reports(Time now, Actions& out);

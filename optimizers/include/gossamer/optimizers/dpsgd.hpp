@@ -24,6 +24,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <string_view>
@@ -44,6 +45,16 @@ struct DpsgdOptions {
     /// (and between repeated asks). > 0. Keep it well above the link latency: a message still in
     /// flight when the ask arrives is answered with a full model that turns out redundant.
     double resync_timeout = 5.0;
+    /// Receiver-side reweighting (off unless set; biased, for comparison: docs/protocols.md).
+    /// A peer waits at most `wait` seconds for a round's messages, then mixes with what it holds:
+    /// a neighbour whose replica is s rounds behind gets W_ij * decay^s, the rest goes to the
+    /// peer's own weight (rows still sum to 1; columns no longer do, so the average drifts
+    /// towards the fast peers). Newer states than the round's are used as they come.
+    struct Reweight {
+        double wait = 0.1;   ///< seconds, > 0
+        double decay = 0.5;  ///< in (0, 1]
+    };
+    std::optional<Reweight> reweight;
 };
 
 /// Reads {"mode": "atc" | "cta", "resync_timeout": seconds}; nullptr gives the defaults.
@@ -76,6 +87,10 @@ class Dpsgd final : public Protocol {
     const std::vector<std::pair<int, double>>& last_weights() const noexcept {
         return last_weights_;
     }
+    /// Rounds mixed with at least one stale neighbour (reweight only).
+    std::int64_t stale_mixes() const noexcept { return stale_mixes_; }
+    /// Per in-neighbour: the weight and staleness (rounds) of the last mix, mixes it was stale in.
+    json::Json edge_metrics() const override;
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -100,6 +115,14 @@ class Dpsgd final : public Protocol {
     std::map<int, std::deque<std::pair<std::uint64_t, Time>>> sent_at_;  // recent sends per edge
     std::set<int> dead_;
     std::uint64_t next_deadline_ = 1, armed_deadline_ = 0;
+    std::uint64_t stale_deadline_ = 0;  // reweight: the wait of round stale_round_ is over
+    std::int64_t stale_round_ = -1;
+    std::int64_t stale_mixes_ = 0;
+    struct InStats {
+        double weight = 0;
+        std::int64_t staleness = 0, stale = 0;
+    };
+    std::map<int, InStats> in_stats_;
     std::uint64_t resync_requests_ = 0, resync_answers_ = 0;
     double last_self_weight_ = 1.0;
     std::vector<std::pair<int, double>> last_weights_;
