@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/mixing.hpp"
@@ -14,10 +17,30 @@ namespace {
 // Send times kept per out-edge, to tell a lost message from one still in flight.
 constexpr std::size_t kRecentSends = 16;
 
-// Symmetric rounds: j sends to i exactly when i sends to j (per-edge replicas need it).
-bool symmetric(const topology::Round& round, int i) {
-    const auto outs = round.graph.out_neighbors(i), ins = round.graph.in_neighbors(i);
-    return std::equal(outs.begin(), outs.end(), ins.begin(), ins.end());
+// Per-edge replicas keep the average only when what peer i subtracts (the receivers' weights
+// of its out-edges) equals what it adds (its weights of its in-edges): column sums of W equal
+// row sums, i.e. W is doubly stochastic. Returns (in-weight, out-weight) of peer i.
+std::pair<double, double> edge_weight_sums(const topology::Round& round, int i) {
+    double in = 0, out = 0;
+    for (int k : round.graph.in_neighbors(i)) in += round.weights.at(i, k);
+    for (int j : round.graph.out_neighbors(i)) out += round.weights.at(j, i);
+    return {in, out};
+}
+
+bool balanced(const topology::Round& round, int i) {
+    const auto [in, out] = edge_weight_sums(round, i);
+    return std::abs(in - out) <= 1e-9;
+}
+
+std::string unbalanced_message(const topology::Round& round, std::int64_t t,
+                               const std::string& topo, int i) {
+    const auto [in, out] = edge_weight_sums(round, i);
+    return fmt::format(
+        "choco on a time-varying topology needs doubly stochastic rounds; in round {} of {} peer "
+        "{} gives its in-neighbours weight {:.6g} but its out-neighbours give it {:.6g}; use "
+        "metropolis_hastings weights or a schedule whose rounds are permutations (one-peer "
+        "exponential, random matching)",
+        t, topo, i, in, out);
 }
 
 std::span<std::byte> bytes_of(std::vector<float>& words) {
@@ -63,11 +86,8 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
     shared_ = period && *period == 1;
     if (!shared_ && period)
         for (std::int64_t t = 0; t < *period; ++t)
-            if (!symmetric(*topo->at(t), rank()))
-                throw TopologyError(fmt::format(
-                    "choco on a time-varying topology needs symmetric rounds; in round {} of {} "
-                    "peer {} sends to different peers than it hears from",
-                    t, topo->describe(), rank()));
+            if (!balanced(*topo->at(t), rank()))
+                throw TopologyError(unbalanced_message(*topo->at(t), t, topo->describe(), rank()));
 }
 
 std::span<const float> Choco::compute_point() {
@@ -178,10 +198,9 @@ void Choco::send_round(Time now, Actions& out) {
         }
         return;
     }
-    if (!symmetric(*round, rank()))
-        throw TopologyError(fmt::format(
-            "choco on a time-varying topology needs symmetric rounds; round {} of {} is not", t_,
-            context().topology->describe()));
+    if (!balanced(*round, rank()))
+        throw TopologyError(
+            unbalanced_message(*round, t_, context().topology->describe(), rank()));
     for (int j : outs) {
         if (dead_.contains(j)) continue;
         OutEdge& e = out_[j];
@@ -234,11 +253,15 @@ void Choco::try_mix(Time now, Actions& out) {
         const auto w = g * static_cast<float>(round->weights.at(i, j));
         if (!worker().math()) continue;
         terms.push_back({e.xhat, w});
-        if (shared_)
-            self_sum += w;
-        else
-            terms.push_back({out_.at(j).slot.xhat, -w});
+        if (shared_) self_sum += w;
     }
+    if (!shared_ && worker().math())
+        // Subtract x_hat_ij with receiver j's weight W_ji: every edge's term enters once with +
+        // at its receiver and once with - at its sender, so the average is kept.
+        for (int j : round->graph.out_neighbors(i))
+            if (!dead_.contains(j))
+                terms.push_back({out_.at(j).slot.xhat,
+                                 -g * static_cast<float>(round->weights.at(j, i))});
     waiting_ = false;
     armed_deadline_ = 0;  // a deadline still pending for this wait is now stale
     if (worker().math()) {

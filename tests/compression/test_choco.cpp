@@ -7,6 +7,7 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/choco.hpp"
+#include "gossamer/topology/topology_file.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "gossip/network.hpp"
 
@@ -71,7 +72,8 @@ const char* const kCompressors[] = {R"({"name": "fp16"})", R"({"name": "int8", "
 
 TEST_CASE("choco replicas are bit-identical at both ends of every edge") {
     for (const char* c : kCompressors)
-        for (const char* fam : {"ring", "exponential", "random_matching"})
+        for (const char* fam :
+             {"ring", "exponential", "random_matching", "one_peer_exponential"})
             for (bool fifo : {true, false}) {
                 CAPTURE(std::string(c));
                 CAPTURE(std::string(fam));
@@ -81,13 +83,15 @@ TEST_CASE("choco replicas are bit-identical at both ends of every edge") {
                 auto h = net.harness(jittery(fifo));
                 REQUIRE(h.run());
                 check_replicas_match(net);
-                CHECK(net.at<Choco>(0).shared_replica() == (std::string(fam) != "random_matching"));
+                const bool varying = std::string(fam) == "random_matching" ||
+                                     std::string(fam) == "one_peer_exponential";
+                CHECK(net.at<Choco>(0).shared_replica() == !varying);
                 for (int i = 0; i < 8; ++i) CHECK(net.at<Choco>(i).stats().rounds == 30);
             }
 }
 
 TEST_CASE("consensus-only choco with top-k 10% on a ring reaches consensus and keeps the sum") {
-    for (const char* fam : {"ring", "random_matching"}) {
+    for (const char* fam : {"ring", "random_matching", "one_peer_exponential"}) {
         CAPTURE(std::string(fam));
         Network net =
             consensus(family(fam, 8), 600,
@@ -188,11 +192,25 @@ TEST_CASE("choco options: defaults, bad values name their path, topologies it re
     auto p = gossamer::proto::make_protocol(
         "choco", nullptr, gossamer::proto::PeerContext{0, 8, family("ring", 8), &w, 5});
     CHECK(p->name() == "choco");
-    // A directed time-varying graph has no symmetric rounds for per-edge replicas.
-    CHECK_THROWS_AS(
-        make_choco(nullptr,
-                   gossamer::proto::PeerContext{0, 8, family("one_peer_exponential", 8), &w, 5}),
-        gossamer::TopologyError);
+    // A directed time-varying graph with doubly stochastic rounds is fine (per-edge replicas)...
+    CHECK(make_choco(nullptr, gossamer::proto::PeerContext{
+                                  0, 8, family("one_peer_exponential", 8), &w, 5})
+              ->name() == "choco");
+    // ...rounds whose column sums differ from their row sums are not: the average would drift.
+    const json::Document doc = json::parse_text(
+        R"({"version": 1, "peers": {"count": 3}, "weights": "uniform",
+            "graph": {"schedule": [[[0, 1], [1, 2]], [[0, 2]]]}})",
+        "path3.json");
+    const auto path = gossamer::topology::parse_topology(doc).schedule;
+    std::string msg;
+    try {
+        make_choco(nullptr, gossamer::proto::PeerContext{0, 3, path, &w, 5});
+    } catch (const gossamer::TopologyError& e) {
+        msg = e.what();
+    }
+    CHECK(msg.find("choco on a time-varying topology needs doubly stochastic rounds; in round 0") ==
+          0);
+    CHECK(msg.find("use metropolis_hastings weights") != std::string::npos);
     CHECK_THROWS_AS(
         make_choco(nullptr,
                    gossamer::proto::PeerContext{
