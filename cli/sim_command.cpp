@@ -189,7 +189,8 @@ int run_sim(const std::vector<std::string>& args) {
         has_goal ? fmt::format("time to {:.1f}%", 100 * goal) : "time [s]", "final acc [%]",
         "min..max [%]", "consensus", "samples/s", "MB sent/peer", "idle");
     for (const auto& algo : algorithms) {
-        std::vector<double> t_target, acc, lo, hi, cons, sps, mb, idle, end;
+        std::vector<double> t_target, acc, lo, hi, cons, sps, mb, idle, end, mb_target,
+            samples_target;
         int reached = 0;
         for (int k = 0; k < seeds; ++k) {
             sim::SimSetup s = base;
@@ -232,6 +233,8 @@ int run_sim(const std::vector<std::string>& args) {
                 for (const auto& e : r.evals)
                     if (has_goal && e.accuracy >= goal) {
                         t_target.push_back(e.time);
+                        mb_target.push_back(static_cast<double>(e.bytes) / r.peers.size() / 1e6);
+                        samples_target.push_back(static_cast<double>(e.samples));
                         ++reached;
                         break;
                     }
@@ -239,7 +242,7 @@ int run_sim(const std::vector<std::string>& args) {
         }
         const Stat st = stat_of(t_target), sa = stat_of(acc), sl = stat_of(lo), sh = stat_of(hi),
                    sc = stat_of(cons), ss = stat_of(sps), sm = stat_of(mb), si = stat_of(idle),
-                   se = stat_of(end);
+                   se = stat_of(end), smt = stat_of(mb_target), sst = stat_of(samples_target);
         std::string time_col =
             has_goal ? (reached == seeds ? show(st, "{:.1f}")
                                          : fmt::format("{}/{} reached", reached, seeds))
@@ -255,6 +258,10 @@ int run_sim(const std::vector<std::string>& args) {
              {"time_to_target",
               reached == seeds && has_goal ? json::Json(st.mean) : json::Json(nullptr)},
              {"time_to_target_spread", st.spread},
+             {"mb_per_peer_to_target",
+              reached == seeds && has_goal ? json::Json(smt.mean) : json::Json(nullptr)},
+             {"samples_to_target",
+              reached == seeds && has_goal ? json::Json(sst.mean) : json::Json(nullptr)},
              {"reached", reached},
              {"final_accuracy", sa.mean},
              {"final_accuracy_spread", sa.spread},

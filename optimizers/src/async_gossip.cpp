@@ -194,9 +194,10 @@ void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
         boundaries_.pop_front();
     history_.push_back(now);
     while (history_.size() > kHistory) history_.pop_front();
-    apply_step();
-    // Shares that came during the step join before the split, so fresh mass is forwarded at once.
+    // Shares that came during the step join first: the step then moves a full unit of mass on
+    // average (right after a split w is only s of it), and fresh mass is forwarded at once.
     absorb_buffer();
+    apply_step();
     push_shares(out);
     ++t_;
     ++mutable_stats().rounds;
@@ -216,11 +217,11 @@ void AsyncGossip::apply_step() {
         worker().apply_gradient(params(), worker().gradient());
         return;
     }
-    // The optimizer steps the de-biased model z (still the compute point: nothing touched x or
-    // w during the step), then x = w z. See docs/algorithms.md, "Which variable the optimizer
-    // steps".
-    worker().apply_gradient(z_, worker().gradient());
+    // The optimizer steps the de-biased model z = x / w (after the absorbed shares), then
+    // x = w z. See docs/algorithms.md, "Which variable the optimizer steps".
     const auto x = params();
+    for (std::size_t k = 0; k < x.size(); ++k) z_[k] = static_cast<float>(x[k] / w_);
+    worker().apply_gradient(z_, worker().gradient());
     for (std::size_t k = 0; k < x.size(); ++k) x[k] = static_cast<float>(w_ * z_[k]);
 }
 
