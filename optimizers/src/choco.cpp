@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -52,13 +53,19 @@ std::span<std::byte> bytes_of(std::vector<float>& words) {
 ChocoOptions parse_choco_options(const json::Node* options) {
     ChocoOptions o;
     if (!options) return o;
-    options->expect_object({"gamma", "compressor", "resync_timeout"});
+    options->expect_object({"gamma", "compressor", "resync_timeout", "replicas"});
     if (auto gamma = options->find("gamma")) {
         o.gamma = gamma->as_double();
         if (!(o.gamma > 0 && o.gamma <= 1))
             gamma->fail(fmt::format("gamma {} is outside (0, 1]", o.gamma), "use e.g. 0.5");
     }
     if (auto c = options->find("compressor")) o.compressor = optim::parse_compressor_config(*c);
+    if (auto r = options->find("replicas")) {
+        const auto v = r->as_enum({"auto", "shared", "per_edge"});
+        o.replicas = v == "auto"     ? ChocoReplicas::automatic
+                     : v == "shared" ? ChocoReplicas::shared
+                                     : ChocoReplicas::per_edge;
+    }
     if (auto timeout = options->find("resync_timeout")) {
         o.resync_timeout = timeout->as_double();
         if (!(o.resync_timeout > 0))
@@ -83,8 +90,20 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
     if (!(options_.gamma > 0 && options_.gamma <= 1)) throw Error("choco: gamma must be in (0, 1]");
     if (!(options_.resync_timeout > 0)) throw Error("choco: resync_timeout must be > 0");
     const auto period = topo->period();
-    shared_ = period && *period == 1;
-    if (!shared_ && period)
+    shared_ = options_.replicas == ChocoReplicas::shared ||
+              (options_.replicas == ChocoReplicas::automatic && period && *period == 1);
+    if (shared_ && !period)
+        throw TopologyError(fmt::format(
+            "choco with shared replicas needs a periodic topology, but {} draws its rounds at "
+            "random; use \"replicas\": \"per_edge\" (or \"auto\")",
+            topo->describe()));
+    if (shared_) {
+        std::set<int> outs;
+        for (std::int64_t t = 0; t < *period; ++t)
+            for (int j : topo->at(t)->graph.out_neighbors(rank())) outs.insert(j);
+        base_out_.assign(outs.begin(), outs.end());
+    }
+    if (period && !shared_)
         for (std::int64_t t = 0; t < *period; ++t)
             if (!balanced(*topo->at(t), rank()))
                 throw TopologyError(unbalanced_message(*topo->at(t), t, topo->describe(), rank()));
@@ -183,10 +202,11 @@ void Choco::send_round(Time now, Actions& out) {
         if (e.recent.size() > kRecentSends) e.recent.pop_front();
     };
     if (shared_) {
-        // One compression per round for every out-neighbour (and x_hat_i moves even with none:
-        // it is also the x_hat_i of the mix).
+        // One compression per round for every out-neighbour of the period (and x_hat_i moves
+        // even with none: it is also the x_hat_i of the mix). Every holder of x_hat_i must see
+        // every message, so on a time-varying topology all of the union's out-neighbours get it.
         Message m = encode(own_, -1);
-        for (int j : outs) {
+        for (int j : base_out_) {
             if (dead_.contains(j)) continue;
             OutEdge& e = out_[j];
             e.slot.next_seq = own_.next_seq;
@@ -293,6 +313,9 @@ void Choco::on_message(Time now, Message msg, Actions& out) {
     if (msg.edge_seq < e.next_seq) return;  // superseded by a full replica
     if (msg.kind == MessageKind::model_delta) {
         e.queued.emplace(msg.edge_seq, std::move(msg));
+        // Applied as soon as its round has come, even when j is not an in-neighbour of this
+        // round (shared replicas on a time-varying graph): the replica stays current.
+        advance(j, e);
         try_mix(now, out);
         return;
     }

@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -264,4 +266,50 @@ TEST_CASE("choco asks for no re-sync when nothing is lost") {
     auto h = net.harness(jittery(false));
     REQUIRE(h.run());
     for (int i = 0; i < 6; ++i) CHECK(net.at<Choco>(i).resync_requests() == 0);
+}
+
+TEST_CASE("choco shared replicas on one-peer exponential: every union out-neighbour gets each q") {
+    Network net = consensus(family("one_peer_exponential", 8), 400,
+                            R"({"gamma": 0.3, "replicas": "shared",
+                                "compressor": {"name": "topk", "fraction": 0.1}})");
+    const auto before = net.models();
+    auto h = net.harness(jittery(false));
+    std::map<int, std::set<int>> receivers;
+    h.on_send = [&](const Message& m) {
+        if (m.kind != MessageKind::control) receivers[m.sender].insert(m.receiver);
+    };
+    REQUIRE(h.run());
+    CHECK(net.at<Choco>(0).shared_replica());
+    check_replicas_match(net);
+    for (int i = 0; i < 8; ++i) CHECK(receivers[i] == std::set<int>{(i + 1) % 8, (i + 2) % 8, (i + 4) % 8});
+    const auto after = net.models();
+    CHECK(disagreement(after) < 1e-3 * disagreement(before));
+    CHECK(max_abs_diff(mean_of(after), mean_of(before)) < 1e-5);
+}
+
+TEST_CASE("choco replicas option: values and the schedules it refuses") {
+    CostOnlyWorker w(10);
+    auto build = [&](const char* options, std::shared_ptr<const topo::Schedule> s) {
+        json::Document doc = json::parse_text(options, "choco.json");
+        json::Node node(doc);
+        return make_choco(&node, gossamer::proto::PeerContext{0, 8, s, &w, 5});
+    };
+    auto shared = [&](const char* options) {
+        return dynamic_cast<Choco&>(*build(options, family("ring", 8))).shared_replica();
+    };
+    CHECK_FALSE(shared(R"({"replicas": "per_edge"})"));
+    CHECK(shared(R"({"replicas": "auto"})"));
+    std::string msg;
+    try {
+        build(R"({"replicas": "shared"})", family("random_matching", 8));
+    } catch (const gossamer::TopologyError& e) {
+        msg = e.what();
+    }
+    CHECK(msg.find("choco with shared replicas needs a periodic topology") == 0);
+    try {
+        build(R"({"replicas": "both"})", family("ring", 8));
+        FAIL("no ConfigError");
+    } catch (const gossamer::ConfigError& e) {
+        CHECK(e.path() == "replicas");
+    }
 }

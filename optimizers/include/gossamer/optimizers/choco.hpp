@@ -41,12 +41,18 @@
 
 namespace gossamer::proto {
 
+/// Where x_hat lives (docs/protocols.md, "choco"): automatic = shared on a static topology,
+/// per edge on a time-varying one; shared on a periodic time-varying topology sends every round's
+/// Q(x - x_hat) to every out-neighbour of the period's union graph (more bytes, fresher replicas).
+enum class ChocoReplicas { automatic, shared, per_edge };
+
 struct ChocoOptions {
     double gamma = 0.5;                  ///< consensus step, in (0, 1]
     optim::CompressorConfig compressor;  ///< fp16 by default
     /// Seconds a peer waits for a round's message before asking for a full replica (and between
     /// asks), > 0. Keep it well above the link latency.
     double resync_timeout = 5.0;
+    ChocoReplicas replicas = ChocoReplicas::automatic;
 };
 
 /// Reads {"gamma": 0.5, "compressor": {...}, "resync_timeout": 5.0} (compressor.hpp); nullptr
@@ -119,6 +125,7 @@ class Choco final : public Protocol {
     bool waiting_ = false;
     std::int64_t t_ = 0;
     Slot own_;  // shared mode
+    std::vector<int> base_out_;  // shared mode: out-neighbours of the union over the period
     std::map<int, OutEdge> out_;
     std::map<int, InEdge> in_;
     std::set<int> dead_;
