@@ -33,7 +33,7 @@ AsyncOptions parse_async_options(const json::Node* options) {
     AsyncOptions o;
     if (!options) return o;
     options->expect_object({"targets", "straggler_aware", "beta", "base_self", "target_power",
-                            "edge_bound", "rate_window", "report_every", "balance", "step",
+                            "edge_bound", "rate_window", "report_every", "balance", "step", "follow_schedule",
                             "deadline_percentile", "deadline_cap", "seed"});
     if (auto v = options->find("targets")) o.targets = static_cast<int>(v->as_int(1, 1024));
     if (auto v = options->find("straggler_aware")) o.straggler_aware = v->as_bool();
@@ -50,6 +50,7 @@ AsyncOptions parse_async_options(const json::Node* options) {
     if (auto v = options->find("report_every"))
         o.report_every = static_cast<int>(v->as_int(1, 1'000'000));
     if (auto v = options->find("balance")) o.balance = v->as_bool();
+    if (auto v = options->find("follow_schedule")) o.follow_schedule = v->as_bool();
     if (auto v = options->find("step"))
         o.step = v->as_enum({"debiased", "numerator"}) == "debiased" ? AsyncStep::debiased
                                                                       : AsyncStep::numerator;
@@ -250,7 +251,29 @@ void AsyncGossip::push_shares(Actions& out) {
     }
     const int base_degree = base_out_degree_.at(rank());
     const std::int64_t force = edge_force_age(edge_bound(), base_degree, options_.targets);
-    const auto chosen = pick_targets(cands, k, t_, force, rng_);
+    std::vector<std::pair<int, double>> preferred;
+    if (options_.follow_schedule) {
+        // Round t's out-neighbours, rotated by t k: a round with more of them than k slots (a
+        // static graph) is served round robin.
+        const auto round = context().topology->at(t_);
+        const auto round_outs = round->graph.out_neighbors(rank());
+        std::vector<int> outs(round_outs.begin(), round_outs.end());
+        if (!outs.empty())
+            std::rotate(outs.begin(),
+                        outs.begin() + static_cast<std::ptrdiff_t>(
+                                           (t_ * k) % static_cast<std::int64_t>(outs.size())),
+                        outs.end());
+        for (int j : outs) {
+            auto it = nbrs_.find(j);
+            if (it == nbrs_.end() || !usable(it->second)) continue;
+            double accept = 1.0;
+            const double r = it->second.e.rate;
+            if (options_.straggler_aware && r > 0 && r_self > 0 && r < r_self)
+                accept = std::pow(r / r_self, options_.target_power);
+            preferred.emplace_back(j, accept);
+        }
+    }
+    const auto chosen = pick_targets_preferring(cands, preferred, k, t_, force, rng_);
     const std::span<float> x = params();
     double kept = 1.0;
     for (int j : chosen) {

@@ -32,6 +32,12 @@ std::int64_t edge_force_age(std::int64_t bound, int degree, int targets) noexcep
 
 std::vector<int> pick_targets(std::span<const EdgeCandidate> candidates, int k, std::int64_t step,
                               std::int64_t force_age, Rng& rng) {
+    return pick_targets_preferring(candidates, {}, k, step, force_age, rng);
+}
+
+std::vector<int> pick_targets_preferring(std::span<const EdgeCandidate> candidates,
+                                         std::span<const std::pair<int, double>> preferred, int k,
+                                         std::int64_t step, std::int64_t force_age, Rng& rng) {
     std::vector<EdgeCandidate> pool(candidates.begin(), candidates.end());
     // Least recently used first: an overdue edge that waits behind older ones is served within
     // ceil(degree / k) steps, which is what the bound B counts on.
@@ -43,6 +49,14 @@ std::vector<int> pick_targets(std::span<const EdgeCandidate> candidates, int k, 
     while (out.size() < want && !pool.empty() && step - pool.front().last_used >= force_age) {
         out.push_back(pool.front().peer);
         pool.erase(pool.begin());
+    }
+    for (const auto& [peer, accept] : preferred) {
+        if (out.size() >= want) break;
+        auto it = std::find_if(pool.begin(), pool.end(),
+                               [p = peer](const EdgeCandidate& c) { return c.peer == p; });
+        if (it == pool.end() || !(rng.uniform() < accept)) continue;
+        out.push_back(it->peer);
+        pool.erase(it);
     }
     while (out.size() < want && !pool.empty()) {
         double total = 0;

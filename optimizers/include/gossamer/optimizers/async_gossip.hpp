@@ -53,6 +53,7 @@ struct AsyncOptions {
     int report_every = 4;              ///< steps between rate reports to in-neighbours, >= 1
     bool balance = true;               ///< scale shares to slower targets by their outflow
     AsyncStep step = AsyncStep::debiased;
+    bool follow_schedule = true;       ///< prefer the topology's round-t targets
     double deadline_percentile = 0.9;  ///< quantile of inter-arrival times, in (0, 1]
     double deadline_cap = 10.0;        ///< seconds, > 0
     std::uint64_t seed = 1;            ///< target sampling (mixed with the rank)

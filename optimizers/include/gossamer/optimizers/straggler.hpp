@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "gossamer/core/rng.hpp"
@@ -39,6 +40,15 @@ struct EdgeCandidate {
 /// probability proportional to `weight`. Returns min(k, candidates) distinct peers.
 std::vector<int> pick_targets(std::span<const EdgeCandidate> candidates, int k, std::int64_t step,
                               std::int64_t force_age, Rng& rng);
+
+/// As pick_targets, but after the forced edges each peer of `preferred` (in order; absent or
+/// already chosen ones skipped) takes a slot with its acceptance probability (second), before
+/// the remaining slots are sampled by weight. `async` prefers the topology's round-t targets, so
+/// that in-step peers follow the schedule (one-peer exponential averages exactly in log2 n
+/// rounds), and accepts a slower one with probability (its rate / own rate)^power.
+std::vector<int> pick_targets_preferring(std::span<const EdgeCandidate> candidates,
+                                         std::span<const std::pair<int, double>> preferred, int k,
+                                         std::int64_t step, std::int64_t force_age, Rng& rng);
 
 /// The q-quantile (nearest rank, q in (0, 1]) of `values`; 0 when empty.
 double quantile(std::vector<double> values, double q);
