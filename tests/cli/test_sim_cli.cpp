@@ -1,7 +1,9 @@
 // gossamer sim as a user runs it: determinism, the straggler, failures, bad inputs.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <utility>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -144,4 +146,35 @@ TEST_CASE("async writes its per-edge staleness, shares and weights into peers.js
                 CHECK_MESSAGE(e.contains(key), key);
     }
     CHECK(peers == 4);
+}
+
+TEST_CASE("bad straggler-policy, compressor and reweight options: one line naming the path, exit 2") {
+    const std::pair<const char*, const char*> cases[] = {
+        {R"("async": {"beta": 0})", "algorithms.async.beta"},
+        {R"("async": {"deadline_percentile": 1.5})", "algorithms.async.deadline_percentile"},
+        {R"("async": {"step": "sideways"})", "algorithms.async.step"},
+        {R"("async": {"report_every": 0})", "algorithms.async.report_every"},
+        {R"("choco": {"compressor": {"name": "topk", "fraction": 0}})",
+         "algorithms.choco.compressor.fraction"},
+        {R"("choco": {"compressor": {"name": "gzip"}})", "algorithms.choco.compressor.name"},
+        {R"("choco": {"replicas": "some"})", "algorithms.choco.replicas"},
+        {R"("dpsgd": {"reweight": {"decay": 0}})", "algorithms.dpsgd.reweight.decay"},
+    };
+    for (const auto& [options, path] : cases) {
+        CAPTURE(options);
+        Job job;
+        job.config = job.dir.write("bad.json", std::string(R"({"seed": 3,
+            "data": {"name": "logreg_synthetic", "samples": 800, "features": 10},
+            "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
+            "algorithms": {)") + options + "}}");
+        const auto out = (job.dir.path() / "o").string();
+        auto r = job.sim(kSrc + "/examples/clusters/homogeneous16.json",
+                         "--algorithms allreduce,dpsgd,async,choco --out " + out);
+        CAPTURE(r.err);
+        CHECK(r.status == 2);
+        CHECK(r.err.find(path) != std::string::npos);
+        CHECK(r.err.find("bad.json") != std::string::npos);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK_FALSE(std::filesystem::exists(out));
+    }
 }
