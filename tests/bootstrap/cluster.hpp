@@ -46,7 +46,7 @@ inline bs::Options quick_options(int rank, std::vector<bs::Endpoint> peers) {
     o.io_timeout = 1s;
     o.retry_interval = 50ms;
     o.heartbeat_interval = 100ms;
-    o.heartbeat_timeout = 500ms;
+    o.heartbeat_timeout = 800ms;
     return o;
 }
 

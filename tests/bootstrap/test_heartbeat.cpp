@@ -31,16 +31,16 @@ TEST_SUITE("bootstrap") {
             if (l.rank == 2) ++calls;
         });
         peers[2]->inject_fault(bs::Fault::silence);
-        // Timeout 500 ms, checked every 100 ms: noticed within about 1.25 T, plus forwarding.
+        // Timeout 800 ms: noticed at the timeout, plus forwarding and a loaded machine's delays.
         auto took = wait_until(
-            [&] { return lost(*peers[0], 2) && lost(*peers[1], 2) && lost(*peers[3], 2); }, 2s);
-        CHECK(took < 900ms);
-        CHECK(took >= 300ms);  // not before the silence could be told from a slow beat
+            [&] { return lost(*peers[0], 2) && lost(*peers[1], 2) && lost(*peers[3], 2); }, 3s);
+        CHECK(took < 1500ms);
+        CHECK(took >= 600ms);  // the last beat was at most 100 ms before the silence began
         CHECK(calls == 1);
         auto losses = peers[3]->lost_peers();
         REQUIRE(losses.size() == 1);
         CHECK_MESSAGE(has(losses[0].reason, "rank 2 (" + peers[2]->endpoint().str() +
-                                                ") vanished: no heartbeat for 0.5 s"),
+                                                ") vanished: no heartbeat for 0.8 s"),
                       losses[0].reason);
         CHECK_FALSE(lost(*peers[0], 1));
         CHECK_FALSE(lost(*peers[0], 3));
@@ -51,7 +51,7 @@ TEST_SUITE("bootstrap") {
         peers[3]->inject_fault(bs::Fault::crash);
         auto took = wait_until(
             [&] { return lost(*peers[0], 3) && lost(*peers[1], 3) && lost(*peers[2], 3); }, 2s);
-        CHECK(took < 400ms);
+        CHECK(took < 600ms);
         CHECK_MESSAGE(has(peers[1]->lost_peers().at(0).reason, "rank 3 ("), "");
         CHECK_MESSAGE(has(peers[1]->lost_peers().at(0).reason, "connection lost"),
                       peers[1]->lost_peers().at(0).reason);
@@ -61,7 +61,7 @@ TEST_SUITE("bootstrap") {
         auto peers = joined_peers(3);
         peers[1].reset();
         auto took = wait_until([&] { return lost(*peers[0], 1) && lost(*peers[2], 1); }, 2s);
-        CHECK(took < 400ms);
+        CHECK(took < 600ms);
         CHECK_MESSAGE(has(peers[2]->lost_peers().at(0).reason, "left the job"),
                       peers[2]->lost_peers().at(0).reason);
     }
@@ -69,8 +69,9 @@ TEST_SUITE("bootstrap") {
     TEST_CASE("a silent rank 0 is reported by every other peer") {
         auto peers = joined_peers(3);
         peers[0]->inject_fault(bs::Fault::silence);
-        auto took = wait_until([&] { return lost(*peers[1], 0) && lost(*peers[2], 0); }, 2s);
-        CHECK(took < 900ms);
+        auto took = wait_until([&] { return lost(*peers[1], 0) && lost(*peers[2], 0); }, 3s);
+        CHECK(took < 1500ms);
+        CHECK(took >= 600ms);
         CHECK_MESSAGE(has(peers[1]->lost_peers().at(0).reason, "no longer watched"),
                       peers[1]->lost_peers().at(0).reason);
     }

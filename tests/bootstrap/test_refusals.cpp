@@ -159,6 +159,50 @@ TEST_SUITE("bootstrap") {
         CHECK(root.listener_stats().malformed == 1);
     }
 
+    TEST_CASE("a handshake sent to a rank other than 0 is refused") {
+        auto eps = free_endpoints(3);
+        bs::Bootstrap other(quick_options(1, {eps[0], eps[1]}));
+        bs::Bootstrap lost(quick_options(1, {eps[1], eps[2]}));  // believes eps[1] is rank 0
+        try {
+            lost.rendezvous(blob_of(1));
+            FAIL("a peer that is not rank 0 accepted a handshake");
+        } catch (const bs::BootstrapError& e) {
+            CHECK(e.reason() == bs::Reason::not_rendezvous);
+            CHECK_MESSAGE(has(e.what(), "rank 1 (" + eps[1].str() +
+                                            ") is not the rendezvous; "
+                                            "peers join rank 0 (" +
+                                            eps[0].str() + ")"),
+                          e.what());
+        }
+        CHECK(other.listener_stats().refused == 1);
+    }
+
+    TEST_CASE("a rank 0 port that answers with something else is named") {
+        auto eps = free_endpoints(2);
+        asio::io_context io;
+        asio::ip::tcp::acceptor impostor(
+            io, {asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(eps[0].port)});
+        std::thread server([&] {
+            auto s = impostor.accept();
+            boost::system::error_code ec;
+            asio::write(s, asio::buffer(std::string("HTTP/1.1 400 Bad Request\r\n\r\n")), ec);
+            char sink[4096];
+            s.read_some(asio::buffer(sink), ec);
+        });
+        bs::Bootstrap joiner(quick_options(1, eps));
+        try {
+            joiner.rendezvous(blob_of(1));
+            FAIL("a foreign server was taken for rank 0");
+        } catch (const bs::BootstrapError& e) {
+            CHECK(e.reason() == bs::Reason::malformed);
+            CHECK_MESSAGE(has(e.what(), "rank 0 (" + eps[0].str() +
+                                            ") answered with bytes that "
+                                            "are not the bootstrap protocol"),
+                          e.what());
+        }
+        server.join();
+    }
+
     TEST_CASE("a port in use is named with its rank and a fix") {
         auto eps = free_endpoints(3);
         asio::io_context io;

@@ -20,7 +20,7 @@ TEST_SUITE("bootstrap") {
                     CHECK(o.table[static_cast<std::size_t>(j)] == blob_of(j));
             }
             // Nobody is reported lost while everyone is alive for longer than the timeout.
-            std::this_thread::sleep_for(700ms);
+            std::this_thread::sleep_for(1200ms);
             for (auto& p : peers) CHECK(p->lost_peers().empty());
         }
     }

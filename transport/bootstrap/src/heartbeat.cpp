@@ -20,21 +20,24 @@ void Bootstrap::Impl::beat() {
     auto now = Clock::now();
     bool send = !silenced && now - last_beat >= opt.heartbeat_interval;
     if (send) last_beat = now;
+    // The timer wakes at the next heartbeat to send or the first moment a peer's silence
+    // reaches heartbeat_timeout, whichever comes first: a silent peer is noticed on time.
+    auto next = silenced ? Clock::time_point::max() : last_beat + opt.heartbeat_interval;
     for (int r = 0; r < n; ++r) {
         auto& m = members[static_cast<std::size_t>(r)];
         if (!m || gone[static_cast<std::size_t>(r)]) continue;
-        if (now - m->last_heard > opt.heartbeat_timeout) {
+        if (now - m->last_heard >= opt.heartbeat_timeout) {
             lose(r,
                  fmt::format("{} vanished: no heartbeat for {}", name(r),
                              seconds(opt.heartbeat_timeout)),
                  true);
             continue;
         }
+        next = std::min(next, m->last_heard + opt.heartbeat_timeout);
         if (send) m->send(wire::frame(wire::Kind::heartbeat));
     }
-    // Checks run at least four times per timeout, so silence is noticed within about 1.25 T.
-    auto tick = std::min(opt.heartbeat_interval, opt.heartbeat_timeout / 4);
-    heartbeat_timer.expires_after(std::max(tick, Millis(1)));
+    if (next == Clock::time_point::max()) next = now + opt.heartbeat_timeout;
+    heartbeat_timer.expires_at(std::max(next, now + Millis(1)));
     heartbeat_timer.async_wait([this](boost::system::error_code ec) {
         if (!ec) beat();
     });
