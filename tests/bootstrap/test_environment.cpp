@@ -45,7 +45,8 @@ class CleanEnv {
 }  // namespace
 
 TEST_SUITE("bootstrap") {
-    TEST_CASE("rank discovery: --rank, then OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID") {
+    TEST_CASE(
+        "rank discovery order: --rank then OMPI_COMM_WORLD_RANK then PMI_RANK then SLURM_PROCID") {
         CleanEnv env;
         setenv("OMPI_COMM_WORLD_RANK", "1", 1);
         setenv("PMI_RANK", "2", 1);

@@ -40,7 +40,7 @@ void send_raw(const bs::Endpoint& where, const std::string& bytes) {
 }  // namespace
 
 TEST_SUITE("bootstrap") {
-    TEST_CASE("a wrong job token is refused on both sides, then a right one joins") {
+    TEST_CASE("a wrong job token is refused on both sides and the right peer joins after it") {
         std::vector<std::unique_ptr<bs::Bootstrap>> peers;
         auto eps = free_endpoints(2);
         auto good = [&](int r) {
@@ -78,7 +78,7 @@ TEST_SUITE("bootstrap") {
         CHECK(root_table == table);
     }
 
-    TEST_CASE("mismatched partition layouts are refused, showing both layouts") {
+    TEST_CASE("mismatched partition layouts are refused with both layouts shown") {
         auto out = run_with_odd_one(2, 1, [](bs::Options& o) {
             o.layout = gossamer::PartitionLayout({{"fc1", 0, 120}, {"fc2", 120, 10}}, 130);
         });
@@ -117,7 +117,7 @@ TEST_SUITE("bootstrap") {
                       topo[1].error);
     }
 
-    TEST_CASE("garbage on the port is refused and counted; the listener keeps working") {
+    TEST_CASE("garbage on the port is refused and counted while the listener keeps working") {
         auto eps = free_endpoints(3);
         std::vector<std::unique_ptr<bs::Bootstrap>> peers;
         for (int r = 0; r < 3; ++r)
