@@ -236,4 +236,18 @@ TEST_SUITE("bootstrap") {
         auto eps = free_endpoints(2);
         CHECK_THROWS_AS(bs::Bootstrap(quick_options(2, eps)), bs::BootstrapError);
     }
+
+    TEST_CASE("timeouts that cannot work are refused at construction") {
+        auto eps = free_endpoints(1);
+        auto o = quick_options(0, eps);
+        o.heartbeat_timeout = 150ms;  // under two 100 ms intervals
+        CHECK_THROWS_WITH_AS(bs::Bootstrap{o},
+                             doctest::Contains("heartbeat_timeout: 150 ms is shorter than two "
+                                               "heartbeat intervals (200 ms)"),
+                             gossamer::ConfigError);
+        o = quick_options(0, eps);
+        o.join_timeout = 0ms;
+        CHECK_THROWS_WITH_AS(bs::Bootstrap{o}, "join_timeout: must be positive, got 0 ms",
+                             gossamer::ConfigError);
+    }
 }

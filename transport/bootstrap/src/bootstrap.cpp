@@ -24,6 +24,20 @@ Bootstrap::Impl::Impl(Options options) : opt(std::move(options)) {
                              fmt::format("rank {} is out of range for {} peers (ranks run from "
                                          "0 to {})",
                                          opt.rank, n, n - 1));
+    auto positive = [](Millis d, const char* what) {
+        if (d <= Millis(0))
+            throw ConfigError("", what, fmt::format("must be positive, got {} ms", d.count()));
+    };
+    positive(opt.join_timeout, "join_timeout");
+    positive(opt.io_timeout, "io_timeout");
+    positive(opt.retry_interval, "retry_interval");
+    positive(opt.heartbeat_interval, "heartbeat_interval");
+    if (opt.heartbeat_timeout < 2 * opt.heartbeat_interval)
+        throw ConfigError(
+            "", "heartbeat_timeout",
+            fmt::format("{} ms is shorter than two heartbeat intervals ({} ms)",
+                        opt.heartbeat_timeout.count(), 2 * opt.heartbeat_interval.count()),
+            "a live peer would be reported lost after one late heartbeat; raise it");
     self = opt.peers[static_cast<std::size_t>(opt.rank)];
     members.resize(static_cast<std::size_t>(n));
     blobs.resize(static_cast<std::size_t>(n));

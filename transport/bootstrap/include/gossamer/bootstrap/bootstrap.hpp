@@ -65,7 +65,8 @@ enum class Fault {
 class Bootstrap {
   public:
     /// Binds this peer's listener at options.peers[options.rank] and starts the bootstrap thread.
-    /// Throws BootstrapError (address_in_use, cannot_listen, bad_rank).
+    /// Throws BootstrapError (address_in_use, cannot_listen, bad_rank), or ConfigError for a
+    /// timeout that is not positive or a heartbeat_timeout under two heartbeat intervals.
     explicit Bootstrap(Options options);
     /// Says goodbye to the connected peers (they report this peer as gone) and stops the thread.
     ~Bootstrap();
