@@ -47,17 +47,16 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
     auto index = static_cast<std::size_t>(rank);
     for (;;) {
         Frame f;
+        std::string why;
         try {
             f = co_await conn->read();
         } catch (const wire::Malformed& e) {
-            if (!stopping && started)
-                lose(rank,
-                     fmt::format("{} vanished: it sent a malformed frame ({})", name(rank),
-                                 e.what()),
-                     true);
-            conn->close();
-            co_return;
+            why = std::string("it sent a malformed frame (") + e.what() + ")";
         } catch (const boost::system::system_error& e) {
+            why = "connection lost (" + e.code().message() + ")";
+        }
+        if (!why.empty()) {
+            conn->close();
             if (stopping || gone[index]) co_return;
             if (!started) {
                 // Before the barrier a peer may leave and come back (a restarted process).
@@ -65,15 +64,13 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
                     members[index].reset();
                     joined[index] = false;
                     log::warn(
-                        "{}: {} disconnected before the start-up barrier ({}); waiting for "
-                        "it to join again",
-                        name(opt.rank), name(rank), e.code().message());
+                        "{}: {} left before the start-up barrier: {}; waiting for it to "
+                        "join again",
+                        name(opt.rank), name(rank), why);
                 }
                 co_return;
             }
-            lose(rank,
-                 fmt::format("{} vanished: connection lost ({})", name(rank), e.code().message()),
-                 true);
+            lose(rank, fmt::format("{} vanished: {}", name(rank), why), true);
             co_return;
         }
         conn->last_heard = Clock::now();

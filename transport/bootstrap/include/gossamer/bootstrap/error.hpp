@@ -36,7 +36,8 @@ std::string_view to_string(Reason reason) noexcept;
 
 class BootstrapError : public Error {
   public:
-    /// @param ranks the peers the failure is about (the missing ranks, the refused peer...)
+    /// @param ranks the peers the failure is about: the missing ranks, the peer that refused
+    ///              or could not be reached (0), this peer when it cannot listen
     BootstrapError(Reason reason, std::vector<int> ranks, const std::string& message);
 
     Reason reason() const noexcept { return reason_; }
