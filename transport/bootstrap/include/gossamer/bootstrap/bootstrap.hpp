@@ -1,0 +1,105 @@
+#pragma once
+/// Start-up of a job of real peers over TCP (docs/bootstrap.md): every peer listens at its
+/// host:port, joins rank 0 (the rendezvous) with a handshake that checks protocol version, job,
+/// token, peer list, model size and partition layout, and gets back every peer's opaque address
+/// blob (the UCX worker address) once all n have joined: that is the start-up barrier. Afterwards
+/// a background thread exchanges heartbeats with rank 0 and reports peers that vanish.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gossamer/bootstrap/error.hpp"
+#include "gossamer/core/partition.hpp"
+
+namespace gossamer::bootstrap {
+
+/// Where a peer listens (topology file: peers[r]).
+struct Endpoint {
+    std::string host;
+    int port = 0;
+    std::string str() const { return host + ":" + std::to_string(port); }
+};
+
+using Blob = std::vector<std::byte>;
+using Millis = std::chrono::milliseconds;
+
+struct Options {
+    int rank = 0;
+    std::vector<Endpoint> peers;   ///< rank r listens at peers[r]; all peers pass the same list
+    std::uint64_t job_id = 0;      ///< must match on every peer
+    std::string token;             ///< job_token(); compared in constant time by rank 0
+    std::uint64_t model_size = 0;  ///< parameters of the model; must match
+    PartitionLayout layout;        ///< must match (fingerprint; errors show describe())
+
+    Millis join_timeout{30000};       ///< start-up barrier: all n peers joined (rank 0's clock)
+    Millis io_timeout{5000};          ///< one connect, or one handshake reply
+    Millis retry_interval{200};       ///< between attempts to reach rank 0
+    Millis heartbeat_interval{1000};  ///< a heartbeat is sent this often
+    Millis heartbeat_timeout{5000};   ///< silence after which a peer counts as vanished
+};
+
+/// A peer that left: no heartbeat for heartbeat_timeout, a reset connection, or a goodbye.
+struct PeerLoss {
+    int rank = -1;
+    std::string reason;  ///< one line: "rank 3 (127.0.0.1:29503) vanished: no heartbeat for 5 s"
+};
+
+/// Counters of what the listener refused (it keeps serving after each).
+struct ListenerStats {
+    std::uint64_t malformed = 0;  ///< connections that sent bytes that are not a handshake
+    std::uint64_t refused = 0;    ///< well-formed handshakes that did not match
+};
+
+/// Faults a test can inject into one peer (Bootstrap::inject_fault).
+enum class Fault {
+    silence,  ///< stop sending heartbeats, keep the connections (a hung process)
+    crash,    ///< close every socket without a goodbye (a killed process)
+};
+
+class Bootstrap {
+  public:
+    /// Binds this peer's listener at options.peers[options.rank] and starts the bootstrap thread.
+    /// Throws BootstrapError (address_in_use, cannot_listen, bad_rank), or ConfigError for a
+    /// timeout that is not positive or a heartbeat_timeout under two heartbeat intervals.
+    explicit Bootstrap(Options options);
+    /// Says goodbye to the connected peers (they report this peer as gone) and stops the thread.
+    ~Bootstrap();
+    Bootstrap(const Bootstrap&) = delete;
+    Bootstrap& operator=(const Bootstrap&) = delete;
+
+    /// Joins the job with this peer's address blob and returns every peer's blob (index = rank)
+    /// once all n peers have joined. Blocks at most join_timeout (rank 0), or until rank 0 answers
+    /// (others: unreachable after join_timeout of retries; after joining, until rank 0 sends the
+    /// table or gives up). Throws BootstrapError; the message names the ranks and the reason.
+    /// Call once.
+    std::vector<Blob> rendezvous(std::span<const std::byte> address);
+
+    /// Called on the bootstrap thread for every peer that leaves after the rendezvous (rank 0
+    /// sees every peer; the others see rank 0 and what rank 0 forwards). Must return quickly and
+    /// not call back into this object. Set it before rendezvous().
+    void on_peer_lost(std::function<void(const PeerLoss&)> callback);
+    /// The peers lost so far, in the order they were noticed (thread-safe).
+    std::vector<PeerLoss> lost_peers() const;
+
+    /// What the listener refused so far (thread-safe).
+    ListenerStats listener_stats() const;
+    /// The address the listener is bound to.
+    const Endpoint& endpoint() const noexcept;
+    int rank() const noexcept;
+
+    /// Fault injection for tests: make this peer look hung or killed to the others.
+    void inject_fault(Fault fault);
+
+    struct Impl;
+
+  private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gossamer::bootstrap

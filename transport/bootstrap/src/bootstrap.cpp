@@ -1,0 +1,206 @@
+#include <fmt/format.h>
+
+#include "gossamer/core/log.hpp"
+#include "impl.hpp"
+
+namespace gossamer::bootstrap {
+
+void spawn(asio::io_context& io, asio::awaitable<void> task, const char* what) {
+    asio::co_spawn(io, std::move(task), [what](std::exception_ptr e) {
+        if (!e) return;
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+            log::error("bootstrap: {} stopped: {}", what, ex.what());
+        }
+    });
+}
+
+Bootstrap::Impl::Impl(Options options) : opt(std::move(options)) {
+    n = static_cast<int>(opt.peers.size());
+    if (n == 0) throw BootstrapError(Reason::bad_rank, {}, "the bootstrap needs at least one peer");
+    if (opt.rank < 0 || opt.rank >= n)
+        throw BootstrapError(Reason::bad_rank, {opt.rank},
+                             fmt::format("rank {} is out of range for {} peers (ranks run from "
+                                         "0 to {})",
+                                         opt.rank, n, n - 1));
+    auto positive = [](Millis d, const char* what) {
+        if (d <= Millis(0))
+            throw ConfigError("", what, fmt::format("must be positive, got {} ms", d.count()));
+    };
+    positive(opt.join_timeout, "join_timeout");
+    positive(opt.io_timeout, "io_timeout");
+    positive(opt.retry_interval, "retry_interval");
+    positive(opt.heartbeat_interval, "heartbeat_interval");
+    if (opt.heartbeat_timeout < 2 * opt.heartbeat_interval)
+        throw ConfigError(
+            "", "heartbeat_timeout",
+            fmt::format("{} ms is shorter than two heartbeat intervals ({} ms)",
+                        opt.heartbeat_timeout.count(), 2 * opt.heartbeat_interval.count()),
+            "a live peer would be reported lost after one late heartbeat; raise it");
+    self = opt.peers[static_cast<std::size_t>(opt.rank)];
+    members.resize(static_cast<std::size_t>(n));
+    blobs.resize(static_cast<std::size_t>(n));
+    joined.assign(static_cast<std::size_t>(n), false);
+    gone.assign(static_cast<std::size_t>(n), false);
+}
+
+std::string Bootstrap::Impl::name(int rank) const {
+    return fmt::format("rank {} ({})", rank, opt.peers[static_cast<std::size_t>(rank)].str());
+}
+
+void Bootstrap::Impl::listen() {
+    auto cannot = [&](Reason reason, const std::string& why, const std::string& fix) {
+        return BootstrapError(
+            reason, {opt.rank},
+            fmt::format("rank {} cannot listen on {}: {}; {}", opt.rank, self.str(), why, fix));
+    };
+    boost::system::error_code ec;
+    tcp::resolver resolver(io);
+    auto found = resolver.resolve(self.host, std::to_string(self.port),
+                                  tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+    if (ec || found.empty())
+        throw cannot(Reason::cannot_listen, ec ? ec.message() : "no address",
+                     "check the host name in the topology file");
+    tcp::endpoint where = found.begin()->endpoint();
+    acceptor.open(where.protocol(), ec);
+    if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor.bind(where, ec);
+    if (ec == asio::error::address_in_use)
+        throw cannot(Reason::address_in_use, "address in use",
+                     "pick another port in the topology file or stop the process using it");
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec)
+        throw cannot(
+            Reason::cannot_listen, ec.message(),
+            fmt::format("check that rank {} runs on the host the topology file names", opt.rank));
+    self.port = acceptor.local_endpoint().port();
+}
+
+void Bootstrap::Impl::finish(std::vector<Blob> result) {
+    std::lock_guard lock(mu);
+    if (finished) return;
+    finished = true;
+    table = std::move(result);
+    cv.notify_all();
+}
+
+void Bootstrap::Impl::fail(BootstrapError error) {
+    log::error("{}", error.what());
+    std::lock_guard lock(mu);
+    if (finished) return;
+    finished = true;
+    failure = std::move(error);
+    cv.notify_all();
+}
+
+void Bootstrap::Impl::shutdown() {
+    stopping = true;
+    boost::system::error_code ec;
+    acceptor.close(ec);
+    join_timer.cancel();
+    heartbeat_timer.cancel();
+    for (auto& m : members) {
+        if (!m) continue;
+        m->send(wire::frame(wire::Kind::bye));
+        m->close_after_flush();
+    }
+}
+
+void Bootstrap::Impl::crash() {
+    stopping = true;
+    boost::system::error_code ec;
+    acceptor.close(ec);
+    heartbeat_timer.cancel();
+    for (auto& m : members)
+        if (m) m->close();
+}
+
+Bootstrap::Bootstrap(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {
+    impl_->listen();
+    spawn(impl_->io, impl_->accept_loop(), "the listener");
+    impl_->work.emplace(impl_->io.get_executor());
+    impl_->thread = std::thread([impl = impl_.get()] {
+        impl->io.run();
+        std::lock_guard lock(impl->mu);
+        impl->io_stopped = true;
+        impl->cv.notify_all();
+    });
+}
+
+Bootstrap::~Bootstrap() {
+    asio::post(impl_->io, [impl = impl_.get()] { impl->shutdown(); });
+    impl_->work.reset();
+    {
+        // Goodbyes get a moment to leave; a peer that does not read cannot hold us up.
+        std::unique_lock lock(impl_->mu);
+        impl_->cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return impl_->io_stopped; });
+    }
+    impl_->io.stop();
+    impl_->thread.join();
+}
+
+std::vector<Blob> Bootstrap::rendezvous(std::span<const std::byte> address) {
+    Impl& s = *impl_;
+    {
+        std::lock_guard lock(s.mu);
+        if (s.rendezvous_called) throw std::logic_error("Bootstrap::rendezvous called twice");
+        s.rendezvous_called = true;
+    }
+    Blob blob(address.begin(), address.end());
+    if (blob.size() > wire::kMaxBlob)
+        throw BootstrapError(Reason::malformed, {s.opt.rank},
+                             fmt::format("rank {}: an address blob of {} bytes exceeds the limit "
+                                         "of {} bytes",
+                                         s.opt.rank, blob.size(), wire::kMaxBlob));
+    if (s.opt.rank == 0)
+        asio::post(s.io,
+                   [&s, blob = std::move(blob)]() mutable { s.start_as_root(std::move(blob)); });
+    else
+        spawn(s.io, s.join_root(std::move(blob)), "joining rank 0");
+
+    // The bootstrap thread always ends the rendezvous by its own deadlines; this wait is a
+    // safety net that outlasts them.
+    auto limit = 2 * (s.opt.join_timeout + s.opt.io_timeout) + std::chrono::seconds(1);
+    std::unique_lock lock(s.mu);
+    if (!s.cv.wait_for(lock, limit, [&] { return s.finished; }))
+        throw BootstrapError(
+            Reason::connection_lost, {},
+            fmt::format("rank {}: the rendezvous did not end within {}", s.opt.rank,
+                        seconds(std::chrono::duration_cast<Millis>(limit))));
+    if (s.failure) throw *s.failure;
+    return s.table;
+}
+
+void Bootstrap::on_peer_lost(std::function<void(const PeerLoss&)> callback) {
+    std::lock_guard lock(impl_->mu);
+    impl_->on_lost = std::move(callback);
+}
+
+std::vector<PeerLoss> Bootstrap::lost_peers() const {
+    std::lock_guard lock(impl_->mu);
+    return impl_->losses;
+}
+
+ListenerStats Bootstrap::listener_stats() const {
+    std::lock_guard lock(impl_->mu);
+    return impl_->stats;
+}
+
+const Endpoint& Bootstrap::endpoint() const noexcept {
+    return impl_->self;
+}
+int Bootstrap::rank() const noexcept {
+    return impl_->opt.rank;
+}
+
+void Bootstrap::inject_fault(Fault fault) {
+    asio::post(impl_->io, [impl = impl_.get(), fault] {
+        if (fault == Fault::silence)
+            impl->silenced = true;
+        else
+            impl->crash();
+    });
+}
+
+}  // namespace gossamer::bootstrap

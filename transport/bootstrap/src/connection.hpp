@@ -1,0 +1,59 @@
+// One TCP connection of the bootstrap: whole frames out in order (a queue, so heartbeats and
+// notices never interleave), whole frames in with an optional deadline. Bootstrap thread only.
+#pragma once
+
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility>.
+#include <utility>
+// (keep the line above first)
+#include <boost/asio.hpp>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "wire.hpp"
+
+namespace gossamer::bootstrap {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+struct Frame {
+    wire::Header header;
+    wire::Bytes body;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+  public:
+    explicit Connection(tcp::socket socket);
+
+    /// Queues a whole frame; a write error closes the connection (the reader then sees it).
+    void send(wire::Bytes frame);
+    /// Closes once the queued frames are written.
+    void close_after_flush();
+    void close();
+    bool is_open() const { return socket_.is_open(); }
+
+    /// Reads one frame. Throws wire::Malformed for bytes that are not a frame, and
+    /// boost::system::system_error for EOF, resets and asio::error::timed_out at `deadline`.
+    asio::awaitable<Frame> read(Clock::time_point deadline = Clock::time_point::max());
+
+    /// "ip:port" of the other side, as it was when the connection opened.
+    const std::string& remote() const { return remote_; }
+
+    Clock::time_point last_heard = Clock::now();
+
+  private:
+    void write_next();
+
+    tcp::socket socket_;
+    std::deque<wire::Bytes> outbox_;
+    bool close_when_flushed_ = false;
+    std::string remote_;
+};
+
+/// "1.5 s", "30 s": durations in error lines.
+std::string seconds(std::chrono::milliseconds d);
+
+}  // namespace gossamer::bootstrap

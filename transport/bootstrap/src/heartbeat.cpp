@@ -1,0 +1,131 @@
+// After the barrier: heartbeats on the connections to rank 0 (a star), silence and resets
+// noticed as losses, and rank 0 forwarding every loss to the peers still there.
+#include <fmt/format.h>
+
+#include "gossamer/core/log.hpp"
+#include "impl.hpp"
+
+namespace gossamer::bootstrap {
+
+void Bootstrap::Impl::start_heartbeats() {
+    auto now = Clock::now();
+    for (auto& m : members)
+        if (m) m->last_heard = now;
+    last_beat = Clock::time_point{};
+    beat();
+}
+
+void Bootstrap::Impl::beat() {
+    if (stopping) return;
+    auto now = Clock::now();
+    bool send = !silenced && now - last_beat >= opt.heartbeat_interval;
+    if (send) last_beat = now;
+    // The timer wakes at the next heartbeat to send or the first moment a peer's silence
+    // reaches heartbeat_timeout, whichever comes first: a silent peer is noticed on time.
+    auto next = silenced ? Clock::time_point::max() : last_beat + opt.heartbeat_interval;
+    for (int r = 0; r < n; ++r) {
+        auto& m = members[static_cast<std::size_t>(r)];
+        if (!m || gone[static_cast<std::size_t>(r)]) continue;
+        if (now - m->last_heard >= opt.heartbeat_timeout) {
+            lose(r,
+                 fmt::format("{} vanished: no heartbeat for {}", name(r),
+                             seconds(opt.heartbeat_timeout)),
+                 true);
+            continue;
+        }
+        next = std::min(next, m->last_heard + opt.heartbeat_timeout);
+        if (send) m->send(wire::frame(wire::Kind::heartbeat));
+    }
+    if (next == Clock::time_point::max()) next = now + opt.heartbeat_timeout;
+    heartbeat_timer.expires_at(std::max(next, now + Millis(1)));
+    heartbeat_timer.async_wait([this](boost::system::error_code ec) {
+        if (!ec) beat();
+    });
+}
+
+asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, int rank) {
+    auto index = static_cast<std::size_t>(rank);
+    for (;;) {
+        Frame f;
+        std::string why;
+        try {
+            f = co_await conn->read();
+        } catch (const wire::Malformed& e) {
+            why = std::string("it sent a malformed frame (") + e.what() + ")";
+        } catch (const boost::system::system_error& e) {
+            why = "connection lost (" + e.code().message() + ")";
+        }
+        if (!why.empty()) {
+            conn->close();
+            if (stopping || gone[index]) co_return;
+            if (!started) {
+                // Before the barrier a peer may leave and come back (a restarted process).
+                if (members[index] == conn) {
+                    members[index].reset();
+                    joined[index] = false;
+                    log::warn(
+                        "{}: {} left before the start-up barrier: {}; waiting for it to "
+                        "join again",
+                        name(opt.rank), name(rank), why);
+                }
+                co_return;
+            }
+            lose(rank, fmt::format("{} vanished: {}", name(rank), why), true);
+            co_return;
+        }
+        conn->last_heard = Clock::now();
+        switch (f.header.kind) {
+            case wire::Kind::heartbeat:
+                break;
+            case wire::Kind::bye:
+                if (!started) break;
+                lose(rank, fmt::format("{} left the job (it closed its bootstrap)", name(rank)),
+                     true);
+                conn->close();
+                co_return;
+            case wire::Kind::peer_gone:
+                if (opt.rank != 0) {
+                    try {
+                        auto notice = wire::decode_notice(f.body);
+                        if (notice.code < static_cast<std::uint32_t>(n))
+                            lose(static_cast<int>(notice.code), notice.text, false);
+                    } catch (const wire::Malformed& e) {
+                        log::warn("{}: a malformed loss notice from {}: {}", name(opt.rank),
+                                  name(rank), e.what());
+                    }
+                }
+                break;
+            default:
+                log::warn("{}: ignored a frame of kind {} from {}", name(opt.rank),
+                          static_cast<int>(f.header.kind), name(rank));
+        }
+    }
+}
+
+void Bootstrap::Impl::lose(int rank, const std::string& line, bool forward) {
+    auto index = static_cast<std::size_t>(rank);
+    if (gone[index] || rank == opt.rank) return;
+    gone[index] = true;
+    if (members[index]) members[index]->close();
+    std::string text = line;
+    if (rank == 0 && opt.rank != 0) text += "; the other peers' liveness is no longer watched";
+    log::warn("{}: {}", name(opt.rank), text);
+    std::function<void(const PeerLoss&)> callback;
+    PeerLoss loss{rank, text};
+    {
+        std::lock_guard lock(mu);
+        losses.push_back(loss);
+        callback = on_lost;
+    }
+    if (callback) callback(loss);
+    if (!forward || opt.rank != 0) return;
+    auto notice =
+        wire::frame(wire::Kind::peer_gone,
+                    wire::encode(wire::Notice{static_cast<std::uint32_t>(rank), {}, line}));
+    for (int r = 1; r < n; ++r) {
+        auto& m = members[static_cast<std::size_t>(r)];
+        if (m && !gone[static_cast<std::size_t>(r)]) m->send(notice);
+    }
+}
+
+}  // namespace gossamer::bootstrap

@@ -1,0 +1,83 @@
+// The state behind Bootstrap. Members marked "bootstrap thread" are touched only by handlers on
+// `io`; the rest is shared with callers under `mu`.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "connection.hpp"
+#include "gossamer/bootstrap/bootstrap.hpp"
+
+namespace gossamer::bootstrap {
+
+struct Bootstrap::Impl {
+    asio::io_context io;  // first member, so it is destroyed last
+    Options opt;
+    int n = 0;
+    Endpoint self;  // where the listener is bound
+    tcp::acceptor acceptor{io};
+    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+    std::thread thread;
+
+    // Shared with callers, under mu.
+    mutable std::mutex mu;
+    std::condition_variable cv;
+    ListenerStats stats;
+    std::vector<PeerLoss> losses;
+    std::function<void(const PeerLoss&)> on_lost;
+    bool finished = false;  // the rendezvous ended (table or failure)
+    std::optional<BootstrapError> failure;
+    std::vector<Blob> table;
+    bool io_stopped = false;
+    bool rendezvous_called = false;
+
+    // Bootstrap thread.
+    std::vector<std::shared_ptr<Connection>> members;  // rank 0: by rank; others: [0] only
+    std::vector<Blob> blobs;                           // rank 0: the blobs of joined ranks
+    std::vector<bool> joined;                          // rank 0
+    std::vector<bool> gone;                            // lost after the barrier
+    bool own_blob_set = false;
+    bool started = false;  // past the start-up barrier
+    bool silenced = false;
+    bool stopping = false;
+    asio::steady_timer join_timer{io};
+    asio::steady_timer heartbeat_timer{io};
+    Clock::time_point last_beat{};
+
+    explicit Impl(Options options);
+
+    /// "rank 3 (127.0.0.1:29503)"
+    std::string name(int rank) const;
+
+    // bootstrap.cpp: listener, shutdown, ending the rendezvous.
+    void listen();
+    void finish(std::vector<Blob> result);
+    void fail(BootstrapError error);
+    void shutdown();
+    void crash();
+
+    // rendezvous.cpp
+    asio::awaitable<void> accept_loop();
+    asio::awaitable<void> serve(std::shared_ptr<Connection> conn);
+    std::optional<wire::Notice> check(const wire::Hello& hello) const;
+    void refuse(Connection& conn, int rank, wire::Notice notice);
+    void refuse_garbage(Connection& conn, const std::string& why);
+    void start_as_root(Blob address);
+    void maybe_release();
+    void give_up_join();
+    asio::awaitable<void> join_root(Blob address);
+    asio::awaitable<std::shared_ptr<Connection>> connect_root(Clock::time_point deadline);
+
+    // heartbeat.cpp
+    void start_heartbeats();
+    void beat();
+    asio::awaitable<void> watch(std::shared_ptr<Connection> conn, int rank);
+    void lose(int rank, const std::string& line, bool forward);
+};
+
+/// Runs a coroutine on the bootstrap thread; an escaped exception is logged, never fatal.
+void spawn(asio::io_context& io, asio::awaitable<void> task, const char* what);
+
+}  // namespace gossamer::bootstrap

@@ -1,0 +1,361 @@
+// The start-up: rank 0 checks every handshake and releases all peers with the table of address
+// blobs once all n have joined (the barrier); the others retry reaching rank 0 until their
+// join_timeout, then wait for the table.
+#include <fmt/format.h>
+
+#include "gossamer/bootstrap/environment.hpp"
+#include "gossamer/core/log.hpp"
+#include "impl.hpp"
+
+namespace gossamer::bootstrap {
+namespace {
+
+std::string list_ranks(const std::vector<std::string>& names) {
+    constexpr std::size_t kShown = 8;
+    std::string out;
+    std::size_t shown = std::min(names.size(), kShown);
+    for (std::size_t i = 0; i < shown; ++i) {
+        if (i > 0) out += (i + 1 == shown && names.size() <= kShown) ? " and " : ", ";
+        out += names[i];
+    }
+    if (names.size() > kShown) out += fmt::format(" and {} more", names.size() - kShown);
+    return out;
+}
+
+}  // namespace
+
+asio::awaitable<void> Bootstrap::Impl::accept_loop() {
+    for (;;) {
+        boost::system::error_code ec;
+        tcp::socket socket =
+            co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+        if (stopping || !acceptor.is_open()) co_return;
+        if (ec) {
+            // Out of descriptors and the like: say so, breathe, keep serving.
+            log::warn("{}: accept failed: {}", name(opt.rank), ec.message());
+            asio::steady_timer pause(io, std::chrono::milliseconds(100));
+            co_await pause.async_wait(asio::use_awaitable);
+            continue;
+        }
+        spawn(io, serve(std::make_shared<Connection>(std::move(socket))), "a handshake");
+    }
+}
+
+void Bootstrap::Impl::refuse_garbage(Connection& conn, const std::string& why) {
+    std::uint64_t count = 0;
+    {
+        std::lock_guard lock(mu);
+        count = ++stats.malformed;
+    }
+    log::warn("{} refused a connection from {}: {} ({} malformed so far)", name(opt.rank),
+              conn.remote(), why, count);
+    conn.close();
+}
+
+void Bootstrap::Impl::refuse(Connection& conn, int rank, wire::Notice notice) {
+    {
+        std::lock_guard lock(mu);
+        ++stats.refused;
+    }
+    std::string who = rank >= 0 ? fmt::format("rank {}", rank) : std::string("a peer");
+    log::error("{} refused {} (from {}): {}", name(opt.rank), who, conn.remote(), notice.text);
+    conn.send(wire::frame(wire::Kind::refuse, wire::encode(notice)));
+    conn.close_after_flush();
+}
+
+std::optional<wire::Notice> Bootstrap::Impl::check(const wire::Hello& h) const {
+    auto no = [](Reason r, std::string text) {
+        return wire::Notice{static_cast<std::uint32_t>(r), {}, std::move(text)};
+    };
+    int r = static_cast<int>(h.rank);
+    if (h.job_id != opt.job_id)
+        return no(Reason::job_mismatch,
+                  fmt::format("job ids differ: rank {} is in job {}, rank 0 in job {}; a peer of "
+                              "another job reached this port, check the topology files and ports",
+                              h.rank, h.job_id, opt.job_id));
+    auto mine = wire::peers_fingerprint(opt.peers);
+    if (h.n != static_cast<std::uint32_t>(n) || h.peers_fingerprint != mine)
+        return no(Reason::peer_list_mismatch,
+                  fmt::format("peer lists differ: rank {} has {} peers (fingerprint {:016x}), "
+                              "rank 0 has {} ({:016x}); start every peer with the same topology "
+                              "file",
+                              h.rank, h.n, h.peers_fingerprint, n, mine));
+    if (r <= 0 || r >= n)
+        return no(Reason::duplicate_rank,
+                  fmt::format("a second process claims rank {}; every rank must be started once",
+                              h.rank));
+    if (!tokens_equal(h.token, opt.token))
+        return no(Reason::wrong_token,
+                  fmt::format("rank {}'s job token does not match rank 0's; give every peer the "
+                              "same {} or token file",
+                              h.rank, kTokenVariable));
+    if (h.model_size != opt.model_size)
+        return no(Reason::model_size_mismatch,
+                  fmt::format("model sizes differ: rank {} has {} parameters, rank 0 has {}; "
+                              "start every peer with the same model",
+                              h.rank, h.model_size, opt.model_size));
+    if (h.layout_fingerprint != opt.layout.fingerprint())
+        return no(Reason::layout_mismatch,
+                  fmt::format("partition layouts differ: rank {} has '{}' (fingerprint {:016x}), "
+                              "rank 0 has '{}' ({:016x}); give every peer the same model and "
+                              "partition config",
+                              h.rank, h.layout_text, h.layout_fingerprint, opt.layout.describe(),
+                              opt.layout.fingerprint()));
+    auto& current = members[static_cast<std::size_t>(r)];
+    if (started)
+        return no(Reason::late_join,
+                  fmt::format("rank {} tried to join after the start-up barrier; restart the job "
+                              "to add a peer",
+                              h.rank));
+    if (joined[static_cast<std::size_t>(r)] && current && current->is_open())
+        return no(Reason::duplicate_rank,
+                  fmt::format("rank {} has already joined from {}; two processes were started "
+                              "with rank {}",
+                              h.rank, current->remote(), h.rank));
+    return std::nullopt;
+}
+
+asio::awaitable<void> Bootstrap::Impl::serve(std::shared_ptr<Connection> conn) {
+    Frame f;
+    try {
+        f = co_await conn->read(Clock::now() + opt.io_timeout);
+    } catch (const wire::Malformed& e) {
+        refuse_garbage(*conn, e.what());
+        co_return;
+    } catch (const boost::system::system_error& e) {
+        if (stopping) co_return;
+        refuse_garbage(*conn,
+                       e.code() == asio::error::timed_out
+                           ? "sent no complete handshake within " + seconds(opt.io_timeout)
+                           : "closed before a complete handshake (" + e.code().message() + ")");
+        co_return;
+    }
+    if (f.header.version != wire::kVersion) {
+        refuse(*conn, -1,
+               {static_cast<std::uint32_t>(Reason::version_mismatch),
+                {},
+                fmt::format("protocol versions differ: the peer speaks bootstrap version {}, "
+                            "rank {} speaks version {}; run the same Gossamer release on every "
+                            "node",
+                            f.header.version, opt.rank, wire::kVersion)});
+        co_return;
+    }
+    if (f.header.kind != wire::Kind::hello) {
+        refuse_garbage(*conn, fmt::format("sent a frame of kind {} before its handshake",
+                                          static_cast<int>(f.header.kind)));
+        co_return;
+    }
+    wire::Hello hello;
+    try {
+        hello = wire::decode_hello(f.body);
+    } catch (const wire::Malformed& e) {
+        refuse_garbage(*conn, std::string("a malformed handshake: ") + e.what());
+        co_return;
+    }
+    int r = static_cast<int>(hello.rank);
+    if (opt.rank != 0) {
+        refuse(*conn, r,
+               {static_cast<std::uint32_t>(Reason::not_rendezvous),
+                {},
+                fmt::format("{} is not the rendezvous; peers join rank 0 ({})", name(opt.rank),
+                            opt.peers[0].str())});
+        co_return;
+    }
+    if (auto problem = check(hello)) {
+        refuse(*conn, r, std::move(*problem));
+        co_return;
+    }
+    auto index = static_cast<std::size_t>(r);
+    members[index] = conn;
+    blobs[index] = std::move(hello.address);
+    joined[index] = true;
+    conn->send(wire::frame(wire::Kind::welcome));
+    auto count = static_cast<int>(std::count(joined.begin(), joined.end(), true)) + 1;
+    log::info("{}: {} joined from {} ({} of {} peers)", name(0), name(r), conn->remote(), count, n);
+    maybe_release();
+    co_await watch(conn, r);
+}
+
+void Bootstrap::Impl::start_as_root(Blob address) {
+    blobs[0] = std::move(address);
+    own_blob_set = true;
+    join_timer.expires_after(opt.join_timeout);
+    join_timer.async_wait([this](boost::system::error_code ec) {
+        if (!ec && !started && !stopping) give_up_join();
+    });
+    maybe_release();
+}
+
+void Bootstrap::Impl::maybe_release() {
+    if (!own_blob_set || started || stopping) return;
+    for (int r = 1; r < n; ++r)
+        if (!joined[static_cast<std::size_t>(r)]) return;
+    started = true;
+    join_timer.cancel();
+    auto table_frame = wire::frame(wire::Kind::table, wire::encode_table(blobs));
+    for (int r = 1; r < n; ++r) members[static_cast<std::size_t>(r)]->send(table_frame);
+    log::info("{}: all {} peer{} joined; start-up barrier passed", name(0), n, n == 1 ? "" : "s");
+    finish(blobs);
+    start_heartbeats();
+}
+
+void Bootstrap::Impl::give_up_join() {
+    std::vector<int> missing;
+    std::vector<std::string> names;
+    for (int r = 1; r < n; ++r) {
+        if (joined[static_cast<std::size_t>(r)]) continue;
+        missing.push_back(r);
+        names.push_back(name(r));
+    }
+    std::string text = fmt::format(
+        "{} did not join within {}; check that {} started with the "
+        "same topology file",
+        list_ranks(names), seconds(opt.join_timeout), missing.size() == 1 ? "it was" : "they were");
+    wire::Notice notice{static_cast<std::uint32_t>(Reason::missing_peers), {}, text};
+    for (int r : missing) notice.ranks.push_back(static_cast<std::uint32_t>(r));
+    auto abort_frame = wire::frame(wire::Kind::abort, wire::encode(notice));
+    for (auto& m : members) {
+        if (!m) continue;
+        m->send(abort_frame);
+        m->close_after_flush();
+    }
+    stopping = true;  // the watchers of the aborted connections must not report losses
+    fail(BootstrapError(Reason::missing_peers, std::move(missing), name(0) + ": " + text));
+}
+
+asio::awaitable<std::shared_ptr<Connection>> Bootstrap::Impl::connect_root(
+    Clock::time_point deadline) {
+    const Endpoint& root = opt.peers[0];
+    int attempts = 0;
+    std::string last_error = "no attempt";
+    tcp::resolver resolver(io);
+    for (;;) {
+        ++attempts;
+        boost::system::error_code ec;
+        auto found = co_await resolver.async_resolve(root.host, std::to_string(root.port),
+                                                     asio::redirect_error(asio::use_awaitable, ec));
+        if (!ec) {
+            // The timer closes the socket at the limit; `done` stops a late timer handler.
+            auto socket = std::make_shared<tcp::socket>(io);
+            auto done = std::make_shared<bool>(false);
+            asio::steady_timer limit(io);
+            limit.expires_at(std::min(deadline, Clock::now() + opt.io_timeout));
+            limit.async_wait([socket, done](boost::system::error_code e) {
+                boost::system::error_code ignored;
+                if (!e && !*done) socket->close(ignored);
+            });
+            co_await asio::async_connect(*socket, found,
+                                         asio::redirect_error(asio::use_awaitable, ec));
+            *done = true;
+            limit.cancel();
+            // Linux can connect a socket to itself when nobody listens on a local port of
+            // the ephemeral range; that is not rank 0.
+            boost::system::error_code e1, e2;
+            if (!ec && socket->is_open() &&
+                socket->local_endpoint(e1) == socket->remote_endpoint(e2)) {
+                socket->close(e1);
+                ec = asio::error::connection_refused;
+            }
+            if (!ec && socket->is_open())
+                co_return std::make_shared<Connection>(std::move(*socket));
+            if (!ec) ec = asio::error::timed_out;
+        }
+        last_error = ec.message();
+        if (stopping) co_return nullptr;
+        if (Clock::now() + opt.retry_interval >= deadline) break;
+        asio::steady_timer pause(io, opt.retry_interval);
+        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    fail(BootstrapError(
+        Reason::unreachable, {0},
+        fmt::format("{} cannot reach {} after {} attempts within {} (last error: "
+                    "{}); check that rank 0 is running with the same topology "
+                    "file and that its port is reachable from this host",
+                    name(opt.rank), name(0), attempts, seconds(opt.join_timeout), last_error)));
+    co_return nullptr;
+}
+
+asio::awaitable<void> Bootstrap::Impl::join_root(Blob address) {
+    auto conn = co_await connect_root(Clock::now() + opt.join_timeout);
+    if (!conn) co_return;
+    wire::Hello hello{static_cast<std::uint32_t>(opt.rank),
+                      static_cast<std::uint32_t>(n),
+                      opt.job_id,
+                      wire::peers_fingerprint(opt.peers),
+                      opt.model_size,
+                      opt.layout.fingerprint(),
+                      opt.token,
+                      opt.layout.describe(),
+                      std::move(address)};
+    conn->send(wire::frame(wire::Kind::hello, wire::encode(hello)));
+    members[0] = conn;
+
+    auto lost = [&](const std::string& what) {
+        fail(BootstrapError(
+            Reason::connection_lost, {0},
+            fmt::format("{}: {} {}; check rank 0's log", name(opt.rank), name(0), what)));
+    };
+    // First the answer to the handshake, then (after every peer joined) the table.
+    bool welcomed = false;
+    for (;;) {
+        Frame f;
+        auto wait = welcomed ? opt.join_timeout + opt.io_timeout : opt.io_timeout;
+        try {
+            f = co_await conn->read(Clock::now() + wait);
+        } catch (const wire::Malformed& e) {
+            fail(BootstrapError(Reason::malformed, {0},
+                                fmt::format("{}: {} answered with bytes that are not the bootstrap "
+                                            "protocol ({}); check that the topology file names "
+                                            "rank 0's port",
+                                            name(opt.rank), name(0), e.what())));
+            co_return;
+        } catch (const boost::system::system_error& e) {
+            if (stopping) co_return;
+            if (e.code() == asio::error::timed_out)
+                lost(fmt::format("did not answer within {}",
+                                 seconds(std::chrono::duration_cast<Millis>(wait))));
+            else
+                lost(fmt::format("closed the connection during start-up ({})", e.code().message()));
+            co_return;
+        }
+        if (f.header.kind == wire::Kind::welcome && !welcomed) {
+            welcomed = true;
+            log::info("{}: joined {}; waiting for the other peers", name(opt.rank), name(0));
+            continue;
+        }
+        if (f.header.kind == wire::Kind::table && welcomed) {
+            try {
+                auto table = wire::decode_table(f.body, static_cast<std::uint32_t>(n));
+                started = true;
+                finish(std::move(table));
+                start_heartbeats();
+                co_await watch(conn, 0);
+            } catch (const wire::Malformed& e) {
+                lost(std::string("sent a malformed table: ") + e.what());
+            }
+            co_return;
+        }
+        if (f.header.kind == wire::Kind::refuse || f.header.kind == wire::Kind::abort) {
+            try {
+                auto notice = wire::decode_notice(f.body);
+                std::vector<int> ranks;
+                for (auto r : notice.ranks) ranks.push_back(static_cast<int>(r));
+                if (ranks.empty()) ranks.push_back(0);
+                auto prefix =
+                    f.header.kind == wire::Kind::refuse
+                        ? fmt::format("{} was refused by {}: ", name(opt.rank), name(0))
+                        : fmt::format("{}: the rendezvous at {} failed: ", name(opt.rank), name(0));
+                fail(BootstrapError(static_cast<Reason>(notice.code), std::move(ranks),
+                                    prefix + notice.text));
+            } catch (const wire::Malformed& e) {
+                lost(std::string("sent a malformed refusal: ") + e.what());
+            }
+            co_return;
+        }
+        lost(fmt::format("sent an unexpected frame of kind {} during start-up",
+                         static_cast<int>(f.header.kind)));
+        co_return;
+    }
+}
+
+}  // namespace gossamer::bootstrap

@@ -1,0 +1,85 @@
+#pragma once
+// The bootstrap's frames (docs/bootstrap.md, "Frames"): a 12-byte header (magic, version, kind,
+// body length) and a little-endian body. Decoding checks every length against the bytes present
+// and the limits below, and throws Malformed instead of reading past them.
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gossamer/bootstrap/bootstrap.hpp"
+
+namespace gossamer::bootstrap::wire {
+
+using Bytes = std::vector<std::uint8_t>;
+
+inline constexpr std::uint8_t kMagic[4] = {'G', 'S', 'B', 'T'};
+inline constexpr std::uint16_t kVersion = 1;
+inline constexpr std::size_t kHeaderBytes = 12;
+inline constexpr std::uint32_t kMaxBody = 64u << 20;  // a table of many peers' blobs
+inline constexpr std::uint32_t kMaxBlob = 1u << 20;   // one address blob
+inline constexpr std::uint32_t kMaxToken = 4096;      // job token bytes
+inline constexpr std::uint32_t kMaxText = 64u << 10;  // layout descriptions, reasons
+
+enum class Kind : std::uint8_t {
+    hello = 1,      // joiner -> rank 0: who I am, what I run, my blob
+    welcome = 2,    // rank 0 -> joiner: handshake accepted
+    refuse = 3,     // rank 0 -> joiner: reason code and text, then close
+    table = 4,      // rank 0 -> all: every blob; the start-up barrier is passed
+    abort = 5,      // rank 0 -> all: the rendezvous failed (reason code and text)
+    heartbeat = 6,  // both ways, every heartbeat_interval
+    peer_gone = 7,  // rank 0 -> all: rank r vanished (rank and text)
+    bye = 8,        // either way: this side closes on purpose
+};
+
+/// Bytes that are not this protocol; what() says what was wrong.
+class Malformed : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+struct Header {
+    std::uint16_t version = kVersion;
+    Kind kind = Kind::heartbeat;
+    std::uint32_t length = 0;
+};
+
+/// Checks magic, kind and length (not the version: the caller refuses that with a reason).
+Header decode_header(std::span<const std::uint8_t> bytes);
+/// Header followed by body.
+Bytes frame(Kind kind, std::span<const std::uint8_t> body = {});
+
+struct Hello {
+    std::uint32_t rank = 0;
+    std::uint32_t n = 0;
+    std::uint64_t job_id = 0;
+    std::uint64_t peers_fingerprint = 0;
+    std::uint64_t model_size = 0;
+    std::uint64_t layout_fingerprint = 0;
+    std::string token;
+    std::string layout_text;  // PartitionLayout::describe(), for error messages
+    Blob address;
+};
+Bytes encode(const Hello& hello);
+Hello decode_hello(std::span<const std::uint8_t> body);
+
+/// Body of refuse, abort and peer_gone: a code (a Reason, or the lost rank), the ranks it is
+/// about (the missing ones of an abort) and one line of text.
+struct Notice {
+    std::uint32_t code = 0;
+    std::vector<std::uint32_t> ranks;
+    std::string text;
+};
+Bytes encode(const Notice& notice);
+Notice decode_notice(std::span<const std::uint8_t> body);
+
+Bytes encode_table(const std::vector<Blob>& blobs);
+/// Throws Malformed unless the table holds exactly n blobs.
+std::vector<Blob> decode_table(std::span<const std::uint8_t> body, std::uint32_t n);
+
+/// FNV-1a over every host and port, in rank order: peers started from the same topology agree.
+std::uint64_t peers_fingerprint(const std::vector<Endpoint>& peers);
+
+}  // namespace gossamer::bootstrap::wire
