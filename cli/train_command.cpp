@@ -64,12 +64,14 @@ int run_train(const std::vector<std::string>& args) {
     optim::check_batch_size(cfg, data.train.size());
     auto model = optim::build_model(cfg, data.train);
     auto layout = optim::build_partitions(cfg, *model);
+    auto rates = optim::build_multirate(cfg, layout);
     const std::int64_t per_epoch = data.train.size() / cfg.batch_size;
     const std::int64_t total = per_epoch * cfg.epochs;
     auto schedule = optim::build_schedule(cfg, total);
     const std::string description = model->describe();
     optim::LocalTrainer trainer(std::move(model), layout, cfg.optimizer, schedule, data.train,
                                 cfg.batch_size, cfg.seed);
+    trainer.set_multirate(std::move(rates));
 
     const std::filesystem::path out(cfg.output_dir);
     std::filesystem::create_directories(out);

@@ -199,3 +199,18 @@ TEST_CASE(
     auto lines = gossamer::read_json_lines((dir.path() / "out/metrics.jsonl").string());
     CHECK(lines.back()["event"] == "diverged");
 }
+
+TEST_CASE("bad input: multirate partitions, periods and compressors") {
+    Json c = small_logreg();  // softmax 20 -> 2: 42 parameters
+    c["partitions"] = {{"a", {{"offset", 0}, {"size", 20}}}, {"b", {{"offset", 20}, {"size", 22}}}};
+    c["multirate"] = {{"partitions", {{"c", {{"period", 4}}}}}};
+    check_bad(c, "multirate.partitions.c: unknown partition \"c\"; the layout has a, b");
+    c["multirate"] = {{"partitions", {{"a", {{"period", 0}}}}}};
+    check_bad(c, "multirate.partitions.a.period: period 0 must be an integer >= 1");
+    c["multirate"] = {{"partitions", {{"a", {{"period", 2}, {"gossip_period", 0}}}}}};
+    check_bad(c, "multirate.partitions.a.gossip_period: gossip_period 0 must be");
+    c["multirate"] = {{"partitions", {{"a", {{"compressor", {{"name", "int4"}}}}}}}};
+    check_bad(c, "multirate.partitions.a.compressor.name: unknown value \"int4\"");
+    c["multirate"] = {{"partitions", {{"a", {{"period", 2}}}, {"b", {{"period", 2}}}}}};
+    check_bad(c, "every partition has a period above 1");
+}
