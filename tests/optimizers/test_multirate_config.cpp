@@ -72,7 +72,7 @@ TEST_CASE("multirate: bad partitions, periods and compressors name their JSON pa
     starts(R"({"partitions": {"slow": {"period": 2}, "fast": {"period": 3}}})",
            "t.json: multirate.partitions: every partition has a period above 1");
     starts(R"({"partitions": {"slow": {"perod": 2}}})",
-           "t.json: multirate.partitions.slow: unknown key \"perod\"");
+           "t.json: multirate.partitions.slow.perod: unknown key \"perod\"; did you mean");
     starts(R"({"backward": "some"})", "t.json: multirate.backward: unknown value \"some\"");
     starts(R"({"partitions": [1]})", "t.json: multirate.partitions: expected an object");
     CHECK(config_error([] {
