@@ -58,7 +58,9 @@ Dpsgd::Dpsgd(PeerContext ctx, DpsgdOptions options) : Protocol(std::move(ctx)), 
     }
 }
 
-bool Dpsgd::due(const Channel& c) const { return optim::Multirate::due(c.period, t_); }
+bool Dpsgd::due(const Channel& c) const {
+    return optim::Multirate::due(c.period, t_);
+}
 
 std::uint64_t Dpsgd::stream(const Channel& c, int sender, int receiver) const {
     return (std::uint64_t{c.id} << 48) | (static_cast<std::uint64_t>(sender) << 24) |
@@ -214,9 +216,10 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
         case MessageKind::full_model:
         case MessageKind::model_delta: {
             if (msg.partition >= channels_.size())
-                throw Error(fmt::format("dpsgd: a message from peer {} for partition {}; this "
-                                        "peer gossips {} partition(s)",
-                                        j, msg.partition, channels_.size()));
+                throw Error(
+                    fmt::format("dpsgd: a message from peer {} for partition {}; this "
+                                "peer gossips {} partition(s)",
+                                j, msg.partition, channels_.size()));
             receiver(channels_[msg.partition], j).accept(std::move(msg));
             try_mix(now, out);
             return;

@@ -14,7 +14,8 @@ LocalTrainer::LocalTrainer(std::unique_ptr<Model> model, PartitionLayout layout,
       layout_(std::move(layout)),
       schedule_(std::move(schedule)),
       // Every peer starts from the same model (seed); each draws its own batch order.
-      loader_(shard, batch_size, rank == 0 ? seed : derive_seed(seed, static_cast<std::uint64_t>(rank)), rank),
+      loader_(shard, batch_size,
+              rank == 0 ? seed : derive_seed(seed, static_cast<std::uint64_t>(rank)), rank),
       params_(model_->parameter_count()),
       grad_(model_->parameter_count()) {
     model_->init(params_.span(), seed);
@@ -34,7 +35,8 @@ void LocalTrainer::set_multirate(Multirate m) {
 }
 
 LayerMask LocalTrainer::backward_mask(std::int64_t step) const {
-    if (!multirate_.active() || multirate_.backward() == BackwardMode::full) return LayerMask::all();
+    if (!multirate_.active() || multirate_.backward() == BackwardMode::full)
+        return LayerMask::all();
     const auto layers = model_->layers();
     std::vector<bool> need(layers.size(), false);
     bool all = true;

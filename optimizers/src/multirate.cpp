@@ -15,8 +15,8 @@ Multirate::Multirate(PartitionLayout layout, std::vector<PartitionRate> rates,
                      BackwardMode backward)
     : layout_(std::move(layout)), rates_(std::move(rates)), backward_(backward) {
     if (rates_.size() != layout_.count())
-        throw Error(fmt::format("multirate: {} rates for {} partitions", rates_.size(),
-                                layout_.count()));
+        throw Error(
+            fmt::format("multirate: {} rates for {} partitions", rates_.size(), layout_.count()));
     for (const auto& r : rates_)
         if (r.period < 1 || r.gossip_period < 1) throw Error("multirate: periods must be >= 1");
 }
@@ -49,16 +49,16 @@ Multirate parse_multirate(const json::Node& node, const PartitionLayout& layout)
             const json::Node entry = parts->at(item.key());
             const auto id = layout.find(item.key());
             if (!id)
-                entry.fail(fmt::format("unknown partition \"{}\"; the layout has {}", item.key(),
-                                       names),
-                           "name one of those, or define it in \"partitions\"");
+                entry.fail(
+                    fmt::format("unknown partition \"{}\"; the layout has {}", item.key(), names),
+                    "name one of those, or define it in \"partitions\"");
             entry.expect_object({"period", "gossip_period", "compressor"});
             PartitionRate& r = rates[*id];
             if (auto v = entry.find("period")) {
                 if (!v->value().is_number_integer() || v->value().get<std::int64_t>() < 1)
-                    v->fail(fmt::format("period {} must be an integer >= 1 (steps)",
-                                        v->value().dump()),
-                            "use e.g. 4: the partition updates every 4th step at 4x the rate");
+                    v->fail(
+                        fmt::format("period {} must be an integer >= 1 (steps)", v->value().dump()),
+                        "use e.g. 4: the partition updates every 4th step at 4x the rate");
                 r.period = static_cast<int>(v->as_int(1, 1'000'000));
             }
             r.gossip_period = r.period;

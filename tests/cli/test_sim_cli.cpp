@@ -164,8 +164,8 @@ TEST_CASE("multirate: per-partition updates, backward work and bytes reach peers
     Job job;
     job.config = multirate_config(job, R"({"partitions": {"slow": {"period": 4}}})");
     const auto out = (job.dir.path() / "o").string();
-    auto r = job.sim(kSrc + "/examples/clusters/small4.json",
-                     "--algorithms dpsgd --json --out " + out);
+    auto r =
+        job.sim(kSrc + "/examples/clusters/small4.json", "--algorithms dpsgd --json --out " + out);
     CAPTURE(r.err);
     REQUIRE(r.status == 0);
     const auto summary = Json::parse(r.out);
@@ -195,8 +195,8 @@ TEST_CASE("multirate: per-partition gossip with sgp is one line, exit 2, nothing
     Job job;
     job.config = multirate_config(job, R"({"partitions": {"slow": {"period": 4}}})");
     const auto out = (job.dir.path() / "o").string();
-    auto r = job.sim(kSrc + "/examples/clusters/small4.json",
-                     "--algorithms dpsgd,sgp --out " + out);
+    auto r =
+        job.sim(kSrc + "/examples/clusters/small4.json", "--algorithms dpsgd,sgp --out " + out);
     CAPTURE(r.err);
     CHECK(r.status == 2);
     CHECK(r.err.find("multirate.partitions.slow: sgp gossips the whole model") !=

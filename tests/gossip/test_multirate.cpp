@@ -121,9 +121,8 @@ TEST_CASE("multirate: the masked backward skips real work and gives the same fas
         for (int r = 0; r < 7; ++r) {
             const auto start = std::chrono::steady_clock::now();
             model->loss_and_gradient(params, b, full, mask);
-            t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                          start)
-                                .count());
+            t = std::min(
+                t, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         }
         return t;
     };
@@ -168,8 +167,8 @@ Network rated_network(int n, std::int64_t steps, optim::PartitionRate slow) {
     });
 }
 
-std::vector<std::vector<double>> part(const std::vector<std::vector<double>>& xs,
-                                      std::size_t from, std::size_t to) {
+std::vector<std::vector<double>> part(const std::vector<std::vector<double>>& xs, std::size_t from,
+                                      std::size_t to) {
     std::vector<std::vector<double>> out;
     for (const auto& x : xs) out.emplace_back(x.begin() + from, x.begin() + to);
     return out;

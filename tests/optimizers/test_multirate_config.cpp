@@ -42,7 +42,8 @@ TEST_CASE("multirate: periods, gossip periods and compressors are read per parti
     CHECK_FALSE(m.updates(slow, 0));
     CHECK(m.updates(slow, 3));
     CHECK(m.updates(slow, 7));
-    auto g = rates(R"({"backward": "full", "partitions": {"slow": {"period": 2, "gossip_period": 1}}})");
+    auto g =
+        rates(R"({"backward": "full", "partitions": {"slow": {"period": 2, "gossip_period": 1}}})");
     CHECK(g.backward() == optim::BackwardMode::full);
     CHECK_FALSE(g.per_partition_gossip());
     CHECK_FALSE(rates("{}").active());
@@ -76,8 +77,8 @@ TEST_CASE("multirate: bad partitions, periods and compressors name their JSON pa
     starts(R"({"backward": "some"})", "t.json: multirate.backward: unknown value \"some\"");
     starts(R"({"partitions": [1]})", "t.json: multirate.partitions: expected an object");
     CHECK(config_error([] {
-              optim::parse_training_config(gossamer::json::parse_text(
-                  "{" + kBase + ", \"multirate\": 3}", "t.json"));
+              optim::parse_training_config(
+                  gossamer::json::parse_text("{" + kBase + ", \"multirate\": 3}", "t.json"));
           }).rfind("t.json: multirate: expected an object", 0) == 0);
 }
 

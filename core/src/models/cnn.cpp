@@ -239,7 +239,7 @@ class Cnn final : public Model {
     std::size_t flat_ = 0, total_ = 0;
     std::vector<Buffers> buf_;
     std::vector<float> logits_, dpool_, dconv_;
-    std::vector<float> cols_;  // im2col (forward) or its gradient (backward) of one chunk
+    std::vector<float> cols_;          // im2col (forward) or its gradient (backward) of one chunk
     std::vector<std::uint64_t> macs_;  // backward multiply-adds per layer
 };
 

@@ -83,9 +83,9 @@ class LocalTrainer final : public proto::LocalWorker {
     std::vector<std::unique_ptr<LocalOptimizer>> optimizers_;  // one per partition
     std::int64_t steps_ = 0;
     Multirate multirate_;
-    std::vector<proto::PartitionWork> work_;      // by partition id
-    std::vector<std::size_t> layer_owner_;        // partition id of each layer's first parameter
-    std::vector<std::uint64_t> macs_before_;      // scratch: the model's counters before a pass
+    std::vector<proto::PartitionWork> work_;  // by partition id
+    std::vector<std::size_t> layer_owner_;    // partition id of each layer's first parameter
+    std::vector<std::uint64_t> macs_before_;  // scratch: the model's counters before a pass
 };
 
 }  // namespace gossamer::optim
