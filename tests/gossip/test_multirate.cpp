@@ -77,6 +77,36 @@ TEST_CASE("multirate: a slow partition changes only on its steps, by k * lr * g"
     CHECK(t.work()[1].updates == 9);
 }
 
+TEST_CASE("multirate: skipping the backward pass changes no value, only the work done") {
+    const auto set = gossamer::make_logistic_regression(400, 12, 3);
+    optim::OptimizerConfig sgd;
+    sgd.lr = 0.1;
+    sgd.momentum = 0.9;
+    sgd.nesterov = true;
+    auto trainer = [&](optim::BackwardMode mode) {
+        auto model = gossamer::models::mlp(12, {16, 8}, 2);
+        optim::PartitionRate slow;
+        slow.period = 4;
+        auto r = fast_slow(*model, slow);
+        optim::Multirate rates(r.layout(), {r.rate(0), r.rate(1)}, mode);
+        auto t = std::make_unique<optim::LocalTrainer>(
+            std::move(model), r.layout(), sgd, optim::LrSchedule({}, sgd.lr), set.data, 20, 7);
+        t->set_multirate(rates);
+        return t;
+    };
+    auto skip = trainer(optim::BackwardMode::skip);
+    auto full = trainer(optim::BackwardMode::full);
+    for (int s = 0; s < 12; ++s) {
+        skip->step();
+        full->step();
+    }
+    const auto a = skip->params(), b = full->params();
+    CHECK(std::equal(a.begin(), a.end(), b.begin()));
+    CHECK(skip->work()[0].updates == 3);
+    CHECK(full->work()[0].updates == 3);
+    CHECK(skip->work()[0].backward_macs * 4 == full->work()[0].backward_macs);
+}
+
 TEST_CASE("multirate: the masked backward skips real work and gives the same fast gradient") {
     const int features = 784, hidden = 512, classes = 10, batch = 64;
     auto model = gossamer::models::mlp(features, {hidden}, classes);
