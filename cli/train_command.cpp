@@ -194,6 +194,19 @@ int run_train(const std::vector<std::string>& args) {
                {"final_train_loss", final_train},
                {"gap", final_train - *data.optimum_loss}});
     }
+    if (trainer.multirate()) {
+        // Multirate: what each partition did (docs/multirate.md).
+        std::string line;
+        json::Json parts = json::Json::array();
+        for (const auto& w : trainer.work()) {
+            line += fmt::format("{}{}: {} updates, {:.3f} backward GMAC", line.empty() ? "" : "; ",
+                                w.name, w.updates, static_cast<double>(w.backward_macs) / 1e9);
+            parts.push_back({{"name", w.name},
+                             {"updates", w.updates},
+                             {"backward_macs", w.backward_macs}});
+        }
+        s.add("partitions", line, parts);
+    }
     s.add("model_file", model_path, model_path);
     s.add("metrics", metrics.path(), metrics.path());
     if (a.flag("json")) {

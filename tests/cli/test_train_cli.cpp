@@ -214,3 +214,23 @@ TEST_CASE("bad input: multirate partitions, periods and compressors") {
     c["multirate"] = {{"partitions", {{"a", {{"period", 2}}}, {"b", {{"period", 2}}}}}};
     check_bad(c, "every partition has a period above 1");
 }
+
+TEST_CASE("multirate: the summary reports each partition's updates and backward work") {
+    TempDir dir;
+    Json c = small_logreg();  // 600 samples, batch 100, 3 epochs: 18 steps
+    c["model"] = {{"name", "mlp"}, {"hidden", {8}}};
+    c["optimizer"] = {{"name", "sgd"}, {"lr", 0.1}};
+    c["partitions"] = {{"fast", {"fc2"}}, {"slow", {"*"}}};
+    c["multirate"] = {{"partitions", {{"slow", {{"period", 3}}}}}};
+    c["output"] = {{"dir", (dir.path() / "out").string()}};
+    auto r = train("--json --config " + dir.write("c.json", c.dump()));
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    const auto parts = Json::parse(r.out)["partitions"];
+    REQUIRE(parts.size() == 2);
+    CHECK(parts[0]["name"] == "slow");
+    CHECK(parts[0]["updates"] == 6);
+    CHECK(parts[1]["name"] == "fast");
+    CHECK(parts[1]["updates"] == 18);
+    CHECK(parts[0]["backward_macs"].get<std::uint64_t>() > 0);
+}
