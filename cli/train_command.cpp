@@ -201,9 +201,8 @@ int run_train(const std::vector<std::string>& args) {
         for (const auto& w : trainer.work()) {
             line += fmt::format("{}{}: {} updates, {:.3f} backward GMAC", line.empty() ? "" : "; ",
                                 w.name, w.updates, static_cast<double>(w.backward_macs) / 1e9);
-            parts.push_back({{"name", w.name},
-                             {"updates", w.updates},
-                             {"backward_macs", w.backward_macs}});
+            parts.push_back(
+                {{"name", w.name}, {"updates", w.updates}, {"backward_macs", w.backward_macs}});
         }
         s.add("partitions", line, parts);
     }
