@@ -51,9 +51,12 @@ d = rows.get("dpsgd")
 for n, m in rows.items():
     if n == "dpsgd" or not d or not d["mb_to_target_per_peer"] or not m["mb_to_target_per_peer"]:
         continue
-    print(f"{n}: bytes to 85% {100 * (1 - m['mb_to_target_per_peer'] / d['mb_to_target_per_peer']):.1f}% fewer, "
-          f"backward compute to 85% {100 * (1 - m['backward_gmac_to_target_per_peer'] / d['backward_gmac_to_target_per_peer']):.1f}% less, "
-          f"final accuracy {100 * (m['final_accuracy'] - d['final_accuracy']):+.2f} points than dpsgd")
+    def change(key):
+        c = 100 * (m[key] / d[key] - 1)
+        return f"{abs(c):.1f}% {'less' if c < 0 else 'more'}"
+    print(f"{n}: to 85%, {change('mb_to_target_per_peer')} bytes and "
+          f"{change('backward_gmac_to_target_per_peer')} backward compute than dpsgd; "
+          f"final accuracy {100 * (m['final_accuracy'] - d['final_accuracy']):+.2f} points")
 PY
 # One folder with every variant side by side for scripts/plot.py.
 mkdir -p "$root/all"
