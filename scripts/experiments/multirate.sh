@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Experiment 4 (docs/multirate.md): 16 peers, Fashion-MNIST MLP, one-peer exponential,
 # homogeneous cluster, 3 seeds: dpsgd against dpsgd with multirate partitions (fast = fc3,
-# slow = fc1 + fc2 with period 4), plus two ablations (slow gossip alone; k = 2). Prints bytes and
-# backward compute per peer until 85% test accuracy, and the final accuracy.
+# slow = fc1 + fc2 with period 4), with and without an fp16 compressor for the slow partition,
+# plus ablations (slow gossip alone, with and without fp16; k = 2). Prints bytes and backward
+# compute per peer until 85% test accuracy, and the final accuracy.
 #   scripts/experiments/multirate.sh [--seeds K]   (1-3 minutes per run and seed on 2 cores)
-# RUNS="dpsgd multirate" picks variants (default: all four); GOSSAMER_BIN=path uses an already
+# RUNS="dpsgd multirate" picks variants (default: all six); GOSSAMER_BIN=path uses an already
 # built binary instead of building the release preset.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,17 +24,20 @@ declare -A config=(
   [multirate]=examples/sim/fashion_mlp16_multirate.json
   [slow_gossip]=examples/sim/fashion_mlp16_slow_gossip.json
   [multirate_k2]=examples/sim/fashion_mlp16_multirate_k2.json
+  [multirate_fp16]=examples/sim/fashion_mlp16_multirate_fp16.json
+  [slow_gossip_fp16]=examples/sim/fashion_mlp16_slow_gossip_fp16.json
 )
-for name in ${RUNS:-dpsgd multirate slow_gossip multirate_k2}; do
+all="dpsgd multirate multirate_fp16 slow_gossip slow_gossip_fp16 multirate_k2"
+for name in ${RUNS:-$all}; do
   echo "== $name (${config[$name]}): 16 peers, one-peer exponential, homogeneous16, $seeds seeds =="
   "$g" sim --topology examples/topologies/one-peer-exp16.json \
     --cluster examples/clusters/homogeneous16.json --config "${config[$name]}" --algorithms dpsgd \
     --seeds "$seeds" --target 0.85 --out "$root/$name" --save "$root/$name.json" | tee "$root/$name.txt"
 done
-/usr/bin/python3 - "$root" <<'PY'
+/usr/bin/python3 - "$root" "$all" <<'PY'
 import json, os, sys
 root = sys.argv[1]
-names = [n for n in ("dpsgd", "multirate", "slow_gossip", "multirate_k2") if os.path.exists(f"{root}/{n}.json")]
+names = [n for n in sys.argv[2].split() if os.path.exists(f"{root}/{n}.json")]
 rows = {n: json.load(open(f"{root}/{n}.json"))["algorithms"][0] for n in names}
 def fmt(v, spread=None, scale=1, digits=1):
     if v is None:
@@ -60,7 +64,7 @@ for n, m in rows.items():
 PY
 # One folder with every variant side by side for scripts/plot.py.
 mkdir -p "$root/all"
-for name in dpsgd multirate slow_gossip multirate_k2; do
+for name in $all; do
   [ -d "$root/$name/dpsgd" ] && ln -sfn "../$name/dpsgd" "$root/all/$name"
 done
 for x in time bytes backward; do /usr/bin/python3 scripts/plot.py "$root/all" --target 0.85 --x "$x"; done
