@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "gossamer/core/blas.hpp"
 #include "gossamer/core/models.hpp"
 #include "gossamer/core/rng.hpp"
 #include "gossamer/core/synthetic.hpp"
@@ -145,21 +146,27 @@ TEST_CASE("multirate: the masked backward skips real work and gives the same fas
     for (std::size_t k = fc2.offset; k < fc2.end(); ++k) REQUIRE(masked[k] == full[k]);
     for (std::size_t k = 0; k < fc2.offset; ++k) REQUIRE(masked[k] == 0.0f);
 
-    // And it takes less time: the best of several passes each way.
-    auto best = [&](const LayerMask& mask) {
-        double t = 1e9;
-        for (int r = 0; r < 7; ++r) {
+    // And it takes less time. The backward part of a pass is its time minus that of a pass
+    // with no gradient (LayerMask::none: forward and loss only); the best of several rounds,
+    // interleaved so that a busy machine slows all three alike.
+    // One BLAS thread, as every peer runs, so that the other core's load matters less.
+    const int threads = gossamer::blas_threads();
+    gossamer::set_blas_threads(1);
+    const LayerMask masks[3] = {LayerMask::none(), LayerMask::from(1), LayerMask::all()};
+    double best[3] = {1e9, 1e9, 1e9};
+    for (int r = 0; r < 15; ++r)
+        for (int m = 0; m < 3; ++m) {
             const auto start = std::chrono::steady_clock::now();
-            model->loss_and_gradient(params, b, full, mask);
-            t = std::min(
-                t, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+            model->loss_and_gradient(params, b, full, masks[m]);
+            const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+            best[m] = std::min(best[m], took.count());
         }
-        return t;
-    };
-    const double t_full = best(LayerMask::all()), t_masked = best(LayerMask::from(1));
+    gossamer::set_blas_threads(threads);
+    const double t_masked = best[1] - best[0], t_full = best[2] - best[0];
+    CAPTURE(best[0]);
     CAPTURE(t_full);
     CAPTURE(t_masked);
-    CHECK(t_masked < 0.8 * t_full);
+    CHECK(t_masked < 0.5 * t_full);
 }
 
 namespace {
