@@ -43,10 +43,10 @@ def fmt(v, spread=None, scale=1, digits=1):
     if v is None:
         return "not reached"
     return f"{v * scale:.{digits}f}" + (f" ±{spread * scale:.{digits}f}" if spread else "")
-print(f"\n{'run':<13} {'MB/peer to 85%':>16} {'bwd GMAC/peer to 85%':>21} {'time to 85% [s]':>16} "
+print(f"\n{'run':<17} {'MB/peer to 85%':>16} {'bwd GMAC/peer to 85%':>21} {'time to 85% [s]':>16} "
       f"{'final acc [%]':>14} {'MB/peer total':>14} {'GMAC/peer total':>16}")
 for n, r in rows.items():
-    print(f"{n:<13} {fmt(r['mb_to_target_per_peer'], r['mb_to_target_spread']):>16} "
+    print(f"{n:<17} {fmt(r['mb_to_target_per_peer'], r['mb_to_target_spread']):>16} "
           f"{fmt(r['backward_gmac_to_target_per_peer'], r['backward_gmac_to_target_spread'], digits=2):>21} "
           f"{fmt(r['time_to_target'], r['time_to_target_spread']):>16} "
           f"{fmt(r['final_accuracy'], r['final_accuracy_spread'], 100, 2):>14} "
