@@ -92,3 +92,30 @@ TEST_CASE("multirate: per-partition gossip is refused for algorithms other than 
     optim::check_multirate_algorithm(
         rates(R"({"partitions": {"slow": {"period": 4, "gossip_period": 1}}})"), "sgp");
 }
+
+TEST_CASE("multirate: the example configs of experiment 4 load and give the rates they say") {
+    const std::string dir = std::string(GOSSAMER_SOURCE_DIR) + "/examples/sim/";
+    auto model = gossamer::models::mlp(784, {256, 128}, 10);
+    struct Case {
+        const char* file;
+        int period, gossip_period;
+        bool fp16;
+    };
+    for (const Case& c : {Case{"fashion_mlp16_multirate.json", 4, 4, false},
+                          Case{"fashion_mlp16_multirate_fp16.json", 4, 4, true},
+                          Case{"fashion_mlp16_multirate_k2.json", 2, 2, false},
+                          Case{"fashion_mlp16_slow_gossip.json", 1, 4, false},
+                          Case{"fashion_mlp16_slow_gossip_fp16.json", 1, 4, true}}) {
+        CAPTURE(c.file);
+        const auto config = optim::load_training_config(dir + c.file);
+        const auto m = optim::build_multirate(config, optim::build_partitions(config, *model));
+        REQUIRE(m.count() == 2);
+        const auto slow = *m.layout().find("slow"), fast = *m.layout().find("fast");
+        CHECK(m.layout()[fast].size == 128 * 10 + 10);  // fc3
+        CHECK(m.rate(slow).period == c.period);
+        CHECK(m.rate(slow).gossip_period == c.gossip_period);
+        CHECK(m.rate(slow).compressor.has_value() == c.fp16);
+        CHECK(m.rate(fast).period == 1);
+        optim::check_multirate_algorithm(m, "dpsgd");
+    }
+}
