@@ -88,7 +88,8 @@ int run_sim(const std::vector<std::string>& args) {
                 "file. Each algorithm runs on the same data order and cluster; the table shows "
                 "the virtual time to the target accuracy, the final accuracy of the exact average "
                 "of the peers' models (and min/max over peers), the consensus distance, samples/s, "
-                "bytes sent per peer and the share of time peers sat idle. Writes "
+                "bytes sent per peer, backward multiply-adds per peer (GMAC) and the share of "
+                "time peers sat idle. Writes "
                 "OUT/<algorithm>/seed<k>/{metrics,peers}.jsonl; scripts/plot.py OUT draws them.",
                 {{"topology", "FILE", "the topology file"},
                  {"cluster", "FILE", "the cluster file (docs/cluster-format.md)"},
