@@ -191,14 +191,17 @@ class RatedWorker final : public LocalWorker {
     std::int64_t steps_ = 0;
 };
 
-Network rated_network(int n, std::int64_t steps, optim::PartitionRate slow) {
+Network rated_network(int n, std::int64_t steps, optim::PartitionRate slow,
+                      const char* options = "{}") {
     topo::FamilySpec spec;
     spec.family = "one_peer_exponential";
     spec.n = n;
     auto schedule = topo::generate(spec);
     PartitionLayout layout({{"fast", 0, 2}, {"slow", 2, 4}}, 6);
     optim::Multirate rates(layout, {{}, slow}, optim::BackwardMode::skip);
-    return make_network(schedule, steps, gossamer::proto::make_dpsgd, nullptr, [&](int i) {
+    const gossamer::json::Document doc = gossamer::json::parse_text(options, "dpsgd.json");
+    const gossamer::json::Node node(doc);
+    return make_network(schedule, steps, gossamer::proto::make_dpsgd, &node, [&](int i) {
         return std::make_unique<RatedWorker>(random_vector(6, 300 + static_cast<unsigned>(i)),
                                              rates);
     });
@@ -261,4 +264,28 @@ TEST_CASE("dpsgd multirate: a partition's own compressor shrinks its messages on
     CHECK(b[1] < a[1]);
     // fp16 deltas with error feedback still reach consensus on the slow partition.
     CHECK(disagreement(part(packed.models(), 2, 6)) < 1e-2);
+}
+
+TEST_CASE("dpsgd multirate: a lost slow message is re-synchronised on its own partition") {
+    optim::PartitionRate slow;
+    slow.period = 4;
+    slow.gossip_period = 4;
+    Network net = rated_network(16, 32, slow, R"({"resync_timeout": 1.5})");
+    const auto before = part(net.models(), 2, 6);
+    auto h = net.harness();
+    // Slow round 5 of peer 0 goes to peer 0 + 2 = 2 (the edge's second message, a delta); it
+    // is lost, and no later message on that edge opens a gap: the wait times out.
+    h.drop = [](const Message& m) {
+        return m.kind == gossamer::proto::MessageKind::model_delta && m.partition == 1 &&
+               m.sender == 0 && m.round == 5;
+    };
+    REQUIRE(h.run());
+    CHECK(h.dropped() == 1);
+    const auto* slow_edge = net.at<Dpsgd>(2).in_edge(0, 1);
+    REQUIRE(slow_edge);
+    CHECK(slow_edge->resyncs() == 1);
+    CHECK(net.at<Dpsgd>(2).resync_requests() >= 1);
+    CHECK(net.at<Dpsgd>(0).resync_answers() == 1);
+    for (int i = 0; i < 16; ++i) CHECK(net.at<Dpsgd>(i).partition_round(1) == 8);
+    CHECK(disagreement(part(net.models(), 2, 6)) < 0.01 * disagreement(before));
 }
