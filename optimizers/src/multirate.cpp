@@ -83,7 +83,8 @@ Multirate parse_multirate(const json::Node& node, const PartitionLayout& layout)
 }
 
 void check_multirate_algorithm(const Multirate& m, std::string_view algorithm) {
-    if (algorithm == "dpsgd" || !m.per_partition_gossip() || !m.source) return;
+    if (algorithm == "dpsgd" || algorithm == "choco" || !m.per_partition_gossip() || !m.source)
+        return;
     const json::Node parts = m.source->at("partitions");
     for (std::size_t id = 0; id < m.count(); ++id) {
         const auto& r = m.rate(id);
@@ -92,9 +93,9 @@ void check_multirate_algorithm(const Multirate& m, std::string_view algorithm) {
         const std::string what =
             r.compressor ? "a compressor" : fmt::format("gossip period {}", r.gossip_period);
         entry.fail(fmt::format("{} gossips the whole model every round, so partition \"{}\" "
-                               "cannot have {} (per-partition gossip is a dpsgd feature)",
+                               "cannot have {} (per-partition gossip is a dpsgd and choco feature)",
                                algorithm, m.layout()[id].name, what),
-                   "run dpsgd, or set \"gossip_period\": 1 and drop \"compressor\"");
+                   "run dpsgd or choco, or set \"gossip_period\": 1 and drop \"compressor\"");
     }
 }
 

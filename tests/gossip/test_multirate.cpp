@@ -12,6 +12,7 @@
 #include "gossamer/core/models.hpp"
 #include "gossamer/core/rng.hpp"
 #include "gossamer/core/synthetic.hpp"
+#include "gossamer/optimizers/choco.hpp"
 #include "gossamer/optimizers/dpsgd.hpp"
 #include "gossamer/optimizers/local_trainer.hpp"
 #include "gossamer/optimizers/multirate.hpp"
@@ -192,16 +193,18 @@ class RatedWorker final : public LocalWorker {
 };
 
 Network rated_network(int n, std::int64_t steps, optim::PartitionRate slow,
-                      const char* options = "{}") {
+                      const char* options = "{}",
+                      const Factory& factory = gossamer::proto::make_dpsgd,
+                      const char* family = "one_peer_exponential") {
     topo::FamilySpec spec;
-    spec.family = "one_peer_exponential";
+    spec.family = family;
     spec.n = n;
     auto schedule = topo::generate(spec);
     PartitionLayout layout({{"fast", 0, 2}, {"slow", 2, 4}}, 6);
     optim::Multirate rates(layout, {{}, slow}, optim::BackwardMode::skip);
     const gossamer::json::Document doc = gossamer::json::parse_text(options, "dpsgd.json");
     const gossamer::json::Node node(doc);
-    return make_network(schedule, steps, gossamer::proto::make_dpsgd, &node, [&](int i) {
+    return make_network(schedule, steps, factory, &node, [&](int i) {
         return std::make_unique<RatedWorker>(random_vector(6, 300 + static_cast<unsigned>(i)),
                                              rates);
     });
@@ -288,4 +291,41 @@ TEST_CASE("dpsgd multirate: a lost slow message is re-synchronised on its own pa
     CHECK(net.at<Dpsgd>(0).resync_answers() == 1);
     for (int i = 0; i < 16; ++i) CHECK(net.at<Dpsgd>(i).partition_round(1) == 8);
     CHECK(disagreement(part(net.models(), 2, 6)) < 0.01 * disagreement(before));
+}
+
+TEST_CASE("choco multirate: each partition gossips on its own counter with its own compressor") {
+    optim::PartitionRate slow;
+    slow.period = 4;
+    slow.gossip_period = 4;
+    optim::CompressorConfig int8;
+    int8.kind = optim::CompressorKind::int8;
+    slow.compressor = int8;
+    using gossamer::proto::Choco;
+    Network net =
+        rated_network(8, 40, slow, R"({"gamma": 0.5})", gossamer::proto::make_choco, "ring");
+    const auto before = net.models();
+    std::map<std::uint32_t, int> messages;
+    auto h = net.harness();
+    h.on_send = [&](const Message& m) { ++messages[m.partition]; };
+    REQUIRE(h.run());
+    for (int i = 0; i < 8; ++i) {
+        const auto& p = net.at<Choco>(i);
+        REQUIRE(p.channels() == 2);
+        CHECK(p.partition_round(0) == 40);
+        CHECK(p.partition_round(1) == 10);
+        for (int j : {(i + 1) % 8, (i + 7) % 8})
+            for (std::size_t c = 0; c < 2; ++c) {
+                const auto a = p.public_replica(j, c);
+                const auto b = net.at<Choco>(j).neighbour_replica(i, c);
+                REQUIRE(a.size() == (c == 0 ? 2u : 4u));
+                CHECK(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+            }
+    }
+    CHECK(messages[0] == 8 * 2 * 40);  // two neighbours per peer and step
+    CHECK(messages[1] == 8 * 2 * 10);
+    // int8 with error feedback on the slow partition, fp16 (choco's default) on the fast one.
+    const auto after = net.models();
+    CHECK(disagreement(part(after, 0, 2)) < 0.05 * disagreement(part(before, 0, 2)));
+    CHECK(disagreement(part(after, 2, 6)) < 0.5 * disagreement(part(before, 2, 6)));
+    CHECK(max_abs_diff(mean_of(after), mean_of(before)) < 1e-3);
 }

@@ -24,8 +24,9 @@ namespace gossamer::optim {
 /// The rates of one partition.
 struct PartitionRate {
     int period = 1;         ///< updates on steps s with (s + 1) % period == 0, at period * lr(s)
-    int gossip_period = 1;  ///< dpsgd mixes it on steps s with (s + 1) % gossip_period == 0
-    std::optional<CompressorConfig> compressor;  ///< dpsgd: Q of its deltas (none: exact floats)
+    int gossip_period = 1;  ///< dpsgd, choco: mixed on steps s with (s + 1) % gossip_period == 0
+    /// dpsgd, choco: Q of its deltas (none: exact floats in dpsgd, choco's own compressor)
+    std::optional<CompressorConfig> compressor;
 };
 
 /// skip: a step computes the backward pass only for layers of partitions that update on it;
@@ -75,7 +76,7 @@ class Multirate {
 Multirate parse_multirate(const json::Node& node, const PartitionLayout& layout);
 
 /// Throws ConfigError at the section when `algorithm` cannot honour it: per-partition gossip
-/// (gossip_period above 1, a compressor) is a dpsgd feature.
+/// (gossip_period above 1, a compressor) is a dpsgd and choco feature.
 void check_multirate_algorithm(const Multirate& m, std::string_view algorithm);
 
 }  // namespace gossamer::optim
