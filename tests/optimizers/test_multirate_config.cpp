@@ -82,9 +82,10 @@ TEST_CASE("multirate: bad partitions, periods and compressors name their JSON pa
           }).rfind("t.json: multirate: expected an object", 0) == 0);
 }
 
-TEST_CASE("multirate: per-partition gossip is refused for algorithms other than dpsgd") {
+TEST_CASE("multirate: per-partition gossip is refused for algorithms other than dpsgd, choco") {
     auto m = rates(R"({"partitions": {"slow": {"period": 4}}})");
     optim::check_multirate_algorithm(m, "dpsgd");
+    optim::check_multirate_algorithm(m, "choco");
     const std::string e = config_error([&] { optim::check_multirate_algorithm(m, "sgp"); });
     CHECK(e.rfind("t.json: multirate.partitions.slow: sgp gossips the whole model", 0) == 0);
     CHECK(e.find("run dpsgd") != std::string::npos);
