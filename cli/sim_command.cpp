@@ -58,7 +58,8 @@ void write_run(const std::filesystem::path& dir, const sim::SimResult& r) {
                  {"max_accuracy", e.max_accuracy},
                  {"consensus", e.consensus},
                  {"samples", e.samples},
-                 {"bytes", e.bytes}});
+                 {"bytes", e.bytes},
+                 {"backward_macs", e.backward_macs}});
     MetricsWriter p((dir / "peers.jsonl").string());
     for (const auto& s : r.peers) {
         json::Json rec = {{"rank", s.rank},
@@ -70,6 +71,10 @@ void write_run(const std::filesystem::path& dir, const sim::SimResult& r) {
                           {"bytes_received", s.bytes_received},
                           {"failed", s.failed}};
         if (!s.edges.is_null()) rec["edges"] = s.edges;
+        if (!s.partitions.is_null()) {
+            rec["backward_macs"] = s.backward_macs;
+            rec["partitions"] = s.partitions;
+        }
         p.write(rec);
     }
 }
@@ -83,7 +88,8 @@ int run_sim(const std::vector<std::string>& args) {
                 "file. Each algorithm runs on the same data order and cluster; the table shows "
                 "the virtual time to the target accuracy, the final accuracy of the exact average "
                 "of the peers' models (and min/max over peers), the consensus distance, samples/s, "
-                "bytes sent per peer and the share of time peers sat idle. Writes "
+                "bytes sent per peer, backward multiply-adds per peer (GMAC) and the share of "
+                "time peers sat idle. Writes "
                 "OUT/<algorithm>/seed<k>/{metrics,peers}.jsonl; scripts/plot.py OUT draws them.",
                 {{"topology", "FILE", "the topology file"},
                  {"cluster", "FILE", "the cluster file (docs/cluster-format.md)"},
@@ -176,6 +182,11 @@ int run_sim(const std::vector<std::string>& args) {
         const auto options = cfg ? cfg->algorithm_options(algo) : std::nullopt;
         proto::make_protocol(algo, options ? &*options : nullptr,
                              proto::PeerContext{0, topo.n(), topo.schedule, &probe, 1});
+        if (mode == sim::Mode::math) {
+            const auto model = optim::build_model(*cfg, data.train);
+            optim::check_multirate_algorithm(
+                optim::build_multirate(*cfg, optim::build_partitions(*cfg, *model)), algo);
+        }
     }
 
     json::Json summary = {{"topology", *a.value("topology")},
@@ -185,12 +196,12 @@ int run_sim(const std::vector<std::string>& args) {
                           {"seeds", seeds},
                           {"algorithms", json::Json::array()}};
     std::string table = fmt::format(
-        "{:<10} {:>16} {:>15} {:>13} {:>11} {:>11} {:>12} {:>8}\n", "algorithm",
+        "{:<10} {:>16} {:>15} {:>13} {:>11} {:>11} {:>12} {:>14} {:>8}\n", "algorithm",
         has_goal ? fmt::format("time to {:.1f}%", 100 * goal) : "time [s]", "final acc [%]",
-        "min..max [%]", "consensus", "samples/s", "MB sent/peer", "idle");
+        "min..max [%]", "consensus", "samples/s", "MB sent/peer", "bwd GMAC/peer", "idle");
     for (const auto& algo : algorithms) {
-        std::vector<double> t_target, acc, lo, hi, cons, sps, mb, idle, end, mb_target,
-            samples_target;
+        std::vector<double> t_target, acc, lo, hi, cons, sps, mb, idle, end, gmac, mb_goal,
+            gmac_goal, samples_goal;
         int reached = 0;
         for (int k = 0; k < seeds; ++k) {
             sim::SimSetup s = base;
@@ -223,6 +234,9 @@ int run_sim(const std::vector<std::string>& args) {
                 idle_sum += ps.idle_share;
             }
             mb.push_back(bytes / r.peers.size() / 1e6);
+            double macs = 0;
+            for (const auto& ps : r.peers) macs += static_cast<double>(ps.backward_macs);
+            gmac.push_back(macs / r.peers.size() / 1e9);
             idle.push_back(idle_sum / r.peers.size());
             if (!r.evals.empty()) {
                 const auto& last = r.evals.back();
@@ -233,8 +247,10 @@ int run_sim(const std::vector<std::string>& args) {
                 for (const auto& e : r.evals)
                     if (has_goal && e.accuracy >= goal) {
                         t_target.push_back(e.time);
-                        mb_target.push_back(static_cast<double>(e.bytes) / r.peers.size() / 1e6);
-                        samples_target.push_back(static_cast<double>(e.samples));
+                        const double n_peers = static_cast<double>(r.peers.size());
+                        mb_goal.push_back(static_cast<double>(e.bytes) / n_peers / 1e6);
+                        gmac_goal.push_back(static_cast<double>(e.backward_macs) / n_peers / 1e9);
+                        samples_goal.push_back(static_cast<double>(e.samples));
                         ++reached;
                         break;
                     }
@@ -242,24 +258,25 @@ int run_sim(const std::vector<std::string>& args) {
         }
         const Stat st = stat_of(t_target), sa = stat_of(acc), sl = stat_of(lo), sh = stat_of(hi),
                    sc = stat_of(cons), ss = stat_of(sps), sm = stat_of(mb), si = stat_of(idle),
-                   se = stat_of(end), smt = stat_of(mb_target), sst = stat_of(samples_target);
+                   se = stat_of(end), sg = stat_of(gmac), smg = stat_of(mb_goal),
+                   sgg = stat_of(gmac_goal), sst = stat_of(samples_goal);
         std::string time_col =
             has_goal ? (reached == seeds ? show(st, "{:.1f}")
                                          : fmt::format("{}/{} reached", reached, seeds))
                      : show(se, "{:.1f}");
         table += fmt::format(
-            "{:<10} {:>16} {:>15} {:>13} {:>11} {:>11} {:>12} {:>8}\n", algo, time_col,
+            "{:<10} {:>16} {:>15} {:>13} {:>11} {:>11} {:>12} {:>14} {:>8}\n", algo, time_col,
             show(sa, "{:.2f}", 100),
             acc.empty() ? "-" : fmt::format("{:.1f}..{:.1f}", 100 * sl.mean, 100 * sh.mean),
             show(sc, "{:.3g}"), show(ss, "{:.0f}"), show(sm, "{:.1f}"),
+            gmac.empty() || sg.mean == 0 ? "-" : show(sg, "{:.1f}"),
             fmt::format("{:.1f}%", 100 * si.mean));
+        const bool all_reached = reached == seeds && has_goal;
         summary["algorithms"].push_back(
             {{"algorithm", algo},
              {"time_to_target",
               reached == seeds && has_goal ? json::Json(st.mean) : json::Json(nullptr)},
              {"time_to_target_spread", st.spread},
-             {"mb_per_peer_to_target",
-              reached == seeds && has_goal ? json::Json(smt.mean) : json::Json(nullptr)},
              {"samples_to_target",
               reached == seeds && has_goal ? json::Json(sst.mean) : json::Json(nullptr)},
              {"reached", reached},
@@ -271,6 +288,12 @@ int run_sim(const std::vector<std::string>& args) {
              {"samples_per_s", ss.mean},
              {"mb_sent_per_peer", sm.mean},
              {"idle_share", si.mean},
+             {"backward_gmac_per_peer", sg.mean},
+             {"mb_to_target_per_peer", all_reached ? json::Json(smg.mean) : json::Json(nullptr)},
+             {"mb_to_target_spread", smg.spread},
+             {"backward_gmac_to_target_per_peer",
+              all_reached ? json::Json(sgg.mean) : json::Json(nullptr)},
+             {"backward_gmac_to_target_spread", sgg.spread},
              {"end_time", se.mean}});
     }
     progress.done();

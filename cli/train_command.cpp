@@ -64,12 +64,14 @@ int run_train(const std::vector<std::string>& args) {
     optim::check_batch_size(cfg, data.train.size());
     auto model = optim::build_model(cfg, data.train);
     auto layout = optim::build_partitions(cfg, *model);
+    auto rates = optim::build_multirate(cfg, layout);
     const std::int64_t per_epoch = data.train.size() / cfg.batch_size;
     const std::int64_t total = per_epoch * cfg.epochs;
     auto schedule = optim::build_schedule(cfg, total);
     const std::string description = model->describe();
     optim::LocalTrainer trainer(std::move(model), layout, cfg.optimizer, schedule, data.train,
                                 cfg.batch_size, cfg.seed);
+    trainer.set_multirate(std::move(rates));
 
     const std::filesystem::path out(cfg.output_dir);
     std::filesystem::create_directories(out);
@@ -191,6 +193,18 @@ int run_train(const std::vector<std::string>& args) {
               {{"optimum", *data.optimum_loss},
                {"final_train_loss", final_train},
                {"gap", final_train - *data.optimum_loss}});
+    }
+    if (trainer.multirate()) {
+        // Multirate: what each partition did (docs/multirate.md).
+        std::string line;
+        json::Json parts = json::Json::array();
+        for (const auto& w : trainer.work()) {
+            line += fmt::format("{}{}: {} updates, {:.3f} backward GMAC", line.empty() ? "" : "; ",
+                                w.name, w.updates, static_cast<double>(w.backward_macs) / 1e9);
+            parts.push_back(
+                {{"name", w.name}, {"updates", w.updates}, {"backward_macs", w.backward_macs}});
+        }
+        s.add("partitions", line, parts);
     }
     s.add("model_file", model_path, model_path);
     s.add("metrics", metrics.path(), metrics.path());

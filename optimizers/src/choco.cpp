@@ -107,6 +107,29 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
         for (std::int64_t t = 0; t < *period; ++t)
             if (!balanced(*topo->at(t), rank()))
                 throw TopologyError(unbalanced_message(*topo->at(t), t, topo->describe(), rank()));
+    const optim::Multirate* rates = worker().multirate();
+    if (!rates) {
+        Channel whole;
+        whole.size = worker().size();
+        whole.q = compressor_.get();
+        channels_.push_back(std::move(whole));
+        return;
+    }
+    for (std::size_t id = 0; id < rates->count(); ++id) {
+        const Partition& p = rates->layout()[id];
+        Channel c;
+        c.id = static_cast<std::uint32_t>(id);
+        c.offset = p.offset;
+        c.size = p.size;
+        c.period = rates->rate(id).gossip_period;
+        if (const auto& q = rates->rate(id).compressor) c.own_q = optim::make_compressor(*q);
+        c.q = c.own_q ? c.own_q.get() : compressor_.get();
+        channels_.push_back(std::move(c));
+    }
+}
+
+bool Choco::due(const Channel& c) const {
+    return optim::Multirate::due(c.period, t_);
 }
 
 std::span<const float> Choco::compute_point() {
@@ -118,34 +141,39 @@ void Choco::current_model(std::span<float> out) const {
     std::copy(x.begin(), x.end(), out.begin());
 }
 
-std::span<const float> Choco::public_replica(int j) const {
-    auto it = out_.find(j);
-    if (it == out_.end()) return {};
-    return shared_ ? std::span<const float>(own_.xhat)
+std::span<const float> Choco::public_replica(int j, std::size_t c) const {
+    const Channel& ch = channels_.at(c);
+    auto it = ch.out.find(j);
+    if (it == ch.out.end()) return {};
+    return shared_ ? std::span<const float>(ch.own.xhat)
                    : std::span<const float>(it->second.slot.xhat);
 }
 
-std::span<const float> Choco::neighbour_replica(int j) const {
-    auto it = in_.find(j);
-    return it == in_.end() ? std::span<const float>() : std::span<const float>(it->second.xhat);
+std::span<const float> Choco::neighbour_replica(int j, std::size_t c) const {
+    const Channel& ch = channels_.at(c);
+    auto it = ch.in.find(j);
+    return it == ch.in.end() ? std::span<const float>() : std::span<const float>(it->second.xhat);
 }
 
-std::uint64_t Choco::sent_on(int j) const {
-    auto it = out_.find(j);
-    return it == out_.end() ? 0 : it->second.slot.next_seq;
+std::uint64_t Choco::sent_on(int j, std::size_t c) const {
+    const Channel& ch = channels_.at(c);
+    auto it = ch.out.find(j);
+    return it == ch.out.end() ? 0 : it->second.slot.next_seq;
 }
 
-std::uint64_t Choco::applied_from(int j) const {
-    auto it = in_.find(j);
-    return it == in_.end() ? 0 : it->second.next_seq;
+std::uint64_t Choco::applied_from(int j, std::size_t c) const {
+    const Channel& ch = channels_.at(c);
+    auto it = ch.in.find(j);
+    return it == ch.in.end() ? 0 : it->second.next_seq;
 }
 
-optim::CodecKey Choco::key(int sender, int receiver, std::uint64_t seq) const {
+optim::CodecKey Choco::key(const Channel& c, int sender, int receiver, std::uint64_t seq) const {
     // Shared replica: one message for all receivers, so the stream names only the sender.
+    // Channel (partition) c > 0 sets bits 48..62, which ranks below 2^16 leave free.
     const auto s = static_cast<std::uint64_t>(sender);
     const std::uint64_t stream =
         shared_ ? s : (1ull << 63) | (s << 32) | static_cast<std::uint32_t>(receiver);
-    return {0, stream, seq};
+    return {0, stream | (std::uint64_t{c.id} << 48), seq};
 }
 
 void Choco::on_start(Time, Actions& out) {
@@ -163,88 +191,93 @@ void Choco::on_step_finished(Time now, double, Actions& out) {
     try_mix(now, out);
 }
 
-Message Choco::encode(Slot& slot, int receiver) {
-    const std::size_t n = worker().size();
+Message Choco::encode(Channel& c, Slot& slot, int receiver) {
+    const std::size_t n = c.size;
     const bool math = worker().math();
     Message m;
-    m.round = t_;
+    m.round = c.round;
+    m.partition = c.id;
     m.edge_seq = slot.next_seq++;
-    slot.last_round = t_;
+    slot.last_round = c.round;
     if (m.edge_seq == 0) {
         // First contact: the replica starts at x, sent whole (4 bytes a value).
         m.kind = MessageKind::full_model;
         m.elements = n;
         if (math) {
-            const auto x = params();
+            const auto x = params().subspan(c.offset, n);
             slot.xhat.assign(x.begin(), x.end());
             m.payload = slot.xhat;
         }
         return m;
     }
     m.kind = MessageKind::model_delta;
-    m.elements = compressor_->encoded_words(n);
+    m.elements = c.q->encoded_words(n);
     if (!math) return m;
     scratch_.resize(n);
-    gossamer::delta(scratch_, params(), slot.xhat);
+    gossamer::delta(scratch_, params().subspan(c.offset, n), slot.xhat);
     m.payload.resize(m.elements);
-    const auto k = key(rank(), receiver, m.edge_seq);
-    compressor_->encode(scratch_, k, bytes_of(m.payload));
+    const auto k = key(c, rank(), receiver, m.edge_seq);
+    c.q->encode(scratch_, k, bytes_of(m.payload));
     // x_hat moves by the decoded message, exactly as the receiver's copy will.
-    compressor_->decode_add(std::as_bytes(std::span<const float>(m.payload)), k, slot.xhat);
+    c.q->decode_add(std::as_bytes(std::span<const float>(m.payload)), k, slot.xhat);
     return m;
 }
 
 void Choco::send_round(Time now, Actions& out) {
-    const auto round = context().topology->at(t_);
-    const auto outs = round->graph.out_neighbors(rank());
-    auto sent = [&](OutEdge& e, std::uint64_t seq) {
-        e.recent.emplace_back(seq, now);
-        if (e.recent.size() > kRecentSends) e.recent.pop_front();
-    };
-    if (shared_) {
-        // One compression per round for every out-neighbour of the period (and x_hat_i moves
-        // even with none: it is also the x_hat_i of the mix). Every holder of x_hat_i must see
-        // every message, so on a time-varying topology all of the union's out-neighbours get it.
-        Message m = encode(own_, -1);
-        for (int j : base_out_) {
-            if (dead_.contains(j)) continue;
-            OutEdge& e = out_[j];
-            e.slot.next_seq = own_.next_seq;
-            e.slot.last_round = t_;
-            sent(e, m.edge_seq);
-            Message copy = m;
-            copy.receiver = j;
-            send(out, std::move(copy));
+    for (Channel& c : channels_) {
+        if (!due(c)) continue;
+        const auto round = context().topology->at(c.round);
+        const auto outs = round->graph.out_neighbors(rank());
+        auto sent = [&](OutEdge& e, std::uint64_t seq) {
+            e.recent.emplace_back(seq, now);
+            if (e.recent.size() > kRecentSends) e.recent.pop_front();
+        };
+        if (shared_) {
+            // One compression per round for every out-neighbour of the period (and x_hat_i moves
+            // even with none: it is also the x_hat_i of the mix). Every holder of x_hat_i must
+            // see every message, so on a time-varying topology all of the union's out-neighbours
+            // get it.
+            Message m = encode(c, c.own, -1);
+            for (int j : base_out_) {
+                if (dead_.contains(j)) continue;
+                OutEdge& e = c.out[j];
+                e.slot.next_seq = c.own.next_seq;
+                e.slot.last_round = c.round;
+                sent(e, m.edge_seq);
+                Message copy = m;
+                copy.receiver = j;
+                send(out, std::move(copy));
+            }
+            continue;
         }
-        return;
-    }
-    if (!balanced(*round, rank()))
-        throw TopologyError(
-            unbalanced_message(*round, t_, context().topology->describe(), rank()));
-    for (int j : outs) {
-        if (dead_.contains(j)) continue;
-        OutEdge& e = out_[j];
-        Message m = encode(e.slot, j);
-        sent(e, m.edge_seq);
-        m.receiver = j;
-        send(out, std::move(m));
+        if (!balanced(*round, rank()))
+            throw TopologyError(
+                unbalanced_message(*round, c.round, context().topology->describe(), rank()));
+        for (int j : outs) {
+            if (dead_.contains(j)) continue;
+            OutEdge& e = c.out[j];
+            Message m = encode(c, e.slot, j);
+            sent(e, m.edge_seq);
+            m.receiver = j;
+            send(out, std::move(m));
+        }
     }
 }
 
-void Choco::advance(int j, InEdge& e) {
-    const std::size_t n = worker().size();
+void Choco::advance(Channel& c, int j, InEdge& e) {
+    const std::size_t n = c.size;
     for (auto it = e.queued.begin(); it != e.queued.end() && it->first == e.next_seq;
          it = e.queued.begin()) {
         const Message& m = it->second;
-        if (m.round > t_) break;
+        if (m.round > c.round) break;
         if (worker().math()) {
             if (e.xhat.size() != n)
                 throw Error(fmt::format("choco: a delta from peer {} before its full model", j));
-            if (m.payload.size() != compressor_->encoded_words(n))
+            if (m.payload.size() != c.q->encoded_words(n))
                 throw Error(fmt::format("choco: a delta from peer {} of {} words, expected {}", j,
-                                        m.payload.size(), compressor_->encoded_words(n)));
-            compressor_->decode_add(std::as_bytes(std::span<const float>(m.payload)),
-                                    key(j, rank(), m.edge_seq), e.xhat);
+                                        m.payload.size(), c.q->encoded_words(n)));
+            c.q->decode_add(std::as_bytes(std::span<const float>(m.payload)),
+                            key(c, j, rank(), m.edge_seq), e.xhat);
         }
         e.covered = std::max(e.covered, m.round);
         ++e.next_seq;
@@ -254,40 +287,50 @@ void Choco::advance(int j, InEdge& e) {
 
 void Choco::try_mix(Time now, Actions& out) {
     if (!waiting_) return;
-    const auto round = context().topology->at(t_);
     const int i = rank();
-    std::vector<MixTerm> terms;
-    float self_sum = 0;  // sum of gamma W_ij over live neighbours (shared mode)
-    const auto g = static_cast<float>(options_.gamma);
-    for (int j : round->graph.in_neighbors(i)) {
-        if (dead_.contains(j)) continue;
-        InEdge& e = in_[j];
-        advance(j, e);
-        if (e.covered < t_) {  // round t's message from j is not in yet
-            if (armed_deadline_ == 0) {
-                armed_deadline_ = next_deadline_++;
-                out.deadlines.push_back({now + options_.resync_timeout, armed_deadline_});
+    // Every channel due at step t must have its round's messages in before any is mixed.
+    for (Channel& c : channels_) {
+        if (!due(c)) continue;
+        const auto round = context().topology->at(c.round);
+        for (int j : round->graph.in_neighbors(i)) {
+            if (dead_.contains(j)) continue;
+            InEdge& e = c.in[j];
+            advance(c, j, e);
+            if (e.covered < c.round) {  // round r_c's message from j is not in yet
+                if (armed_deadline_ == 0) {
+                    armed_deadline_ = next_deadline_++;
+                    out.deadlines.push_back({now + options_.resync_timeout, armed_deadline_});
+                }
+                return;
             }
-            return;
         }
-        const auto w = g * static_cast<float>(round->weights.at(i, j));
-        if (!worker().math()) continue;
-        terms.push_back({e.xhat, w});
-        if (shared_) self_sum += w;
     }
-    if (!shared_ && worker().math())
-        // Subtract x_hat_ij with receiver j's weight W_ji: every edge's term enters once with +
-        // at its receiver and once with - at its sender, so the average is kept.
-        for (int j : round->graph.out_neighbors(i))
-            if (!dead_.contains(j))
-                terms.push_back({out_.at(j).slot.xhat,
-                                 -g * static_cast<float>(round->weights.at(j, i))});
     waiting_ = false;
     armed_deadline_ = 0;  // a deadline still pending for this wait is now stale
-    if (worker().math()) {
+    const auto g = static_cast<float>(options_.gamma);
+    for (Channel& c : channels_) {
+        if (!due(c)) continue;
+        const auto round = context().topology->at(c.round);
+        ++c.round;
+        if (!worker().math()) continue;
+        std::vector<MixTerm> terms;
+        float self_sum = 0;  // sum of gamma W_ij over live neighbours (shared mode)
+        for (int j : round->graph.in_neighbors(i)) {
+            if (dead_.contains(j)) continue;
+            const auto w = g * static_cast<float>(round->weights.at(i, j));
+            terms.push_back({c.in.at(j).xhat, w});
+            if (shared_) self_sum += w;
+        }
+        if (!shared_)
+            // Subtract x_hat_ij with receiver j's weight W_ji: every edge's term enters once with
+            // + at its receiver and once with - at its sender, so the average is kept.
+            for (int j : round->graph.out_neighbors(i))
+                if (!dead_.contains(j))
+                    terms.push_back({c.out.at(j).slot.xhat,
+                                     -g * static_cast<float>(round->weights.at(j, i))});
         // x <- x + gamma sum_j W_ij (x_hat_j - x_hat_i): one fused pass.
-        if (shared_ && !terms.empty()) terms.push_back({own_.xhat, -self_sum});
-        gossamer::mix(params(), 1.0f, terms);
+        if (shared_ && !terms.empty()) terms.push_back({c.own.xhat, -self_sum});
+        gossamer::mix(params().subspan(c.offset, c.size), 1.0f, terms);
     }
     ++t_;
     ++mutable_stats().rounds;
@@ -302,28 +345,34 @@ void Choco::on_message(Time now, Message msg, Actions& out) {
     const int j = msg.sender;
     if (j < 0 || j >= n() || j == rank())
         throw Error(fmt::format("choco: a message from invalid peer {}", j));
+    if (msg.partition >= channels_.size())
+        throw Error(
+            fmt::format("choco: a message from peer {} for partition {}; this peer "
+                        "gossips {} partition(s)",
+                        j, msg.partition, channels_.size()));
+    Channel& c = channels_[msg.partition];
     if (msg.kind == MessageKind::control) {
-        answer_resync(now, j, msg.edge_seq, out);
+        answer_resync(now, c, j, msg.edge_seq, out);
         return;
     }
     if (msg.kind != MessageKind::full_model && msg.kind != MessageKind::model_delta)
         throw Error(fmt::format("choco: unexpected {} message from peer {}",
                                 transport::to_string(msg.kind), j));
-    InEdge& e = in_[j];
+    InEdge& e = c.in[j];
     if (msg.edge_seq < e.next_seq) return;  // superseded by a full replica
     if (msg.kind == MessageKind::model_delta) {
         e.queued.emplace(msg.edge_seq, std::move(msg));
         // Applied as soon as its round has come, even when j is not an in-neighbour of this
         // round (shared replicas on a time-varying graph): the replica stays current.
-        advance(j, e);
+        advance(c, j, e);
         try_mix(now, out);
         return;
     }
     // A full replica numbered S (first contact or a re-sync) supersedes everything up to S,
     // queued or missing, and is taken at once: it touches only the replica, never x.
-    if (worker().math() && msg.payload.size() != worker().size())
+    if (worker().math() && msg.payload.size() != c.size)
         throw Error(fmt::format("choco: a full model from peer {} has {} values, expected {}", j,
-                                msg.payload.size(), worker().size()));
+                                msg.payload.size(), c.size));
     e.queued.erase(e.queued.begin(), e.queued.upper_bound(msg.edge_seq));
     e.xhat = std::move(msg.payload);
     e.next_seq = msg.edge_seq + 1;
@@ -331,39 +380,44 @@ void Choco::on_message(Time now, Message msg, Actions& out) {
     try_mix(now, out);
 }
 
-void Choco::answer_resync(Time now, int j, std::uint64_t seq, Actions& out) {
+void Choco::answer_resync(Time now, Channel& c, int j, std::uint64_t seq, Actions& out) {
     // Answered once the requested message left at least resync_timeout ago: a younger one is
     // more likely in flight than lost. Answered even after done, so a neighbour can finish.
-    auto it = out_.find(j);
-    if (it == out_.end() || dead_.contains(j) || seq >= it->second.slot.next_seq) return;
+    auto it = c.out.find(j);
+    if (it == c.out.end() || dead_.contains(j) || seq >= it->second.slot.next_seq) return;
     for (const auto& [s, at] : it->second.recent)
         if (s == seq && now - at < options_.resync_timeout) return;
     const Slot& slot = it->second.slot;
     Message m;
     m.kind = MessageKind::full_model;
     m.receiver = j;
+    m.partition = c.id;
     m.edge_seq = slot.next_seq - 1;
     m.round = slot.last_round;
-    m.elements = worker().size();
-    if (worker().math()) m.payload = shared_ ? own_.xhat : slot.xhat;
+    m.elements = c.size;
+    if (worker().math()) m.payload = shared_ ? c.own.xhat : slot.xhat;
     ++resync_answers_;
     send(out, std::move(m));
 }
 
 void Choco::on_deadline(Time now, std::uint64_t id, Actions& out) {
     if (id != armed_deadline_ || !waiting_) return;
-    const auto round = context().topology->at(t_);
-    for (int j : round->graph.in_neighbors(rank())) {
-        if (dead_.contains(j)) continue;
-        const InEdge& e = in_[j];
-        if (e.covered >= t_) continue;
-        Message req;
-        req.kind = MessageKind::control;
-        req.receiver = j;
-        req.edge_seq = e.next_seq;
-        req.round = t_;
-        ++resync_requests_;
-        send(out, std::move(req));
+    for (Channel& c : channels_) {
+        if (!due(c)) continue;
+        const auto round = context().topology->at(c.round);
+        for (int j : round->graph.in_neighbors(rank())) {
+            if (dead_.contains(j)) continue;
+            const InEdge& e = c.in[j];
+            if (e.covered >= c.round) continue;
+            Message req;
+            req.kind = MessageKind::control;
+            req.receiver = j;
+            req.partition = c.id;
+            req.edge_seq = e.next_seq;
+            req.round = c.round;
+            ++resync_requests_;
+            send(out, std::move(req));
+        }
     }
     armed_deadline_ = next_deadline_++;
     out.deadlines.push_back({now + options_.resync_timeout, armed_deadline_});

@@ -56,6 +56,32 @@ Dpsgd::Dpsgd(PeerContext ctx, DpsgdOptions options) : Protocol(std::move(ctx)), 
             "for push-sum weights",
             topo->describe(), topology::to_string(topo->kind())));
     if (!(options_.resync_timeout > 0)) throw Error("dpsgd: resync_timeout must be > 0");
+    const optim::Multirate* rates = worker().multirate();
+    if (!rates) {
+        Channel whole;
+        whole.size = worker().size();
+        channels_.push_back(std::move(whole));
+        return;
+    }
+    for (std::size_t id = 0; id < rates->count(); ++id) {
+        const Partition& p = rates->layout()[id];
+        Channel c;
+        c.id = static_cast<std::uint32_t>(id);
+        c.offset = p.offset;
+        c.size = p.size;
+        c.period = rates->rate(id).gossip_period;
+        if (const auto& q = rates->rate(id).compressor) c.q = optim::make_compressor(*q);
+        channels_.push_back(std::move(c));
+    }
+}
+
+bool Dpsgd::due(const Channel& c) const {
+    return optim::Multirate::due(c.period, t_);
+}
+
+std::uint64_t Dpsgd::stream(const Channel& c, int sender, int receiver) const {
+    return (std::uint64_t{c.id} << 48) | (static_cast<std::uint64_t>(sender) << 24) |
+           static_cast<std::uint64_t>(receiver);
 }
 
 std::span<const float> Dpsgd::compute_point() {
@@ -68,20 +94,24 @@ void Dpsgd::current_model(std::span<float> out) const {
     std::copy(x.begin(), x.end(), out.begin());
 }
 
-const ReplicaSender* Dpsgd::out_edge(int j) const {
-    auto it = out_.find(j);
-    return it == out_.end() ? nullptr : &it->second;
+const ReplicaSender* Dpsgd::out_edge(int j, std::size_t c) const {
+    const auto& out = channels_.at(c).out;
+    auto it = out.find(j);
+    return it == out.end() ? nullptr : &it->second;
 }
 
-const ReplicaReceiver* Dpsgd::in_edge(int j) const {
-    auto it = in_.find(j);
-    return it == in_.end() ? nullptr : &it->second;
+const ReplicaReceiver* Dpsgd::in_edge(int j, std::size_t c) const {
+    const auto& in = channels_.at(c).in;
+    auto it = in.find(j);
+    return it == in.end() ? nullptr : &it->second;
 }
 
-ReplicaReceiver& Dpsgd::receiver(int j) {
-    auto it = in_.find(j);
-    if (it == in_.end())
-        it = in_.emplace(j, ReplicaReceiver(j, worker().size(), worker().math())).first;
+ReplicaReceiver& Dpsgd::receiver(Channel& c, int j) {
+    auto it = c.in.find(j);
+    if (it == c.in.end())
+        it = c.in.emplace(j, ReplicaReceiver(j, c.size, worker().math(), c.q.get(),
+                                             stream(c, j, rank())))
+                 .first;
     return it->second;
 }
 
@@ -102,17 +132,26 @@ void Dpsgd::begin_round(Time now, Actions& out) {
 }
 
 void Dpsgd::send_round(Time now, Actions& out) {
-    const auto round = context().topology->at(t_);
     const std::span<const float> x = params();
-    for (int j : round->graph.out_neighbors(rank())) {
-        if (dead_.contains(j)) continue;
-        auto it = out_.find(j);
-        if (it == out_.end())
-            it = out_.emplace(j, ReplicaSender(j, worker().size(), worker().math())).first;
-        auto& recent = sent_at_[j];
-        recent.emplace_back(it->second.next_seq(), now);
-        if (recent.size() > kRecentSends) recent.pop_front();
-        send(out, it->second.encode(x, t_));
+    for (Channel& c : channels_) {
+        if (!due(c)) continue;
+        const auto round = context().topology->at(c.round);
+        const auto part = worker().math() ? x.subspan(c.offset, c.size) : x;
+        for (int j : round->graph.out_neighbors(rank())) {
+            if (dead_.contains(j)) continue;
+            auto it = c.out.find(j);
+            if (it == c.out.end())
+                it = c.out
+                         .emplace(j, ReplicaSender(j, c.size, worker().math(), c.q.get(),
+                                                   stream(c, rank(), j)))
+                         .first;
+            auto& recent = c.sent_at[j];
+            recent.emplace_back(it->second.next_seq(), now);
+            if (recent.size() > kRecentSends) recent.pop_front();
+            Message m = it->second.encode(part, c.round);
+            m.partition = c.id;
+            send(out, std::move(m));
+        }
     }
 }
 
@@ -129,39 +168,51 @@ void Dpsgd::on_step_finished(Time now, double, Actions& out) {
 
 void Dpsgd::try_mix(Time now, Actions& out) {
     if (stage_ != Stage::waiting) return;
-    const auto round = context().topology->at(t_);
     const int i = rank();
-    double self = round->weights.at(i, i);
-    std::vector<std::pair<int, double>> weights;
+    // Only the channels due at step t travel; with none due the step ends at once.
+    struct Plan {
+        Channel* c;
+        double self;
+        std::vector<std::pair<int, double>> weights;
+    };
+    std::vector<Plan> plans;
     bool missing = false;
     const bool reweight = options_.reweight.has_value();
-    for (int j : round->graph.in_neighbors(i)) {
-        const double w = round->weights.at(i, j);
-        if (dead_.contains(j)) {
-            self += w;  // a dead neighbour's weight moves to our own
-            continue;
+    for (Channel& c : channels_) {
+        if (!due(c)) continue;
+        const auto round = context().topology->at(c.round);
+        Plan plan{&c, round->weights.at(i, i), {}};
+        for (int j : round->graph.in_neighbors(i)) {
+            const double w = round->weights.at(i, j);
+            if (dead_.contains(j)) {
+                plan.self += w;  // a dead neighbour's weight moves to our own
+                continue;
+            }
+            ReplicaReceiver& r = receiver(c, j);
+            // Reweighting takes the newest state that has come, even one of a later round.
+            r.advance(reweight ? std::numeric_limits<std::int64_t>::max() : c.round);
+            missing = missing || !r.covers(c.round);
+            plan.weights.emplace_back(j, w);
         }
-        ReplicaReceiver& r = receiver(j);
-        // Reweighting takes the newest state that has come, even one of a later round.
-        r.advance(reweight ? std::numeric_limits<std::int64_t>::max() : t_);
-        missing = missing || !r.covers(t_);
-        weights.emplace_back(j, w);
+        plans.push_back(std::move(plan));
     }
     if (missing && reweight && stale_round_ == t_) {
         // The wait is over: down-weight what is behind, give the rest to our own weight.
-        for (auto& [j, w] : weights) {
-            const ReplicaReceiver& r = in_.at(j);
-            const std::int64_t behind = r.round() < 0 ? -1 : t_ - std::min(t_, r.round());
-            const double keep = behind < 0 ? 0.0 : std::pow(options_.reweight->decay, behind);
-            self += w * (1.0 - keep);
-            w *= keep;
-            in_stats_[j].staleness = std::max<std::int64_t>(0, behind);
-            in_stats_[j].stale += behind != 0;
-        }
+        for (auto& plan : plans)
+            for (auto& [j, w] : plan.weights) {
+                const std::int64_t r = plan.c->in.at(j).round(), now_round = plan.c->round;
+                const std::int64_t behind = r < 0 ? -1 : now_round - std::min(now_round, r);
+                const double keep = behind < 0 ? 0.0 : std::pow(options_.reweight->decay, behind);
+                plan.self += w * (1.0 - keep);
+                w *= keep;
+                in_stats_[j].staleness = std::max<std::int64_t>(0, behind);
+                in_stats_[j].stale += behind != 0;
+            }
         ++stale_mixes_;
         missing = false;
     } else if (!missing) {
-        for (const auto& [j, w] : weights) in_stats_[j].staleness = 0;
+        for (const auto& plan : plans)
+            for (const auto& [j, w] : plan.weights) in_stats_[j].staleness = 0;
     }
     if (missing && reweight && stale_deadline_ == 0) {
         stale_deadline_ = next_deadline_++;
@@ -177,16 +228,20 @@ void Dpsgd::try_mix(Time now, Actions& out) {
     }
     armed_deadline_ = 0;  // a deadline still pending for this wait is now stale
     stale_deadline_ = 0;
-    for (const auto& [j, w] : weights) in_stats_[j].weight = w;
-    if (worker().math()) {
-        std::vector<detail::MixTerm> terms;
-        terms.reserve(weights.size());
-        for (const auto& [j, w] : weights)
-            if (w > 0) terms.push_back({w, in_.at(j).replica()});
-        detail::mix(params(), self, terms);
+    for (auto& plan : plans) {
+        Channel& c = *plan.c;
+        for (const auto& [j, w] : plan.weights) in_stats_[j].weight = w;
+        if (worker().math()) {
+            std::vector<detail::MixTerm> terms;
+            terms.reserve(plan.weights.size());
+            for (const auto& [j, w] : plan.weights)
+                if (w > 0) terms.push_back({w, c.in.at(j).replica()});
+            detail::mix(params().subspan(c.offset, c.size), plan.self, terms);
+        }
+        ++c.round;
+        last_self_weight_ = plan.self;
+        last_weights_ = std::move(plan.weights);
     }
-    last_self_weight_ = self;
-    last_weights_ = std::move(weights);
     if (options_.mode == DpsgdMode::cta) worker().apply_gradient(params(), worker().gradient());
     ++t_;
     ++mutable_stats().rounds;
@@ -204,21 +259,31 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
         throw Error(fmt::format("dpsgd: a message from invalid peer {}", j));
     switch (msg.kind) {
         case MessageKind::full_model:
-        case MessageKind::model_delta:
-            receiver(j).accept(std::move(msg));
+        case MessageKind::model_delta: {
+            if (msg.partition >= channels_.size())
+                throw Error(
+                    fmt::format("dpsgd: a message from peer {} for partition {}; this "
+                                "peer gossips {} partition(s)",
+                                j, msg.partition, channels_.size()));
+            receiver(channels_[msg.partition], j).accept(std::move(msg));
             try_mix(now, out);
             return;
+        }
         case MessageKind::control: {
             // A re-sync request for message msg.edge_seq. Answered once that message left at
             // least resync_timeout ago: a younger one is more likely in flight than lost, and if
             // it is lost the next ask, a timeout later, finds it old enough. Answered even after
             // done, so that a neighbour that lost our last message can finish.
-            auto it = out_.find(j);
-            if (it == out_.end() || dead_.contains(j) || !it->second.sent(msg.edge_seq)) return;
-            for (const auto& [seq, at] : sent_at_[j])
+            if (msg.partition >= channels_.size()) return;
+            Channel& c = channels_[msg.partition];
+            auto it = c.out.find(j);
+            if (it == c.out.end() || dead_.contains(j) || !it->second.sent(msg.edge_seq)) return;
+            for (const auto& [seq, at] : c.sent_at[j])
                 if (seq == msg.edge_seq && now - at < options_.resync_timeout) return;
             ++resync_answers_;
-            send(out, it->second.resync());
+            Message m = it->second.resync();
+            m.partition = c.id;
+            send(out, std::move(m));
             return;
         }
         default:
@@ -233,18 +298,22 @@ void Dpsgd::on_deadline(Time now, std::uint64_t id, Actions& out) {
         return try_mix(now, out);
     }
     if (id != armed_deadline_ || stage_ != Stage::waiting) return;
-    const auto round = context().topology->at(t_);
-    for (int j : round->graph.in_neighbors(rank())) {
-        if (dead_.contains(j)) continue;
-        ReplicaReceiver& r = receiver(j);
-        if (r.covers(t_)) continue;
-        Message req;
-        req.kind = MessageKind::control;
-        req.receiver = j;
-        req.edge_seq = r.next_seq();
-        req.round = t_;
-        ++resync_requests_;
-        send(out, std::move(req));
+    for (Channel& c : channels_) {
+        if (!due(c)) continue;
+        const auto round = context().topology->at(c.round);
+        for (int j : round->graph.in_neighbors(rank())) {
+            if (dead_.contains(j)) continue;
+            ReplicaReceiver& r = receiver(c, j);
+            if (r.covers(c.round)) continue;
+            Message req;
+            req.kind = MessageKind::control;
+            req.receiver = j;
+            req.edge_seq = r.next_seq();
+            req.round = c.round;
+            req.partition = c.id;
+            ++resync_requests_;
+            send(out, std::move(req));
+        }
     }
     armed_deadline_ = next_deadline_++;
     out.deadlines.push_back({now + options_.resync_timeout, armed_deadline_});

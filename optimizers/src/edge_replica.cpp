@@ -10,8 +10,17 @@ namespace gossamer::proto {
 using transport::Message;
 using transport::MessageKind;
 
-ReplicaSender::ReplicaSender(int receiver, std::size_t size, bool math)
-    : receiver_(receiver), size_(size), math_(math) {}
+namespace {
+
+std::span<std::byte> bytes_of(std::vector<float>& words) {
+    return std::as_writable_bytes(std::span<float>(words));
+}
+
+}  // namespace
+
+ReplicaSender::ReplicaSender(int receiver, std::size_t size, bool math, const optim::Compressor* q,
+                             std::uint64_t stream)
+    : receiver_(receiver), size_(size), math_(math), q_(q), stream_(stream) {}
 
 Message ReplicaSender::encode(std::span<const float> x, std::int64_t round) {
     Message m;
@@ -24,11 +33,22 @@ Message ReplicaSender::encode(std::span<const float> x, std::int64_t round) {
     // but the receiver can take it through the one full-model path that re-syncs also use.
     const bool first = replica_.empty();
     m.kind = first ? MessageKind::full_model : MessageKind::model_delta;
+    if (!first && q_) m.elements = q_->encoded_words(size_);
     if (!math_) return m;
     assert(x.size() == size_);
     if (first) {
         replica_.assign(x.begin(), x.end());
         m.payload = replica_;
+        return m;
+    }
+    if (q_) {
+        scratch_.resize(size_);
+        for (std::size_t k = 0; k < size_; ++k) scratch_[k] = x[k] - replica_[k];
+        m.payload.resize(m.elements);
+        const optim::CodecKey key{0, stream_, m.edge_seq};
+        q_->encode(scratch_, key, bytes_of(m.payload));
+        // x_hat moves by the decoded message, exactly as the receiver's copy will.
+        q_->decode_add(std::as_bytes(std::span<const float>(m.payload)), key, replica_);
         return m;
     }
     m.payload.resize(size_);
@@ -52,8 +72,9 @@ Message ReplicaSender::resync() const {
     return m;
 }
 
-ReplicaReceiver::ReplicaReceiver(int sender, std::size_t size, bool math)
-    : sender_(sender), size_(size), math_(math) {}
+ReplicaReceiver::ReplicaReceiver(int sender, std::size_t size, bool math,
+                                 const optim::Compressor* q, std::uint64_t stream)
+    : sender_(sender), size_(size), math_(math), q_(q), stream_(stream) {}
 
 bool ReplicaReceiver::gap_open() const noexcept {
     return !queued_.empty() && queued_.begin()->first != next_seq_;
@@ -90,7 +111,15 @@ void ReplicaReceiver::advance(std::int64_t round) {
 }
 
 void ReplicaReceiver::apply(const Message& msg) {
-    if (math_) {
+    if (math_ && q_ && msg.kind == MessageKind::model_delta) {
+        if (msg.payload.size() != q_->encoded_words(size_))
+            throw Error("a compressed delta from peer " + std::to_string(sender_) + " carries " +
+                        std::to_string(msg.payload.size()) + " words, expected " +
+                        std::to_string(q_->encoded_words(size_)));
+        assert(replica_.size() == size_ && "a delta before any full model");
+        q_->decode_add(std::as_bytes(std::span<const float>(msg.payload)),
+                       optim::CodecKey{0, stream_, msg.edge_seq}, replica_);
+    } else if (math_) {
         if (msg.payload.size() != size_)
             throw Error("a model message from peer " + std::to_string(sender_) + " carries " +
                         std::to_string(msg.payload.size()) + " values, expected " +

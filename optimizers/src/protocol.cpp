@@ -55,6 +55,9 @@ void Protocol::send(Actions& out, Message msg) {
     msg.sender = ctx_.rank;
     ++stats_.messages_sent;
     stats_.bytes_sent += msg.wire_bytes();
+    if (msg.partition >= stats_.partition_bytes_sent.size())
+        stats_.partition_bytes_sent.resize(msg.partition + std::size_t{1}, 0);
+    stats_.partition_bytes_sent[msg.partition] += msg.wire_bytes();
     out.sends.push_back(Send{std::move(msg), next_send_id_++});
 }
 

@@ -46,7 +46,7 @@ DataConfig parse_data(const Node& node) {
 TrainingConfig parse_training_config(const json::Document& doc) {
     Node root(doc);
     root.expect_object({"description", "seed", "data", "model", "optimizer", "schedule", "training",
-                        "partitions", "output", "sharding", "algorithms"});
+                        "partitions", "multirate", "output", "sharding", "algorithms"});
     TrainingConfig c;
     c.doc = doc;
     if (auto v = root.find("description")) v->as_string();
@@ -93,6 +93,8 @@ TrainingConfig parse_training_config(const json::Document& doc) {
         }
     }
     c.sharding.seed = c.seed;
+    if (auto m = root.find("multirate"); m && !m->is_object())
+        m->fail("expected an object", "e.g. {\"partitions\": {\"slow\": {\"period\": 4}}}");
     if (auto al = root.find("algorithms")) {
         if (!al->is_object()) al->fail("expected an object: {\"sgp\": {\"staleness\": 2}, ...}");
         for (const auto& item : al->value().items())
@@ -160,6 +162,12 @@ PartitionLayout build_partitions(const TrainingConfig& c, const Model& model) {
     Node root(c.doc);
     if (auto p = root.find("partitions")) return partitions_from_config(*p, model.layers());
     return model.default_partitions();
+}
+
+Multirate build_multirate(const TrainingConfig& c, const PartitionLayout& layout) {
+    Node root(c.doc);
+    if (auto m = root.find("multirate")) return parse_multirate(*m, layout);
+    return Multirate(layout);
 }
 
 LrSchedule build_schedule(const TrainingConfig& c, std::int64_t total_steps) {

@@ -6,7 +6,7 @@ usage: scripts/experiments/compare.py NAME METRIC REF_FILE:ALGO NEW_FILE:ALGO [-
 
 METRIC is `time` (virtual time to the target accuracy: ratio = ref / new, "times sooner"),
 `bytes` (MB sent per peer until the target: ratio = ref / new, "times fewer") or `backward`
-(backward compute until the target, `backward_to_target` in the summary: ref / new).
+(backward multiply-adds per peer until the target: ref / new).
 --min R: the ratio must be at least R. --acc-within PP: the final accuracy (mean over seeds)
 must be within PP percentage points of the reference's. Prints one line per check with the
 figures and "met" or "MISSED", and exits 0 either way (a missed target is a result, not an
@@ -15,8 +15,8 @@ error); exits 2 when a file or an algorithm is missing.
 import json
 import sys
 
-FIELDS = {"time": "time_to_target", "bytes": "mb_per_peer_to_target",
-          "backward": "backward_to_target"}
+FIELDS = {"time": "time_to_target", "bytes": "mb_to_target_per_peer",
+          "backward": "backward_gmac_to_target_per_peer"}
 
 
 def load(spec):

@@ -102,10 +102,14 @@ Engine::Engine(const SimSetup& s)
             steps = per_epoch * s.epochs;
             auto model = optim::build_model(*s.config, *s.train);
             auto layout = optim::build_partitions(*s.config, *model);
-            p.worker = std::make_unique<optim::LocalTrainer>(
+            auto rates = optim::build_multirate(*s.config, layout);
+            optim::check_multirate_algorithm(rates, s.algorithm);
+            auto trainer = std::make_unique<optim::LocalTrainer>(
                 std::move(model), layout, s.config->optimizer,
                 optim::build_schedule(*s.config, steps), p.shard, s.config->batch_size,
                 s.config->seed, r);
+            trainer->set_multirate(std::move(rates));
+            p.worker = std::move(trainer);
         } else {
             p.worker = std::make_unique<proto::CostOnlyWorker>(s.model_size);
         }
@@ -198,8 +202,10 @@ void Engine::evaluate(Time now, bool final) {
     EvalPoint ep;
     ep.time = now;
     ep.samples = result_.samples;
-    for (int r = 0; r < n_; ++r)
-        ep.bytes += peers_[static_cast<std::size_t>(r)].protocol->stats().bytes_sent;
+    for (const auto& p : peers_) {
+        ep.bytes += p.protocol->stats().bytes_sent;
+        for (const auto& w : p.worker->work()) ep.backward_macs += w.backward_macs;
+    }
     const std::size_t size = eval_model_->parameter_count();
     // The exact average of the live peers' models, weighted by the push-sum weight each holds:
     // sum_i w_i z_i / sum_i w_i = sum_i x_i / sum_i w_i, the network average push-sum preserves;
@@ -295,6 +301,19 @@ SimResult Engine::run() {
         ps.bytes_received = p.protocol->stats().bytes_received;
         ps.failed = !p.alive;
         ps.edges = p.protocol->edge_metrics();
+        const auto work = p.worker->work();
+        const auto& split = p.protocol->stats().partition_bytes_sent;
+        if (!work.empty()) ps.partitions = json::Json::array();
+        // Whole-model protocols send everything as partition 0: no split to report then.
+        const bool split_known = split.size() > 1 || work.size() == 1;
+        for (std::size_t id = 0; id < work.size(); ++id) {
+            ps.backward_macs += work[id].backward_macs;
+            json::Json part = {{"name", work[id].name},
+                               {"updates", work[id].updates},
+                               {"backward_macs", work[id].backward_macs}};
+            if (split_known) part["bytes_sent"] = id < split.size() ? split[id] : 0;
+            ps.partitions.push_back(std::move(part));
+        }
         if (p.alive) result_.mass += p.protocol->mass();
         result_.peers.push_back(ps);
     }

@@ -178,3 +178,62 @@ TEST_CASE("bad straggler-policy, compressor and reweight options: one line namin
         CHECK_FALSE(std::filesystem::exists(out));
     }
 }
+
+namespace {
+
+// The small job with an MLP 10-8-2 split into fast = fc2 and slow = fc1 (period 4).
+std::string multirate_config(Job& job, const std::string& multirate) {
+    return job.dir.write("mr.json", R"({"seed": 3,
+        "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10, "seed": 5},
+        "model": {"name": "mlp", "hidden": [8]}, "optimizer": {"name": "sgd", "lr": 0.2},
+        "training": {"epochs": 3, "batch_size": 20},
+        "partitions": {"fast": ["fc2"], "slow": ["*"]},
+        "multirate": )" + multirate + "}");
+}
+
+}  // namespace
+
+TEST_CASE("multirate: per-partition updates, backward work and bytes reach peers.jsonl") {
+    Job job;
+    job.config = multirate_config(job, R"({"partitions": {"slow": {"period": 4}}})");
+    const auto out = (job.dir.path() / "o").string();
+    auto r =
+        job.sim(kSrc + "/examples/clusters/small4.json", "--algorithms dpsgd --json --out " + out);
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    const auto summary = Json::parse(r.out);
+    CHECK(summary["algorithms"][0]["backward_gmac_per_peer"].get<double>() > 0);
+    std::ifstream in(out + "/dpsgd/seed0/peers.jsonl");
+    int peers = 0;
+    for (std::string line; std::getline(in, line); ++peers) {
+        auto j = Json::parse(line);
+        const auto steps = j["steps"].get<std::int64_t>();  // 200 samples / 20 * 3 epochs
+        CHECK(steps == 30);
+        REQUIRE(j["partitions"].size() == 2);
+        const auto& slow = j["partitions"][0];
+        const auto& fast = j["partitions"][1];
+        CHECK(slow["name"] == "slow");
+        CHECK(slow["updates"] == steps / 4);
+        CHECK(fast["updates"] == steps);
+        CHECK(slow["bytes_sent"].get<std::uint64_t>() + fast["bytes_sent"].get<std::uint64_t>() ==
+              j["bytes_sent"].get<std::uint64_t>());
+        CHECK(slow["backward_macs"].get<std::uint64_t>() +
+                  fast["backward_macs"].get<std::uint64_t>() ==
+              j["backward_macs"].get<std::uint64_t>());
+    }
+    CHECK(peers == 4);
+}
+
+TEST_CASE("multirate: per-partition gossip with sgp is one line, exit 2, nothing written") {
+    Job job;
+    job.config = multirate_config(job, R"({"partitions": {"slow": {"period": 4}}})");
+    const auto out = (job.dir.path() / "o").string();
+    auto r =
+        job.sim(kSrc + "/examples/clusters/small4.json", "--algorithms dpsgd,sgp --out " + out);
+    CAPTURE(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("multirate.partitions.slow: sgp gossips the whole model") !=
+          std::string::npos);
+    CHECK(r.err.find('\n') == r.err.size() - 1);
+    CHECK_FALSE(std::filesystem::exists(out));
+}

@@ -199,3 +199,38 @@ TEST_CASE(
     auto lines = gossamer::read_json_lines((dir.path() / "out/metrics.jsonl").string());
     CHECK(lines.back()["event"] == "diverged");
 }
+
+TEST_CASE("bad input: multirate partitions, periods and compressors") {
+    Json c = small_logreg();  // softmax 20 -> 2: 42 parameters
+    c["partitions"] = {{"a", {{"offset", 0}, {"size", 20}}}, {"b", {{"offset", 20}, {"size", 22}}}};
+    c["multirate"] = {{"partitions", {{"c", {{"period", 4}}}}}};
+    check_bad(c, "multirate.partitions.c: unknown partition \"c\"; the layout has a, b");
+    c["multirate"] = {{"partitions", {{"a", {{"period", 0}}}}}};
+    check_bad(c, "multirate.partitions.a.period: period 0 must be an integer >= 1");
+    c["multirate"] = {{"partitions", {{"a", {{"period", 2}, {"gossip_period", 0}}}}}};
+    check_bad(c, "multirate.partitions.a.gossip_period: gossip_period 0 must be");
+    c["multirate"] = {{"partitions", {{"a", {{"compressor", {{"name", "int4"}}}}}}}};
+    check_bad(c, "multirate.partitions.a.compressor.name: unknown value \"int4\"");
+    c["multirate"] = {{"partitions", {{"a", {{"period", 2}}}, {"b", {{"period", 2}}}}}};
+    check_bad(c, "every partition has a period above 1");
+}
+
+TEST_CASE("multirate: the summary reports each partition's updates and backward work") {
+    TempDir dir;
+    Json c = small_logreg();  // 600 samples, batch 100, 3 epochs: 18 steps
+    c["model"] = {{"name", "mlp"}, {"hidden", {8}}};
+    c["optimizer"] = {{"name", "sgd"}, {"lr", 0.1}};
+    c["partitions"] = {{"fast", {"fc2"}}, {"slow", {"*"}}};
+    c["multirate"] = {{"partitions", {{"slow", {{"period", 3}}}}}};
+    c["output"] = {{"dir", (dir.path() / "out").string()}};
+    auto r = train("--json --config " + dir.write("c.json", c.dump()));
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    const auto parts = Json::parse(r.out)["partitions"];
+    REQUIRE(parts.size() == 2);
+    CHECK(parts[0]["name"] == "slow");
+    CHECK(parts[0]["updates"] == 6);
+    CHECK(parts[1]["name"] == "fast");
+    CHECK(parts[1]["updates"] == 18);
+    CHECK(parts[0]["backward_macs"].get<std::uint64_t>() > 0);
+}

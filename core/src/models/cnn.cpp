@@ -54,6 +54,7 @@ class Cnn final : public Model {
         flat_ = static_cast<std::size_t>(h) * w * c;
         layers_.push_back({"fc", offset, (flat_ + 1) * static_cast<std::size_t>(spec.classes)});
         total_ = layers_.back().end();
+        macs_.assign(layers_.size(), 0);
         buf_.resize(stages_.size());
     }
 
@@ -104,8 +105,10 @@ class Cnn final : public Model {
             float* g = grad.data() + layers_[fc].offset;
             ops::gemm(true, false, k, f, n, 1.0f, logits_.data(), k, flat, f, 0.0f, g, f);
             ops::bias_grad(logits_.data(), n, k, g + flat_ * k);
+            macs_[fc] += static_cast<std::uint64_t>(n) * k * (f + 1);
         }
         if (*lowest == fc) return stats.loss_sum / n;
+        macs_[fc] += static_cast<std::uint64_t>(n) * f * k;
         dpool_.resize(static_cast<std::size_t>(n) * flat_);
         ops::gemm(false, false, n, f, k, 1.0f, logits_.data(), k, wfc, f, 0.0f, dpool_.data(), f);
 
@@ -133,10 +136,12 @@ class Cnn final : public Model {
                     ops::im2col(x + first * in.sample, part, spec_.kernel, cols_.data());
                     ops::gemm(true, false, st.cout, patch, m, 1.0f, dy, st.cout, cols_.data(),
                               patch, first == 0 ? 0.0f : 1.0f, g, patch);
+                    macs_[s] += static_cast<std::uint64_t>(m) * patch * st.cout;
                 }
                 if (want_x) {
                     ops::gemm(false, false, m, patch, st.cout, 1.0f, dy, st.cout, w, patch, 0.0f,
                               cols_.data(), patch);
+                    macs_[s] += static_cast<std::uint64_t>(m) * patch * st.cout;
                     ops::col2im(cols_.data(), part, spec_.kernel,
                                 dpool_.data() + first * in.sample);
                 }
@@ -153,6 +158,8 @@ class Cnn final : public Model {
         return ops::softmax_xent(run_forward(params, batch), batch.labels, batch.size,
                                  spec_.classes, false);
     }
+
+    std::span<const std::uint64_t> backward_macs() const override { return macs_; }
 
     std::unique_ptr<Model> clone() const override { return std::make_unique<Cnn>(spec_); }
 
@@ -232,7 +239,8 @@ class Cnn final : public Model {
     std::size_t flat_ = 0, total_ = 0;
     std::vector<Buffers> buf_;
     std::vector<float> logits_, dpool_, dconv_;
-    std::vector<float> cols_;  // im2col (forward) or its gradient (backward) of one chunk
+    std::vector<float> cols_;          // im2col (forward) or its gradient (backward) of one chunk
+    std::vector<std::uint64_t> macs_;  // backward multiply-adds per layer
 };
 
 }  // namespace

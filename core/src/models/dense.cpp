@@ -35,6 +35,7 @@ class Dense final : public Model {
         }
         total_ = offset;
         acts_.resize(count + 1);
+        macs_.assign(count, 0);
     }
 
     std::string name() const override { return name_; }
@@ -81,8 +82,10 @@ class Dense final : public Model {
                 float* gw = grad.data() + layers_[l].offset;
                 ops::gemm(true, false, outs, in, n, 1.0f, delta, outs, x, in, 0.0f, gw, in);
                 ops::bias_grad(delta, n, outs, gw + weights(l));
+                macs_[l] += static_cast<std::uint64_t>(n) * outs * (in + 1);
             }
             if (l == *lowest) break;
+            macs_[l] += static_cast<std::uint64_t>(n) * in * outs;
             spare_.resize(static_cast<std::size_t>(n) * in);
             ops::gemm(false, false, n, in, outs, 1.0f, delta, outs, w, in, 0.0f, spare_.data(), in);
             ops::relu_backward(spare_.data(), acts_[l].data(), spare_.size());
@@ -97,6 +100,8 @@ class Dense final : public Model {
         check_batch(params, batch);
         return head(run_forward(params, batch), batch, false);
     }
+
+    std::span<const std::uint64_t> backward_macs() const override { return macs_; }
 
     std::unique_ptr<Model> clone() const override {
         return std::make_unique<Dense>(name_, sizes_, head_);
@@ -136,6 +141,7 @@ class Dense final : public Model {
     std::size_t total_ = 0;
     std::vector<std::vector<float>> acts_;  // scratch, reused across calls
     std::vector<float> spare_;
+    std::vector<std::uint64_t> macs_;  // backward multiply-adds per layer
 };
 
 }  // namespace

@@ -106,6 +106,13 @@ class Model {
     virtual EvalResult evaluate(std::span<const float> params, const Dataset& data,
                                 int batch_size = 256);
 
+    /// Multiply-adds the backward passes of loss_and_gradient() have performed so far, one
+    /// counter per layer (index as layers()): the weight-gradient products of a needed layer
+    /// plus the products that propagate the error through the layer to the one below. Counted
+    /// where the kernels are called, so a masked pass shows the work it really skipped. Empty
+    /// when the model does not count (the default).
+    virtual std::span<const std::uint64_t> backward_macs() const { return {}; }
+
     /// A new model of the same architecture with its own scratch buffers (for another thread).
     virtual std::unique_ptr<Model> clone() const = 0;
 

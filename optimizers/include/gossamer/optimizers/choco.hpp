@@ -24,6 +24,11 @@
 /// message numbered up to it.
 ///
 /// Failures: after peer_failed(j) nothing more is sent to j and its term leaves the mix.
+///
+/// Per-partition gossip (multirate.hpp), as in dpsgd: when the worker trains with multirate
+/// rates, each partition p is its own channel (replicas, sequence numbers, round counter r_p,
+/// compressor: the partition's, else the "compressor" option). Partition p is mixed only on the
+/// steps t with (t + 1) % g_p == 0, with topology round r_p; messages carry Message::partition.
 
 #include <cstdint>
 #include <deque>
@@ -73,17 +78,21 @@ class Choco final : public Protocol {
 
     const ChocoOptions& options() const noexcept { return options_; }
     const optim::Compressor& compressor() const noexcept { return *compressor_; }
-    /// Rounds mixed so far.
+    /// Rounds (steps) mixed so far.
     std::int64_t round() const noexcept { return t_; }
+    /// Gossip channels: 1 (whole model) or one per multirate partition.
+    std::size_t channels() const noexcept { return channels_.size(); }
+    /// Rounds channel (partition) c has mixed: its topology round counter r_c.
+    std::int64_t partition_round(std::size_t c) const { return channels_.at(c).round; }
     /// True on a static topology: one x_hat_i for all out-edges.
     bool shared_replica() const noexcept { return shared_; }
-    /// x_hat as receiver j holds it once our messages are in (empty: nothing sent to j).
-    std::span<const float> public_replica(int j) const;
-    /// Our replica of in-neighbour j's x_hat (empty: nothing received from j).
-    std::span<const float> neighbour_replica(int j) const;
-    /// Messages sent on edge (this peer, j) and applied from edge (j, this peer).
-    std::uint64_t sent_on(int j) const;
-    std::uint64_t applied_from(int j) const;
+    /// x_hat of channel c as receiver j holds it once our messages are in (empty: nothing sent).
+    std::span<const float> public_replica(int j, std::size_t c = 0) const;
+    /// Our replica of in-neighbour j's x_hat of channel c (empty: nothing received from j).
+    std::span<const float> neighbour_replica(int j, std::size_t c = 0) const;
+    /// Messages of channel c sent on edge (this peer, j) and applied from edge (j, this peer).
+    std::uint64_t sent_on(int j, std::size_t c = 0) const;
+    std::uint64_t applied_from(int j, std::size_t c = 0) const;
     /// Re-sync requests sent, and full replicas sent in answer to others' requests.
     std::uint64_t resync_requests() const noexcept { return resync_requests_; }
     std::uint64_t resync_answers() const noexcept { return resync_answers_; }
@@ -112,22 +121,34 @@ class Choco final : public Protocol {
         std::map<std::uint64_t, Message> queued;  // by edge_seq
     };
 
+    // One partition's gossip state (the whole model when there is no multirate).
+    struct Channel {
+        std::uint32_t id = 0;  // partition id on the wire
+        std::size_t offset = 0, size = 0;
+        int period = 1;                            // gossip period in steps
+        std::int64_t round = 0;                    // r_p: topology rounds this channel has mixed
+        std::unique_ptr<optim::Compressor> own_q;  // the partition's compressor, if it has one
+        const optim::Compressor* q = nullptr;      // own_q or the protocol's compressor_
+        Slot own;                                  // shared mode
+        std::map<int, OutEdge> out;
+        std::map<int, InEdge> in;
+    };
+
+    bool due(const Channel& c) const;
     void send_round(Time now, Actions& out);
-    Message encode(Slot& slot, int receiver_or_all);
+    Message encode(Channel& c, Slot& slot, int receiver_or_all);
     void try_mix(Time now, Actions& out);
-    void advance(int j, InEdge& e);
-    void answer_resync(Time now, int j, std::uint64_t seq, Actions& out);
-    optim::CodecKey key(int sender, int receiver, std::uint64_t seq) const;
+    void advance(Channel& c, int j, InEdge& e);
+    void answer_resync(Time now, Channel& c, int j, std::uint64_t seq, Actions& out);
+    optim::CodecKey key(const Channel& c, int sender, int receiver, std::uint64_t seq) const;
 
     ChocoOptions options_;
     std::unique_ptr<optim::Compressor> compressor_;
     bool shared_ = true;
     bool waiting_ = false;
     std::int64_t t_ = 0;
-    Slot own_;  // shared mode
+    std::vector<Channel> channels_;
     std::vector<int> base_out_;  // shared mode: out-neighbours of the union over the period
-    std::map<int, OutEdge> out_;
-    std::map<int, InEdge> in_;
     std::set<int> dead_;
     std::vector<float> scratch_;
     std::uint64_t next_deadline_ = 1, armed_deadline_ = 0;

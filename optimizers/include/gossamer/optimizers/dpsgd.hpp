@@ -19,6 +19,15 @@
 ///
 /// Failures: after peer_failed(j), W_ij moves to W_ii in every round not yet mixed and nothing
 /// more is sent to j.
+///
+/// Per-partition gossip (multirate.hpp): when the worker trains with multirate rates, each
+/// partition p is its own channel with its own replicas, sequence numbers, optional compressor
+/// and round counter r_p. Partition p is mixed only on the steps t with (t + 1) % g_p == 0 (g_p:
+/// its gossip period), with the graph and W of topology round r_p, and then r_p advances; so a
+/// partition with g_p = 4 still visits every graph of a periodic schedule in turn instead of
+/// aliasing with it. Messages carry Message::partition = p and round = r_p. At the end of step t
+/// a peer waits only for the partitions due at t (none due: it goes on at once). Without
+/// multirate there is one channel over the whole model (partition 0) with r_0 = t.
 
 #include <cstdint>
 #include <deque>
@@ -73,12 +82,16 @@ class Dpsgd final : public Protocol {
     void current_model(std::span<float> out) const override;
 
     const DpsgdOptions& options() const noexcept { return options_; }
-    /// The round being worked on (rounds mixed so far).
+    /// The round being worked on (steps mixed so far).
     std::int64_t round() const noexcept { return t_; }
-    /// The edge to receiver j, or nullptr if it never carried anything.
-    const ReplicaSender* out_edge(int j) const;
-    /// The edge from sender j, or nullptr if nothing came from j.
-    const ReplicaReceiver* in_edge(int j) const;
+    /// Gossip channels: 1 (whole model) or one per multirate partition.
+    std::size_t channels() const noexcept { return channels_.size(); }
+    /// Rounds channel (partition) c has mixed: its topology round counter r_c.
+    std::int64_t partition_round(std::size_t c) const { return channels_.at(c).round; }
+    /// The edge to receiver j of channel c, or nullptr if it never carried anything.
+    const ReplicaSender* out_edge(int j, std::size_t c = 0) const;
+    /// The edge from sender j of channel c, or nullptr if nothing came from j.
+    const ReplicaReceiver* in_edge(int j, std::size_t c = 0) const;
     /// Re-sync requests sent, and full models sent in answer to others' requests.
     std::uint64_t resync_requests() const noexcept { return resync_requests_; }
     std::uint64_t resync_answers() const noexcept { return resync_answers_; }
@@ -102,17 +115,29 @@ class Dpsgd final : public Protocol {
   private:
     enum class Stage { idle, stepping, waiting, done };
 
+    // One partition's gossip state (the whole model when there is no multirate).
+    struct Channel {
+        std::uint32_t id = 0;  // partition id on the wire
+        std::size_t offset = 0, size = 0;
+        int period = 1;          // gossip period in steps
+        std::int64_t round = 0;  // r_p: topology rounds this channel has mixed
+        std::unique_ptr<optim::Compressor> q;
+        std::map<int, ReplicaSender> out;
+        std::map<int, ReplicaReceiver> in;
+        std::map<int, std::deque<std::pair<std::uint64_t, Time>>> sent_at;  // recent sends
+    };
+
     void begin_round(Time now, Actions& out);
     void send_round(Time now, Actions& out);
     void try_mix(Time now, Actions& out);
-    ReplicaReceiver& receiver(int j);
+    bool due(const Channel& c) const;
+    std::uint64_t stream(const Channel& c, int sender, int receiver) const;
+    ReplicaReceiver& receiver(Channel& c, int j);
 
     DpsgdOptions options_;
     Stage stage_ = Stage::idle;
     std::int64_t t_ = 0;
-    std::map<int, ReplicaSender> out_;
-    std::map<int, ReplicaReceiver> in_;
-    std::map<int, std::deque<std::pair<std::uint64_t, Time>>> sent_at_;  // recent sends per edge
+    std::vector<Channel> channels_;
     std::set<int> dead_;
     std::uint64_t next_deadline_ = 1, armed_deadline_ = 0;
     std::uint64_t stale_deadline_ = 0;  // reweight: the wait of round stale_round_ is over

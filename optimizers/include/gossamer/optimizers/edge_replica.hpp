@@ -15,12 +15,19 @@
 ///
 /// In cost-only mode (math false) no replica is kept and messages carry no payload, but the
 /// numbering works the same.
+///
+/// With a compressor Q (multirate partitions may name one), a delta message carries the encoded
+/// Q(x - x_hat) (Compressor::encoded_words words) and both ends add the same decoded floats, so
+/// the replicas stay bit-identical and what Q dropped travels in later messages (error
+/// feedback). Full models are never compressed. The CodecKey is (0, stream, edge_seq); both ends
+/// must be given the same stream.
 
 #include <cstdint>
 #include <map>
 #include <span>
 #include <vector>
 
+#include "gossamer/optimizers/compressor.hpp"
 #include "gossamer/transport/message.hpp"
 
 namespace gossamer::proto {
@@ -31,7 +38,10 @@ class ReplicaSender {
     /// @param receiver  the peer at the other end
     /// @param size      model length in floats
     /// @param math      false: cost-only, no values
-    ReplicaSender(int receiver, std::size_t size, bool math);
+    /// @param q         compressor for deltas (nullptr: exact floats); must outlive the sender
+    /// @param stream    CodecKey stream of the edge (the receiver uses the same)
+    ReplicaSender(int receiver, std::size_t size, bool math, const optim::Compressor* q = nullptr,
+                  std::uint64_t stream = 0);
 
     /// The message that brings the receiver's replica to `x` for round `round`: a full model on
     /// first contact, else the delta x - x_hat (x_hat then moves by that delta). Takes the next
@@ -52,7 +62,9 @@ class ReplicaSender {
     int receiver_;
     std::size_t size_;
     bool math_;
-    std::vector<float> replica_;
+    const optim::Compressor* q_;
+    std::uint64_t stream_;
+    std::vector<float> replica_, scratch_;
     std::uint64_t next_seq_ = 0;
     std::int64_t last_round_ = -1;
 };
@@ -60,7 +72,9 @@ class ReplicaSender {
 /// The receiver's end of edge (sender, receiver).
 class ReplicaReceiver {
   public:
-    ReplicaReceiver(int sender, std::size_t size, bool math);
+    /// `q` and `stream` as the sender's (nullptr: deltas are exact floats).
+    ReplicaReceiver(int sender, std::size_t size, bool math, const optim::Compressor* q = nullptr,
+                    std::uint64_t stream = 0);
 
     /// Takes a model_delta or full_model from the sender. A full model numbered at or past the
     /// expected number is applied at once; a delta is queued until advance(); anything already
@@ -93,6 +107,8 @@ class ReplicaReceiver {
     int sender_;
     std::size_t size_;
     bool math_;
+    const optim::Compressor* q_;
+    std::uint64_t stream_;
     std::vector<float> replica_;
     std::uint64_t next_seq_ = 0;
     std::int64_t covered_ = -1;

@@ -3,6 +3,11 @@
 /// schedule and the mini-batches of one shard. `gossamer train` runs it alone; the simulator and
 /// real peers run one per peer and mix its parameters between steps.
 ///
+/// Multirate (set_multirate, multirate.hpp): partition p with period k updates on steps s with
+/// (s + 1) % k == 0 at rate k * lr(s); with BackwardMode::skip the gradient of step s is computed
+/// only for the layers of partitions that update on s (LayerMask), the rest keep stale values
+/// that no update reads. work() counts updates and backward multiply-adds per partition.
+///
 /// Thread safety: one thread at a time (the model keeps scratch buffers).
 
 #include <cstdint>
@@ -17,6 +22,7 @@
 #include "gossamer/core/sharding.hpp"
 #include "gossamer/optimizers/local_optimizer.hpp"
 #include "gossamer/optimizers/lr_schedule.hpp"
+#include "gossamer/optimizers/multirate.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 
 namespace gossamer::optim {
@@ -46,6 +52,16 @@ class LocalTrainer final : public proto::LocalWorker {
     /// One optimizer step per partition on `x` at the rate of step steps(); increments steps().
     void apply_gradient(std::span<float> x, std::span<const float> g) override;
     std::int64_t steps() const override { return steps_; }
+    /// The rates in use (nullptr until set_multirate with active rates).
+    const optim::Multirate* multirate() const override {
+        return multirate_.active() ? &multirate_ : nullptr;
+    }
+    std::span<const proto::PartitionWork> work() const override { return work_; }
+
+    /// Trains with these rates from now on. Throws Error unless m.layout() equals layout().
+    void set_multirate(Multirate m);
+    /// The layers the gradient of step `step` computes (all, or those of updating partitions).
+    LayerMask backward_mask(std::int64_t step) const;
 
     /// Mean loss and accuracy of the current parameters on `data`.
     EvalResult evaluate(const Dataset& data, int batch_size = 1000);
@@ -66,6 +82,10 @@ class LocalTrainer final : public proto::LocalWorker {
     ParamVector params_, grad_;
     std::vector<std::unique_ptr<LocalOptimizer>> optimizers_;  // one per partition
     std::int64_t steps_ = 0;
+    Multirate multirate_;
+    std::vector<proto::PartitionWork> work_;  // by partition id
+    std::vector<std::size_t> layer_owner_;    // partition id of each layer's first parameter
+    std::vector<std::uint64_t> macs_before_;  // scratch: the model's counters before a pass
 };
 
 }  // namespace gossamer::optim

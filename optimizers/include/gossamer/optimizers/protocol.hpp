@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gossamer/core/json.hpp"
+#include "gossamer/optimizers/multirate.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "gossamer/transport/message.hpp"
 
@@ -31,6 +32,14 @@ using transport::MessageKind;
 
 /// Seconds: virtual time in the simulator, steady-clock time in real peers.
 using Time = double;
+
+/// Work one partition has done on a worker: optimizer steps taken and backward multiply-adds
+/// of its layers (Model::backward_macs; 0 when the model does not count them).
+struct PartitionWork {
+    std::string name;
+    std::int64_t updates = 0;
+    std::uint64_t backward_macs = 0;
+};
 
 /// The local computation a protocol drives: one model copy and its optimizer. Implemented by
 /// optim::LocalTrainer (real math) and by CostOnlyWorker (no values, for scale studies).
@@ -51,6 +60,11 @@ class LocalWorker {
     virtual void apply_gradient(std::span<float> x, std::span<const float> g) = 0;
     /// Optimizer steps applied so far.
     virtual std::int64_t steps() const = 0;
+    /// The multirate rates the worker trains with, or nullptr (every partition, every step).
+    /// Protocols that gossip per partition (dpsgd) follow their gossip periods.
+    virtual const optim::Multirate* multirate() const { return nullptr; }
+    /// Per-partition work so far, by partition id; empty when the worker keeps none.
+    virtual std::span<const PartitionWork> work() const { return {}; }
 };
 
 /// A worker with no values: every call is free. Message sizes still count size() floats.
@@ -103,6 +117,9 @@ struct ProtocolStats {
     std::uint64_t messages_sent = 0, messages_received = 0;
     std::int64_t rounds = 0;  ///< communication rounds completed
     double mass_lost = 0.0;   ///< push-sum: mass that went with failed peers
+    /// bytes_sent split by Message::partition (index = partition id; whole-model protocols
+    /// send everything as partition 0).
+    std::vector<std::uint64_t> partition_bytes_sent;
 };
 
 class Protocol {

@@ -16,6 +16,7 @@
 #include "gossamer/core/sharding.hpp"
 #include "gossamer/optimizers/local_optimizer.hpp"
 #include "gossamer/optimizers/lr_schedule.hpp"
+#include "gossamer/optimizers/multirate.hpp"
 
 namespace gossamer::optim {
 
@@ -69,6 +70,9 @@ TrainingData load_training_data(const TrainingConfig& config);
 std::unique_ptr<Model> build_model(const TrainingConfig& config, const Dataset& train);
 /// The partition layout: "partitions" of the config, or one partition per layer.
 PartitionLayout build_partitions(const TrainingConfig& config, const Model& model);
+/// The multirate rates of `layout` ("multirate" of the config; none: every partition every
+/// step). Throws ConfigError as parse_multirate.
+Multirate build_multirate(const TrainingConfig& config, const PartitionLayout& layout);
 /// The schedule for a run of `total_steps` steps; a cosine schedule without "total_steps" runs
 /// over the whole training.
 LrSchedule build_schedule(const TrainingConfig& config, std::int64_t total_steps);

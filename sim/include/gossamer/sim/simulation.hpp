@@ -54,6 +54,7 @@ struct EvalPoint {
     double consensus = 0;                       ///< sqrt(mean_i ||x_i - mean||^2)
     std::int64_t samples = 0;                   ///< samples processed by all peers so far
     std::uint64_t bytes = 0;                    ///< bytes sent by all peers so far
+    std::uint64_t backward_macs = 0;  ///< backward multiply-adds of all peers so far (math mode)
 };
 
 struct PeerSummary {
@@ -64,6 +65,10 @@ struct PeerSummary {
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     bool failed = false;
     json::Json edges;  ///< the protocol's per-edge metrics at the end (null if it keeps none)
+    std::uint64_t backward_macs = 0;  ///< backward multiply-adds of its steps (math mode)
+    /// Per partition: {"name", "updates", "backward_macs", "bytes_sent"} (math mode; null in
+    /// cost mode).
+    json::Json partitions;
 };
 
 struct SimResult {
