@@ -1,0 +1,169 @@
+// Receiving and progress. The header is checked inside the UCX callback before the payload is
+// touched; rendezvous payloads are fetched after ucp_worker_progress returns (the callback keeps
+// the descriptor), straight into a pooled buffer of the receiver's, without an extra copy.
+#include <fmt/format.h>
+#include <poll.h>
+
+#include <cassert>
+#include <cstring>
+
+#include "gossamer/core/log.hpp"
+#include "ucx_impl.hpp"
+
+namespace gossamer::transport::ucx_detail {
+
+ucs_status_t am_cb(void* arg, const void* header, std::size_t header_length, void* data,
+                   std::size_t length, const ucp_am_recv_param_t* param) {
+    return static_cast<Ucx*>(arg)->on_am(header, header_length, data, length, param);
+}
+
+void recv_cb(void* request, ucs_status_t status, std::size_t, void* user) {
+    auto* op = static_cast<RecvOp*>(user);
+    op->self->on_recv_done(op, request, status);
+}
+
+ucs_status_t Ucx::on_am(const void* header, std::size_t header_length, void* data,
+                        std::size_t length, const ucp_am_recv_param_t* param) {
+    Message m;
+    const std::span<const std::byte> h(static_cast<const std::byte*>(header), header_length);
+    // A dropped rendezvous message returns UCS_OK: UCX discards it and completes the sender.
+    if (!admit(h, -1, static_cast<std::int64_t>(length), m)) return UCS_OK;
+    if (peer_failed(m.sender)) return UCS_OK;  // its weight is gone; nothing late is applied
+    counters_.messages_received++;
+    counters_.bytes_received += length;
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        rndv_.push_back({data, std::move(m), length});
+        return UCS_INPROGRESS;
+    }
+    m.payload = take_buffer(length / sizeof(float));
+    if (length) std::memcpy(m.payload.data(), data, length);  // eager: UCX's buffer, copy once
+    ready_.push_back(std::move(m));
+    return UCS_OK;
+}
+
+void Ucx::start_rndv_receives() {
+    auto pending = std::move(rndv_);
+    rndv_.clear();
+    for (auto& r : pending) {
+        auto* op = new RecvOp{this, std::move(r.msg), r.bytes};
+        op->msg.payload = take_buffer(r.bytes / sizeof(float));
+        ucp_request_param_t rp{};
+        rp.op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
+        rp.cb.recv_am = recv_cb;
+        rp.user_data = op;
+        rp.datatype = ucp_dt_make_contig(1);
+        void* req = ucp_am_recv_data_nbx(worker_, r.desc, op->msg.payload.data(), r.bytes, &rp);
+        if (req == nullptr) {
+            ready_.push_back(std::move(op->msg));
+            delete op;
+        } else if (UCS_PTR_IS_ERR(req)) {
+            on_recv_done(op, nullptr, UCS_PTR_STATUS(req));
+        } else {
+            ++recvs_in_flight_;
+        }
+    }
+}
+
+void Ucx::on_recv_done(RecvOp* op, void* request, ucs_status_t status) {
+    if (request) {
+        --recvs_in_flight_;
+        ucp_request_free(request);
+    }
+    if (status == UCS_OK) {
+        ready_.push_back(std::move(op->msg));
+    } else {
+        const int from = op->msg.sender;
+        recycle(std::move(op->msg.payload));
+        if (!peer_failed(from))
+            fail(failure(Errc::peer_failed, from,
+                         fmt::format("receiving a message of {} bytes failed: {}", op->bytes,
+                                     ucs(status))));
+    }
+    delete op;
+}
+
+std::vector<float> Ucx::take_buffer(std::size_t floats) {
+    if (auto it = pool_.find(floats); it != pool_.end() && !it->second.empty()) {
+        auto v = std::move(it->second.back());
+        it->second.pop_back();
+        return v;
+    }
+    return std::vector<float>(floats);
+}
+
+// Buffers are pooled by length: gossip sends the same sizes every round, so a neighbour's
+// message lands in the buffer of an earlier round, whose UCX registration (where a transport
+// needs one) is still in UCX's registration cache.
+void Ucx::recycle(std::vector<float>&& buffer) {
+    auto& slot = pool_[buffer.size()];
+    if (slot.size() < 8) slot.push_back(std::move(buffer));
+}
+
+std::size_t Ucx::deliver() {
+    if (ready_.empty() || !on_receive_) return 0;
+    auto ready = std::move(ready_);
+    ready_.clear();
+    for (auto& m : ready) on_receive_(std::move(m));
+    return ready.size();
+}
+
+bool Ucx::progress() {
+    assert(std::this_thread::get_id() == owner_);
+    bool any = false;
+    while (ucp_worker_progress(worker_) != 0) any = true;
+    if (errors_pending_) {
+        errors_pending_ = false;
+        any = true;
+        for (int r = 0; r < size(); ++r) {
+            auto& p = peers_[static_cast<std::size_t>(r)];
+            if (p.error == UCS_OK) continue;
+            const auto e = p.error;
+            p.error = UCS_OK;
+            if (!peer_failed(r)) fail(failure(Errc::peer_failed, r, "endpoint error: " + ucs(e)));
+            close_ep(r);
+        }
+    }
+    if (!rndv_.empty()) {
+        any = true;
+        start_rndv_receives();
+        while (ucp_worker_progress(worker_) != 0) {
+        }
+    }
+    for (std::size_t i = 0; i < closing_.size();) {
+        if (ucp_request_check_status(closing_[i]) != UCS_INPROGRESS) {
+            ucp_request_free(closing_[i]);
+            closing_[i] = closing_.back();
+            closing_.pop_back();
+        } else {
+            ++i;
+        }
+    }
+    if (next_deadline_ != Clock::time_point::max()) check_timeouts(Clock::now());
+    any |= deliver() > 0;
+    any |= run_deferred() > 0;
+    return any;
+}
+
+void Ucx::wait(Duration max) {
+    if (progress()) return;
+    const auto end = Clock::now() + max;
+    if (!blocking_) {
+        while (Clock::now() < end)
+            if (progress() || woken_.exchange(false)) return;
+        return;
+    }
+    const auto st = ucp_worker_arm(worker_);
+    if (st == UCS_OK) {
+        auto until = std::min(end, next_deadline_);
+        auto ms = std::chrono::ceil<Duration>(until - Clock::now()).count();
+        pollfd pfd{efd_, POLLIN, 0};
+        if (!woken_.load()) ::poll(&pfd, 1, static_cast<int>(std::max<long>(0, ms)));
+    } else if (st != UCS_ERR_BUSY) {
+        log::warn("transport ucx: rank {}: ucp_worker_arm failed: {}", rank(), ucs(st));
+    }
+    woken_.store(false);
+    progress();
+}
+
+}  // namespace gossamer::transport::ucx_detail
