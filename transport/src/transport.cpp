@@ -64,7 +64,13 @@ bool Transport::admit(std::span<const std::byte> header, int from, std::int64_t 
     const auto bit = 1u << static_cast<unsigned>(check.reason);
     const bool first = slot < drop_logged_.size() && !(drop_logged_[slot] & bit);
     if (first) drop_logged_[slot] |= bit;
-    const std::string who = from >= 0 ? fmt::format("peer {}", from) : std::string("a peer");
+    // UCX active messages do not say who sent them: name the sender the header claims.
+    std::string who = fmt::format("peer {}", from);
+    if (from < 0)
+        who = header.size() >= 20 ? fmt::format("peer {} (as its header says)",
+                                                 std::to_integer<int>(header[16]) |
+                                                     std::to_integer<int>(header[17]) << 8)
+                                  : std::string("an unknown peer");
     if (first || log::enabled(log::Level::debug))
         log::write(first ? log::Level::warn : log::Level::debug,
                    fmt::format("transport {}: rank {} dropped a message from {}: {} ({})",

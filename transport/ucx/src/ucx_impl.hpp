@@ -31,9 +31,18 @@ struct SendOp {
     std::list<SendOp*>::iterator pos;
 };
 
+// A received message in its sender's delivery queue. Rendezvous data completes after eager
+// messages that followed it, so messages wait in per-sender order until their data is in.
+struct Slot {
+    Message msg;
+    bool ready = false;    // data complete
+    bool dropped = false;  // the data never came (the sender failed meanwhile)
+};
+
 struct RecvOp {
     Ucx* self = nullptr;
-    Message msg;
+    std::list<Slot>::iterator slot;
+    int from = -1;
     std::uint64_t bytes = 0;
 };
 
@@ -44,6 +53,7 @@ struct EpErrArg {
 
 struct Peer {
     ucp_ep_h ep = nullptr;
+    std::list<Slot> inbox;       // received from this peer, in order
     std::list<SendOp*> pending;  // sends in flight, oldest first
     ucs_status_t error = UCS_OK; // set by the endpoint error handler
 };
@@ -114,10 +124,11 @@ class Ucx final : public UcxTransport {
     std::vector<EpErrArg> err_args_;  // sized once: endpoints point into it
     std::vector<void*> closing_;
     ReceiveCallback on_receive_;
-    std::vector<Message> ready_;  // received, waiting for delivery outside UCX callbacks
+    std::size_t ready_ = 0;  // slots ready for delivery (outside UCX callbacks)
     struct Rndv {
         void* desc;
-        Message msg;
+        int from;
+        std::list<Slot>::iterator slot;
         std::uint64_t bytes;
     };
     std::vector<Rndv> rndv_;  // rendezvous messages whose data is still to be fetched
@@ -125,6 +136,7 @@ class Ucx final : public UcxTransport {
     std::unordered_map<std::size_t, std::vector<std::vector<float>>> pool_;  // by length
     Clock::time_point next_deadline_ = Clock::time_point::max();
     bool errors_pending_ = false;
+    bool closing_all_ = false;  // in the destructor: pending sends complete with `closed`
     std::thread::id owner_;
     std::atomic<bool> woken_{false};
 };

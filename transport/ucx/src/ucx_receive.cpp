@@ -31,13 +31,17 @@ ucs_status_t Ucx::on_am(const void* header, std::size_t header_length, void* dat
     if (peer_failed(m.sender)) return UCS_OK;  // its weight is gone; nothing late is applied
     counters_.messages_received++;
     counters_.bytes_received += length;
+    const int from = m.sender;
+    auto& inbox = peers_[static_cast<std::size_t>(from)].inbox;
+    auto slot = inbox.insert(inbox.end(), Slot{std::move(m)});
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-        rndv_.push_back({data, std::move(m), length});
+        rndv_.push_back({data, from, slot, length});
         return UCS_INPROGRESS;
     }
-    m.payload = take_buffer(length / sizeof(float));
-    if (length) std::memcpy(m.payload.data(), data, length);  // eager: UCX's buffer, copy once
-    ready_.push_back(std::move(m));
+    slot->msg.payload = take_buffer(length / sizeof(float));
+    if (length) std::memcpy(slot->msg.payload.data(), data, length);  // eager: copy once
+    slot->ready = true;
+    ++ready_;
     return UCS_OK;
 }
 
@@ -45,18 +49,18 @@ void Ucx::start_rndv_receives() {
     auto pending = std::move(rndv_);
     rndv_.clear();
     for (auto& r : pending) {
-        auto* op = new RecvOp{this, std::move(r.msg), r.bytes};
-        op->msg.payload = take_buffer(r.bytes / sizeof(float));
+        auto* op = new RecvOp{this, r.slot, r.from, r.bytes};
+        auto& msg = r.slot->msg;
+        msg.payload = take_buffer(r.bytes / sizeof(float));
         ucp_request_param_t rp{};
         rp.op_attr_mask =
             UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
         rp.cb.recv_am = recv_cb;
         rp.user_data = op;
         rp.datatype = ucp_dt_make_contig(1);
-        void* req = ucp_am_recv_data_nbx(worker_, r.desc, op->msg.payload.data(), r.bytes, &rp);
+        void* req = ucp_am_recv_data_nbx(worker_, r.desc, msg.payload.data(), r.bytes, &rp);
         if (req == nullptr) {
-            ready_.push_back(std::move(op->msg));
-            delete op;
+            on_recv_done(op, nullptr, UCS_OK);
         } else if (UCS_PTR_IS_ERR(req)) {
             on_recv_done(op, nullptr, UCS_PTR_STATUS(req));
         } else {
@@ -70,11 +74,12 @@ void Ucx::on_recv_done(RecvOp* op, void* request, ucs_status_t status) {
         --recvs_in_flight_;
         ucp_request_free(request);
     }
-    if (status == UCS_OK) {
-        ready_.push_back(std::move(op->msg));
-    } else {
-        const int from = op->msg.sender;
-        recycle(std::move(op->msg.payload));
+    op->slot->ready = true;
+    ++ready_;
+    if (status != UCS_OK) {
+        const int from = op->from;
+        op->slot->dropped = true;
+        recycle(std::move(op->slot->msg.payload));
         if (!peer_failed(from))
             fail(failure(Errc::peer_failed, from,
                          fmt::format("receiving a message of {} bytes failed: {}", op->bytes,
@@ -100,12 +105,22 @@ void Ucx::recycle(std::vector<float>&& buffer) {
     if (slot.size() < 8) slot.push_back(std::move(buffer));
 }
 
+// Delivers each sender's messages in the order they were sent, up to the first whose
+// rendezvous data is still on its way.
 std::size_t Ucx::deliver() {
-    if (ready_.empty() || !on_receive_) return 0;
-    auto ready = std::move(ready_);
-    ready_.clear();
-    for (auto& m : ready) on_receive_(std::move(m));
-    return ready.size();
+    if (ready_ == 0 || !on_receive_) return 0;
+    std::size_t n = 0;
+    for (auto& p : peers_) {
+        while (!p.inbox.empty() && p.inbox.front().ready) {
+            Slot s = std::move(p.inbox.front());
+            p.inbox.pop_front();
+            --ready_;
+            if (s.dropped) continue;
+            ++n;
+            on_receive_(std::move(s.msg));
+        }
+    }
+    return n;
 }
 
 bool Ucx::progress() {

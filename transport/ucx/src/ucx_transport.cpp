@@ -121,12 +121,8 @@ void Ucx::connect(const std::map<int, std::vector<std::byte>>& addresses) {
 }
 
 Ucx::~Ucx() {
-    for (int r = 0; r < size(); ++r) {
-        auto& p = peers_[static_cast<std::size_t>(r)];
-        if (!p.ep) continue;
-        set_failed(failure(Errc::closed, r, "this transport closed"));
-        close_ep(r);
-    }
+    closing_all_ = true;
+    for (int r = 0; r < size(); ++r) close_ep(r);
     const auto end = Clock::now() + std::chrono::seconds(2);
     while ((!closing_.empty() || recvs_in_flight_ > 0) && Clock::now() < end) progress();
     for (auto& r : rndv_) ucp_am_data_release(worker_, r.desc);
@@ -191,7 +187,9 @@ void Ucx::on_send_done(SendOp* op, void* request, ucs_status_t status) {
     p.pending.erase(op->pos);
     ucp_request_free(request);
     Status st;
-    if (status != UCS_OK) {
+    if (status != UCS_OK && closing_all_ && !peer_failed(op->peer)) {
+        st = failure(Errc::closed, op->peer, "the transport closed before the send completed");
+    } else if (status != UCS_OK) {
         if (!peer_failed(op->peer))
             fail(failure(Errc::peer_failed, op->peer, "send failed: " + ucs(status)));
         st = peer_status(op->peer);
