@@ -60,7 +60,9 @@ struct Inproc {
 };
 
 #ifdef GOSSAMER_HAVE_UCX
-struct Ucx {
+/// ErrorHandling::peer (the default); UcxShm below runs without UCX error handling.
+template <tr::ErrorHandling kErrors>
+struct UcxWith {
     static Peers make(int n, tr::Duration timeout = 5000ms) {
         std::vector<std::unique_ptr<tr::UcxTransport>> u;
         std::map<int, std::vector<std::byte>> addresses;
@@ -68,6 +70,7 @@ struct Ucx {
             tr::UcxOptions o;
             static_cast<tr::TransportOptions&>(o) = options(r, n, timeout);
             o.mode = tr::ProgressMode::spin;
+            o.errors = kErrors;
             u.push_back(tr::make_ucx_transport(o));
             addresses[r] = u.back()->address();
         }
@@ -87,6 +90,7 @@ struct Ucx {
                 tr::UcxOptions o;
                 static_cast<tr::TransportOptions&>(o) = options(r, n);
                 o.mode = tr::ProgressMode::block;
+                o.errors = kErrors;
                 auto t = tr::make_ucx_transport(o);
                 {
                     std::lock_guard lock(mu);
@@ -99,6 +103,8 @@ struct Ucx {
             });
     }
 };
+using Ucx = UcxWith<tr::ErrorHandling::peer>;
+using UcxShm = UcxWith<tr::ErrorHandling::none>;
 #endif
 
 /// Progresses every live peer round-robin until pred() holds or `timeout` passes.
@@ -163,11 +169,12 @@ struct Completions {
 }  // namespace transport_test
 
 #ifdef GOSSAMER_HAVE_UCX
-#define TRANSPORT_BACKENDS transport_test::Inproc, transport_test::Ucx
+#define TRANSPORT_BACKENDS transport_test::Inproc, transport_test::Ucx, transport_test::UcxShm
 #else
 #define TRANSPORT_BACKENDS transport_test::Inproc
 #endif
 TYPE_TO_STRING_AS("inproc", transport_test::Inproc);
 #ifdef GOSSAMER_HAVE_UCX
 TYPE_TO_STRING_AS("ucx", transport_test::Ucx);
+TYPE_TO_STRING_AS("ucx-no-peer-errors", transport_test::UcxShm);
 #endif

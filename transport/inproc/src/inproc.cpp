@@ -185,7 +185,7 @@ class InprocTransport final : public Transport {
             return;
         }
         if (peer_failed(to)) {
-            defer(std::move(done), peer_status(to));
+            defer(std::move(done), failed_status(to));
             return;
         }
         auto& b = fabric_->box(to);
@@ -196,7 +196,7 @@ class InprocTransport final : public Transport {
                                    b.state == PeerState::absent
                                        ? "unreachable: it never joined the in-process fabric"
                                        : "left the in-process fabric"));
-                defer(std::move(done), peer_status(to));
+                defer(std::move(done), failed_status(to));
                 return;
             }
             Item it;

@@ -26,6 +26,7 @@ struct SendOp {
     std::array<std::byte, kHeaderBytes> header{};
     std::vector<std::byte> raw_header;  // send_raw_for_testing
     std::uint64_t bytes = 0;
+    void* request = nullptr;  // UCX's, while in flight
     SendCallback done;
     Clock::time_point deadline;
     std::list<SendOp*>::iterator pos;
@@ -110,6 +111,7 @@ class Ucx final : public UcxTransport {
                std::span<const std::byte> payload, SendCallback done, Duration timeout);
     void fail(Status s);
     void close_ep(int peer);
+    void abandon_sends(int peer, const Status& status);
     void check_timeouts(Clock::time_point now);
     std::vector<float> take_buffer(std::size_t floats);
     void start_rndv_receives();
@@ -119,6 +121,8 @@ class Ucx final : public UcxTransport {
     ucp_worker_h worker_ = nullptr;
     int efd_ = -1;
     bool blocking_ = false;
+    bool peer_errors_ = true;          // ErrorHandling::peer
+    std::vector<SendOp*> abandoned_;  // released to UCX, which may still read their headers
     std::vector<std::byte> address_;
     std::vector<Peer> peers_;
     std::vector<EpErrArg> err_args_;  // sized once: endpoints point into it

@@ -37,6 +37,7 @@ Ucx::Ucx(const UcxOptions& o) : UcxTransport(o), peers_(static_cast<std::size_t>
     owner_ = std::this_thread::get_id();
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int local = o.local_peers > 0 ? o.local_peers : o.size;
+    peer_errors_ = o.errors == ErrorHandling::peer;
     blocking_ = o.mode == ProgressMode::block ||
                 (o.mode == ProgressMode::automatic && local > cores);
 
@@ -106,12 +107,14 @@ void Ucx::connect(const std::map<int, std::vector<std::byte>>& addresses) {
         auto& arg = err_args_[static_cast<std::size_t>(r)];
         arg = {this, r};
         ucp_ep_params_t ep{};
-        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
         ep.address = reinterpret_cast<const ucp_address_t*>(unpacked.address.data());
-        ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-        ep.err_handler.cb = ep_err_cb;
-        ep.err_handler.arg = &arg;
+        ep.err_mode = peer_errors_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+        if (peer_errors_) {
+            ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+            ep.err_handler.cb = ep_err_cb;
+            ep.err_handler.arg = &arg;
+        }
         if (auto s = ucp_ep_create(worker_, &ep, &p.ep); s != UCS_OK) {
             p.ep = nullptr;
             throw TransportError(fmt::format(
@@ -122,15 +125,22 @@ void Ucx::connect(const std::map<int, std::vector<std::byte>>& addresses) {
 
 Ucx::~Ucx() {
     closing_all_ = true;
-    for (int r = 0; r < size(); ++r) close_ep(r);
+    on_receive_ = nullptr;
+    for (int r = 0; r < size(); ++r) {
+        if (!peer_errors_ && peer_failed(r)) continue;  // a flush to a dead peer never ends
+        close_ep(r);
+    }
     const auto end = Clock::now() + std::chrono::seconds(2);
     while ((!closing_.empty() || recvs_in_flight_ > 0) && Clock::now() < end) progress();
+    for (int r = 0; r < size(); ++r)  // what UCX did not complete in time completes here
+        abandon_sends(r, failure(Errc::closed, r, "the transport closed before the send completed"));
     for (auto& r : rndv_) ucp_am_data_release(worker_, r.desc);
-    on_receive_ = nullptr;
+    for (auto* req : closing_) ucp_request_free(req);  // flushes that did not end in time
     on_failed_ = nullptr;
     run_deferred();
     ucp_worker_destroy(worker_);
     ucp_cleanup(context_);
+    for (auto* op : abandoned_) delete op;
 }
 
 // -- sending ----------------------------------------------------------------------------------
@@ -151,7 +161,7 @@ void Ucx::start(SendOp* op, int to, std::span<const std::byte> header,
     if (peer_failed(to) || !p.ep) {
         if (!p.ep && !peer_failed(to))
             set_failed(failure(Errc::peer_failed, to, "unreachable: not connected"));
-        defer(std::move(op->done), peer_status(to));
+        defer(std::move(op->done), failed_status(to));
         delete op;
         return;
     }
@@ -173,19 +183,20 @@ void Ucx::start(SendOp* op, int to, std::span<const std::byte> header,
     }
     if (UCS_PTR_IS_ERR(req)) {
         fail(failure(Errc::peer_failed, to, "send failed: " + ucs(UCS_PTR_STATUS(req))));
-        defer(std::move(op->done), peer_status(to));
+        defer(std::move(op->done), failed_status(to));
         delete op;
         return;
     }
     op->deadline = Clock::now() + (timeout > Duration::zero() ? timeout : options_.default_timeout);
     next_deadline_ = std::min(next_deadline_, op->deadline);
+    op->request = req;
     op->pos = p.pending.insert(p.pending.end(), op);
 }
 
 void Ucx::on_send_done(SendOp* op, void* request, ucs_status_t status) {
+    ucp_request_free(request);
     auto& p = peers_[static_cast<std::size_t>(op->peer)];
     p.pending.erase(op->pos);
-    ucp_request_free(request);
     Status st;
     if (status != UCS_OK && closing_all_ && !peer_failed(op->peer)) {
         st = failure(Errc::closed, op->peer, "the transport closed before the send completed");
@@ -200,17 +211,35 @@ void Ucx::on_send_done(SendOp* op, void* request, ucs_status_t status) {
 
 void Ucx::fail(Status s) {
     const int peer = s.peer;
-    if (set_failed(std::move(s))) close_ep(peer);
+    if (!set_failed(std::move(s))) return;
+    if (peer_errors_)
+        close_ep(peer);
+    else
+        abandon_sends(peer, peer_status(peer));
 }
 
-// Force-closes the endpoint: UCX then completes its outstanding sends with an error, which
-// on_send_done turns into the peer's failure status.
+// Without UCX error handling an endpoint cannot be force-closed, and its requests may never
+// complete: their callbacks run now with `status`, and the requests go back to UCX
+// (ucp_request_free: no callback after it). Their headers stay allocated until the worker goes.
+void Ucx::abandon_sends(int peer, const Status& status) {
+    auto& p = peers_[static_cast<std::size_t>(peer)];
+    for (auto* op : p.pending) {
+        ucp_request_free(op->request);
+        op->request = nullptr;
+        defer(std::move(op->done), status);
+        abandoned_.push_back(op);
+    }
+    p.pending.clear();
+}
+
+// With UCX error handling, force-closes the endpoint: UCX then completes its outstanding sends
+// with an error, which on_send_done turns into the peer's failure status. Without, flushes.
 void Ucx::close_ep(int peer) {
     auto& p = peers_[static_cast<std::size_t>(peer)];
     if (!p.ep) return;
     ucp_request_param_t rp{};
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    rp.flags = peer_errors_ ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     void* req = ucp_ep_close_nbx(p.ep, &rp);
     p.ep = nullptr;
     if (UCS_PTR_IS_PTR(req) && req != nullptr) closing_.push_back(req);

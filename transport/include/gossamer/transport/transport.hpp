@@ -132,6 +132,12 @@ class Transport {
     std::size_t run_deferred();
     /// A failure status for `peer` with a reason line "peer P: WHY".
     static Status failure(Errc code, int peer, std::string_view why);
+    /// What a send to a failed peer completes with: its failure, as peer_failed.
+    Status failed_status(int peer) const {
+        Status s = peer_status(peer);
+        if (s.code == Errc::timeout) s.code = Errc::peer_failed;
+        return s;
+    }
     /// Records that s.peer failed (the first reason sticks) and queues the on_peer_failed
     /// notice and a warning line; returns false when it had failed before.
     bool set_failed(Status s);

@@ -23,9 +23,21 @@ enum class ProgressMode {
     block,      ///< sleep on the worker's event fd (ucp_worker_arm) until something arrives
 };
 
+/// How a peer's failure is noticed (docs/transport.md, "Error handling and shared memory").
+enum class ErrorHandling {
+    /// UCP_ERR_HANDLING_MODE_PEER: UCX reports broken endpoints (connection reset, keepalive),
+    /// failed endpoints are force-closed. UCX 1.13 has no peer-failure support in its shared
+    /// memory transports, so peers on one host then talk over TCP loopback.
+    peer,
+    /// No UCX error handling: shared memory is used between peers on one host; a failed peer is
+    /// noticed only by send timeouts (or fail_peer() from the bootstrap's heartbeats).
+    none,
+};
+
 struct UcxOptions : TransportOptions {
     ProgressMode mode = ProgressMode::automatic;
     int local_peers = 0;  ///< peers on this host (0: assume size)
+    ErrorHandling errors = ErrorHandling::peer;
 };
 
 class UcxTransport : public Transport {

@@ -1,0 +1,81 @@
+#include "perftest.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace gossamer::bench {
+namespace {
+
+struct Output {
+    int status = -1;
+    std::string text;
+};
+
+Output run(const std::string& command) {
+    Output o;
+    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+    if (!pipe) return o;
+    std::array<char, 4096> buf{};
+    std::size_t got = 0;
+    while ((got = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) o.text.append(buf.data(), got);
+    o.status = pclose(pipe);
+    return o;
+}
+
+// The "overall" column of the Final: line: latency (us) for _lat tests, bandwidth (MB/s) for
+// _bw tests. Columns: iterations, p50, average and overall latency, average and overall
+// bandwidth, average and overall message rate.
+bool parse_final(const std::string& text, bool latency, double& value) {
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("Final:", 0) != 0) continue;
+        std::istringstream fields(line.substr(6));
+        std::vector<double> v;
+        for (double x; fields >> x;) v.push_back(x);
+        if (v.size() < 8) return false;
+        value = latency ? v[3] : v[5];
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+PerftestResult run_perftest(const std::string& program, const std::string& test, std::size_t bytes,
+                            int iterations) {
+    PerftestResult r;
+    static int calls = 0;  // a fresh port per run: the last one may linger in TIME_WAIT
+    const int port = 20000 + static_cast<int>((getpid() * 37 + calls++) % 20000);
+    const auto args = fmt::format("-t {} -s {} -n {} -p {}", test, bytes, iterations, port);
+    if (run(fmt::format("command -v {} >/dev/null", program)).status != 0) {
+        r.error = fmt::format("{} not found (scripts/deps.sh --bench installs ucx-utils)", program);
+        return r;
+    }
+    // The server runs in the background; the client retries until the server listens.
+    Output server;
+    std::thread srv([&] { server = run(fmt::format("timeout 300 {} {}", program, args)); });
+    Output client;
+    for (int attempt = 0; attempt < 50; ++attempt) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        client = run(fmt::format("timeout 300 {} localhost {}", program, args));
+        if (client.status == 0) break;
+    }
+    srv.join();
+    const bool latency = test.find("lat") != std::string::npos;
+    if (client.status != 0 || !parse_final(client.text, latency, r.value)) {
+        r.error = fmt::format("{} {} failed: {}", program, test,
+                              client.text.substr(0, client.text.find('\n')));
+        return r;
+    }
+    r.ok = true;
+    return r;
+}
+
+}  // namespace gossamer::bench
