@@ -49,22 +49,30 @@ bool parse_final(const std::string& text, bool latency, double& value) {
 }  // namespace
 
 PerftestResult run_perftest(const std::string& program, const std::string& test, std::size_t bytes,
-                            int iterations) {
+                            int iterations, const std::string& extra) {
     PerftestResult r;
     static int calls = 0;  // a fresh port per run: the last one may linger in TIME_WAIT
     const int port = 20000 + static_cast<int>((getpid() * 37 + calls++) % 20000);
-    const auto args = fmt::format("-t {} -s {} -n {} -p {}", test, bytes, iterations, port);
+    const auto args =
+        fmt::format("-t {} -s {} -n {} -p {} {}", test, bytes, iterations, port, extra);
     if (run(fmt::format("command -v {} >/dev/null", program)).status != 0) {
         r.error = fmt::format("{} not found (scripts/deps.sh --bench installs ucx-utils)", program);
         return r;
     }
-    // The server runs in the background; the client retries until the server listens.
+    // Server and client on CPUs of their own when taskset exists (as the bench pins its two
+    // threads). The server runs in the background; the client retries until it listens.
+    std::string pin0, pin1;
+    if (std::thread::hardware_concurrency() >= 2 &&
+        run("command -v taskset >/dev/null").status == 0) {
+        pin0 = "taskset -c 0 ";
+        pin1 = "taskset -c 1 ";
+    }
     Output server;
-    std::thread srv([&] { server = run(fmt::format("timeout 300 {} {}", program, args)); });
+    std::thread srv([&] { server = run(fmt::format("timeout 300 {}{} {}", pin0, program, args)); });
     Output client;
     for (int attempt = 0; attempt < 50; ++attempt) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        client = run(fmt::format("timeout 300 {} localhost {}", program, args));
+        client = run(fmt::format("timeout 300 {}{} localhost {}", pin1, program, args));
         if (client.status == 0) break;
     }
     srv.join();

@@ -14,7 +14,8 @@ struct PerftestResult {
 };
 
 /// test: ucp_am_bw, ucp_am_lat, tag_bw, tag_lat ...
+/// extra: more options for both sides, e.g. "-e" (endpoints with error handling).
 PerftestResult run_perftest(const std::string& program, const std::string& test, std::size_t bytes,
-                            int iterations);
+                            int iterations, const std::string& extra = {});
 
 }  // namespace gossamer::bench

@@ -112,7 +112,11 @@ int run_transport_bench(const std::vector<std::string>& args) {
                  {"bytes-per-size", "SIZE", "bytes moved per size (default 1GiB; 20..20000 "
                                             "messages)"},
                  {"latency-iterations", "N", "8-byte round trips (default 20000)"},
-                 {"window", "N", "sends in flight (default 16)"},
+                 {"window", "N", "most sends in flight (default 16, and at most 16 MiB)"},
+                 {"repeats", "N", "runs of each side per row, alternated; the best counts "
+                                  "(default 3)"},
+                 {"errors", "MODE", "UCX error handling: peer (default; ucx_perftest -e) or "
+                                    "none (shared memory usable; docs/transport.md)"},
                  {"no-reference", "", "skip ucx_perftest (no ratio)"},
                  {"save", "FILE", "also write the JSON report to FILE"},
                  {"json", "", "print JSON"}},
@@ -120,6 +124,10 @@ int run_transport_bench(const std::vector<std::string>& args) {
     auto a = p.parse(args);
     if (a.help) return std::cout << p.help(), 0;
     bench::TransportBenchOptions o;
+    if (auto e = a.value("errors")) {
+        if (*e != "peer" && *e != "none") throw UsageError("--errors: use peer or none");
+        o.peer_errors = *e == "peer";
+    }
     if (auto list = a.value("sizes")) {
         std::stringstream ss(*list);
         for (std::string item; std::getline(ss, item, ',');) {
@@ -139,6 +147,7 @@ int run_transport_bench(const std::vector<std::string>& args) {
     o.latency_iterations =
         static_cast<int>(a.integer("latency-iterations", o.latency_iterations, 10, 10'000'000));
     o.window = static_cast<int>(a.integer("window", o.window, 1, 1024));
+    o.repeats = static_cast<int>(a.integer("repeats", o.repeats, 1, 100));
     o.reference = !a.flag("no-reference");
     Progress progress(30.0);
     o.progress = [&](std::string_view line) { progress(line); };

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 
@@ -100,9 +101,12 @@ std::vector<float> Ucx::take_buffer(std::size_t floats) {
 // Buffers are pooled by length: gossip sends the same sizes every round, so a neighbour's
 // message lands in the buffer of an earlier round, whose UCX registration (where a transport
 // needs one) is still in UCX's registration cache.
+// At most 16 buffers and 256 MiB per length are kept.
 void Ucx::recycle(std::vector<float>&& buffer) {
+    const std::size_t bytes = std::max<std::size_t>(1, buffer.size() * sizeof(float));
+    const std::size_t cap = std::clamp<std::size_t>((256u << 20) / bytes, 1, 16);
     auto& slot = pool_[buffer.size()];
-    if (slot.size() < 8) slot.push_back(std::move(buffer));
+    if (slot.size() < cap) slot.push_back(std::move(buffer));
 }
 
 // Delivers each sender's messages in the order they were sent, up to the first whose

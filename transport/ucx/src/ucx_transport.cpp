@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <thread>
@@ -47,7 +48,8 @@ Ucx::Ucx(const UcxOptions& o) : UcxTransport(o), peers_(static_cast<std::size_t>
                                          o.rank, ucs(s)));
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+    // WAKEUP only where wait() blocks on the event fd (see wait()).
+    params.features = UCP_FEATURE_AM | (blocking_ ? UCP_FEATURE_WAKEUP : 0);
     params.mt_workers_shared = 0;
     const auto s = ucp_init(&params, config, &context_);
     ucp_config_release(config);
@@ -55,9 +57,12 @@ Ucx::Ucx(const UcxOptions& o) : UcxTransport(o), peers_(static_cast<std::size_t>
         throw TransportError(fmt::format("ucx: rank {}: ucp_init failed: {}", o.rank, ucs(s)));
 
     ucp_worker_params_t wp{};
-    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_EVENTS;
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wp.thread_mode = UCS_THREAD_MODE_SINGLE;
-    wp.events = UCP_WAKEUP_TX | UCP_WAKEUP_RX;
+    if (blocking_) {
+        wp.field_mask |= UCP_WORKER_PARAM_FIELD_EVENTS;
+        wp.events = UCP_WAKEUP_TX | UCP_WAKEUP_RX;
+    }
     if (auto ws = ucp_worker_create(context_, &wp, &worker_); ws != UCS_OK) {
         ucp_cleanup(context_);
         throw TransportError(
@@ -68,8 +73,9 @@ Ucx::Ucx(const UcxOptions& o) : UcxTransport(o), peers_(static_cast<std::size_t>
         ucp_cleanup(context_);
         throw TransportError(fmt::format("ucx: rank {}: {}", o.rank, what));
     };
-    if (auto es = ucp_worker_get_efd(worker_, &efd_); es != UCS_OK)
-        cleanup("no worker event fd: " + ucs(es));
+    if (blocking_)
+        if (auto es = ucp_worker_get_efd(worker_, &efd_); es != UCS_OK)
+            cleanup("no worker event fd: " + ucs(es));
 
     ucp_am_handler_param_t ap{};
     ap.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
@@ -120,6 +126,7 @@ void Ucx::connect(const std::map<int, std::vector<std::byte>>& addresses) {
             throw TransportError(fmt::format(
                 "ucx: rank {}: cannot connect to peer {}: unreachable ({})", rank(), r, ucs(s)));
         }
+        if (std::getenv("GOSSAMER_UCX_PRINT_EP")) ucp_ep_print_info(p.ep, stderr);  // lanes chosen
     }
 }
 
