@@ -1,5 +1,5 @@
-// Two threads, each the communication thread of its own UCX context and worker (spinning), as
-// two peers on one host would be. Bandwidth: rank 0 keeps `window` sends of one buffer in flight;
+// Two processes (this one and a forked helper), each one spinning communication thread of its
+// own UCX context and worker, as two peers on one host would be. Bandwidth: rank 0 keeps `window` sends of one buffer in flight;
 // rank 1 recycles every payload and answers the last with an 8-byte ack, which stops the clock.
 // Latency: 8-byte ping-pong, each leg from the send call to the receive callback on the other
 // communication thread; half the round trip, as ucx_perftest reports it.
@@ -8,16 +8,17 @@
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <barrier>
 #include <cstdlib>
 #include <map>
-#include <mutex>
 #include <thread>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/log.hpp"
 #include "gossamer/core/units.hpp"
 #include "gossamer/transport/ucx.hpp"
 #include "perftest.hpp"
@@ -28,12 +29,8 @@ namespace {
 namespace tr = transport;
 using namespace std::chrono_literals;
 
-struct Pair {
-    std::unique_ptr<tr::UcxTransport> t[2];
-};
-
-// Puts rank r's thread on its own CPU, as two peer processes would be spread: two spinning
-// threads that the scheduler lets share one CPU pass each message only once per time slice.
+// Puts this thread on CPU r, as ucx_perftest's server and client are put (perftest.cpp): two
+// spinning sides that the scheduler lets share one CPU pass a message once per time slice.
 void pin_to_cpu(int r) {
     const unsigned n = std::thread::hardware_concurrency();
     if (n < 2) return;
@@ -43,41 +40,15 @@ void pin_to_cpu(int r) {
     pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-// Runs body(rank, transport) on two threads with connected transports created on them.
-void on_two_threads(bool peer_errors, const std::function<void(int, tr::UcxTransport&)>& body) {
-    std::map<int, std::vector<std::byte>> addresses;
-    std::mutex mu;
-    std::barrier sync(2);
-    std::exception_ptr error;
-    auto run = [&](int r) {
-        pin_to_cpu(r);
-        try {
-            tr::UcxOptions o;
-            o.rank = r;
-            o.size = 2;
-            o.job_id = 0xbe7c;
-            o.mode = tr::ProgressMode::spin;
-            o.errors = peer_errors ? tr::ErrorHandling::peer : tr::ErrorHandling::none;
-            o.default_timeout = 30s;
-            auto t = tr::make_ucx_transport(o);
-            {
-                std::lock_guard lock(mu);
-                addresses[r] = t->address();
-            }
-            sync.arrive_and_wait();
-            t->connect(addresses);
-            body(r, *t);
-            sync.arrive_and_wait();
-        } catch (...) {
-            std::lock_guard lock(mu);
-            error = std::current_exception();
-        }
-    };
-    {
-        std::jthread other(run, 1);
-        run(0);
-    }
-    if (error) std::rethrow_exception(error);
+std::unique_ptr<tr::UcxTransport> make_transport(int rank, bool peer_errors) {
+    tr::UcxOptions o;
+    o.rank = rank;
+    o.size = 2;
+    o.job_id = 0xbe7c;
+    o.mode = tr::ProgressMode::spin;
+    o.errors = peer_errors ? tr::ErrorHandling::peer : tr::ErrorHandling::none;
+    o.default_timeout = 30s;
+    return tr::make_ucx_transport(o);
 }
 
 tr::Message to(int peer, std::uint64_t elements) {
@@ -92,11 +63,23 @@ void require(bool ok, std::string_view what) {
     if (!ok) throw Error(fmt::format("bench transport: {} timed out", what));
 }
 
-// Seconds for `iterations` messages of `bytes` from rank 0 to rank 1 (after a warm-up).
-double bandwidth_seconds(bool peer_errors, std::size_t bytes, int iterations, int window) {
-    double seconds = 0;
-    const std::size_t floats = bytes / sizeof(float);
-    on_two_threads(peer_errors, [&](int rank, tr::UcxTransport& t) {
+// One measurement, as both processes see it.
+struct Request {
+    int kind = 0;  // 0 bandwidth, 1 latency, 2 quit
+    std::uint64_t bytes = 0;
+    int iterations = 0;
+    int window = 0;
+    int peer_errors = 1;
+};
+struct Result {
+    double seconds = 0, one_way_us = 0, completion_us = 0;
+};
+
+// Rank 0 sends `iterations` messages of `bytes` to rank 1 (after a warm-up); seconds.
+void bandwidth(const Request& q, int rank, tr::UcxTransport& t, Result& out) {
+    const std::size_t floats = q.bytes / sizeof(float);
+    const int iterations = q.iterations, window = q.window;
+    {
         int received = 0;
         bool acked = false;
         std::vector<float> ack(2);
@@ -138,17 +121,18 @@ double bandwidth_seconds(bool peer_errors, std::size_t bytes, int iterations, in
         blast(warm);
         const auto t0 = tr::Clock::now();
         blast(iterations);
-        seconds = std::chrono::duration<double>(tr::Clock::now() - t0).count();
-    });
-    return seconds;
+        out.seconds = std::chrono::duration<double>(tr::Clock::now() - t0).count();
+    }
 }
 
-void latency(bool peer_errors, int iterations, double& one_way_us, double& completion_us) {
-    on_two_threads(peer_errors, [&](int rank, tr::UcxTransport& t) {
+// 8-byte ping-pong; rank 0 measures.
+void latency(const Request& q, int rank, tr::UcxTransport& t, Result& out) {
+    const int iterations = q.iterations;
+    {
         std::vector<float> word(2, 0.0f);  // 8 bytes
         const auto payload = std::as_bytes(std::span<const float>(word));
         int got = 0;
-        tr::Clock::time_point sent_at;
+        tr::Clock::time_point sent_at, t0;
         double completion = 0;
         auto done = [&](const tr::Status&) {
             completion += std::chrono::duration<double>(tr::Clock::now() - sent_at).count();
@@ -157,30 +141,139 @@ void latency(bool peer_errors, int iterations, double& one_way_us, double& compl
             sent_at = tr::Clock::now();
             t.send(to(1 - rank, 2), payload, done);
         };
+        // The first `iterations` round trips warm up; the clock runs over the next ones.
         t.on_receive([&](tr::Message&& m) {
             t.recycle(std::move(m.payload));
             ++got;
+            if (rank == 0 && got == iterations) {
+                t0 = tr::Clock::now();
+                completion = 0;
+            }
             if (rank == 1 || got < 2 * iterations) ping();
         });
-        if (rank == 1) {
-            require(tr::progress_until(t, [&] { return got == 2 * iterations; }, 120s), "pong");
-            return;
-        }
-        ping();  // the first `iterations` round trips warm up
-        require(tr::progress_until(t, [&] { return got == iterations; }, 120s), "ping");
-        completion = 0;
-        const auto t0 = tr::Clock::now();
-        ping();
-        require(tr::progress_until(t, [&] { return got == 2 * iterations; }, 120s), "ping");
+        if (rank == 0) ping();
+        require(tr::progress_until(t, [&] { return got >= 2 * iterations; }, 120s), "ping-pong");
+        if (rank == 1) return;
         const double s = std::chrono::duration<double>(tr::Clock::now() - t0).count();
-        one_way_us = s / (2.0 * iterations) * 1e6;
-        completion_us = completion / iterations * 1e6;
-    });
+        out.one_way_us = s / (2.0 * iterations) * 1e6;
+        out.completion_us = completion / iterations * 1e6;
+    }
 }
+
+// Pipes carry requests and address blobs between the two processes.
+void write_all(int fd, const void* data, std::size_t n) {
+    const auto* p = static_cast<const char*>(data);
+    while (n > 0) {
+        const auto w = ::write(fd, p, n);
+        if (w <= 0) throw Error("bench transport: the helper process went away");
+        p += w;
+        n -= static_cast<std::size_t>(w);
+    }
+}
+void read_all(int fd, void* data, std::size_t n) {
+    auto* p = static_cast<char*>(data);
+    while (n > 0) {
+        const auto r = ::read(fd, p, n);
+        if (r <= 0) throw Error("bench transport: the helper process went away");
+        p += r;
+        n -= static_cast<std::size_t>(r);
+    }
+}
+
+// Creates rank `rank`'s transport, swaps address blobs over the pipes, connects, runs the
+// request's role, then tells the other side it is done and waits for its word.
+Result run_role(const Request& q, int rank, int in, int out) {
+    auto t = make_transport(rank, q.peer_errors != 0);
+    const auto mine = t->address();
+    const std::uint64_t len = mine.size();
+    write_all(out, &len, sizeof(len));
+    write_all(out, mine.data(), mine.size());
+    std::uint64_t their_len = 0;
+    read_all(in, &their_len, sizeof(their_len));
+    std::vector<std::byte> theirs(their_len);
+    read_all(in, theirs.data(), theirs.size());
+    t->connect({{1 - rank, theirs}});
+    Result r;
+    char ok = 1;
+    try {
+        (q.kind == 0 ? bandwidth : latency)(q, rank, *t, r);
+    } catch (...) {
+        ok = 0;
+    }
+    write_all(out, &ok, 1);
+    char other = 0;
+    read_all(in, &other, 1);
+    if (!ok || !other) throw Error("bench transport: a run failed or timed out");
+    return r;
+}
+
+// Rank 1 lives in a process forked before this one touches UCX, and serves requests until
+// told to quit: the same two-process layout as ucx_perftest's server and client.
+class Helper {
+  public:
+    Helper() {
+        int down[2], up[2];
+        if (::pipe(down) != 0 || ::pipe(up) != 0) throw Error("bench transport: pipe failed");
+        pid_ = ::fork();
+        if (pid_ < 0) throw Error("bench transport: fork failed");
+        if (pid_ == 0) {
+            ::close(down[1]);
+            ::close(up[0]);
+            pin_to_cpu(1);
+            int status = 0;
+            try {
+                for (Request q;;) {
+                    read_all(down[0], &q, sizeof(q));
+                    if (q.kind == 2) break;
+                    run_role(q, 1, down[0], up[1]);
+                }
+            } catch (...) {
+                status = 1;
+            }
+            ::_exit(status);
+        }
+        ::close(down[0]);
+        ::close(up[1]);
+        to_ = down[1];
+        from_ = up[0];
+        sched_getaffinity(0, sizeof(saved_), &saved_);
+        pin_to_cpu(0);
+    }
+    ~Helper() {
+        Request quit;
+        quit.kind = 2;
+        try {
+            write_all(to_, &quit, sizeof(quit));
+        } catch (...) {
+        }
+        ::close(to_);
+        ::close(from_);
+        int status = 0;
+        ::waitpid(pid_, &status, 0);
+        pthread_setaffinity_np(pthread_self(), sizeof(saved_), &saved_);
+    }
+    Result run(const Request& q) {
+        write_all(to_, &q, sizeof(q));
+        return run_role(q, 0, from_, to_);
+    }
+
+  private:
+    pid_t pid_ = -1;
+    int to_ = -1, from_ = -1;
+    cpu_set_t saved_{};
+};
 
 }  // namespace
 
 TransportReport run_transport(const TransportBenchOptions& options) {
+    // Teardown of the two sides races by design; their "peer went away" lines are not news.
+    const auto level = log::level();
+    if (level > log::Level::error) log::set_level(log::Level::error);
+    struct Restore {
+        log::Level l;
+        ~Restore() { log::set_level(l); }
+    } restore{level};
+    Helper helper;
     TransportReport r;
     r.peer_errors = options.peer_errors;
     r.repeats = options.repeats;
@@ -212,8 +305,12 @@ TransportReport run_transport(const TransportBenchOptions& options) {
         row.window = static_cast<int>(
             std::clamp<std::size_t>(options.window_bytes / bytes, 1, options.window));
         for (int k = 0; k < options.repeats; ++k) {
-            const double s =
-                bandwidth_seconds(options.peer_errors, bytes, row.iterations, row.window);
+            Request q;
+            q.bytes = bytes;
+            q.iterations = row.iterations;
+            q.window = row.window;
+            q.peer_errors = options.peer_errors;
+            const double s = helper.run(q).seconds;
             row.gossamer =
                 std::max(row.gossamer, static_cast<double>(bytes) * row.iterations / s / 1e9);
             row.reference =
@@ -224,10 +321,13 @@ TransportReport run_transport(const TransportBenchOptions& options) {
     if (options.progress) options.progress("latency");
     r.latency_us = r.send_completion_us = r.reference_latency_us = 1e300;
     for (int k = 0; k < options.repeats; ++k) {
-        double one_way = 0, completion = 0;
-        latency(options.peer_errors, options.latency_iterations, one_way, completion);
-        r.latency_us = std::min(r.latency_us, one_way);
-        r.send_completion_us = std::min(r.send_completion_us, completion);
+        Request q;
+        q.kind = 1;
+        q.iterations = options.latency_iterations;
+        q.peer_errors = options.peer_errors;
+        const auto res = helper.run(q);
+        r.latency_us = std::min(r.latency_us, res.one_way_us);
+        r.send_completion_us = std::min(r.send_completion_us, res.completion_us);
         const double ref = reference("ucp_am_lat", 8, options.latency_iterations, false);
         if (ref > 0) r.reference_latency_us = std::min(r.reference_latency_us, ref);
     }
