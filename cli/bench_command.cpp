@@ -117,6 +117,7 @@ int run_transport_bench(const std::vector<std::string>& args) {
                                   "(default 3)"},
                  {"errors", "MODE", "UCX error handling: peer (default; ucx_perftest -e) or "
                                     "none (shared memory usable; docs/transport.md)"},
+                 {"perftest", "PROGRAM", "the reference program (default ucx_perftest)"},
                  {"no-reference", "", "skip ucx_perftest (no ratio)"},
                  {"save", "FILE", "also write the JSON report to FILE"},
                  {"json", "", "print JSON"}},
@@ -124,6 +125,7 @@ int run_transport_bench(const std::vector<std::string>& args) {
     auto a = p.parse(args);
     if (a.help) return std::cout << p.help(), 0;
     bench::TransportBenchOptions o;
+    if (auto prog = a.value("perftest")) o.perftest = *prog;
     if (auto e = a.value("errors")) {
         if (*e != "peer" && *e != "none") throw UsageError("--errors: use peer or none");
         o.peer_errors = *e == "peer";
