@@ -9,7 +9,8 @@ namespace gossamer::bench {
 
 struct PerftestResult {
     bool ok = false;
-    double value = 0;   ///< bandwidth tests: MB/s as ucx_perftest prints them (2^20 bytes); latency: us
+    double value =
+        0;  ///< bandwidth tests: MB/s as ucx_perftest prints them (2^20 bytes); latency: us
     std::string error;  ///< why not ok
 };
 

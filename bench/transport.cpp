@@ -1,8 +1,8 @@
 // Two processes (this one and a forked helper), each one spinning communication thread of its
-// own UCX context and worker, as two peers on one host would be. Bandwidth: rank 0 keeps `window` sends of one buffer in flight;
-// rank 1 recycles every payload and answers the last with an 8-byte ack, which stops the clock.
-// Latency: 8-byte ping-pong, each leg from the send call to the receive callback on the other
-// communication thread; half the round trip, as ucx_perftest reports it.
+// own UCX context and worker, as two peers on one host would be. Bandwidth: rank 0 keeps `window`
+// sends of one buffer in flight; rank 1 recycles every payload and answers the last with an 8-byte
+// ack, which stops the clock. Latency: 8-byte ping-pong, each leg from the send call to the receive
+// callback on the other communication thread; half the round trip, as ucx_perftest reports it.
 #include "transport.hpp"
 
 #include <fmt/format.h>
@@ -94,7 +94,8 @@ void bandwidth(const Request& q, int rank, tr::UcxTransport& t, Result& out) {
                 t.send(to(0, ack.size()), std::as_bytes(std::span(ack)), nullptr);
         });
         if (rank == 1) {
-            require(tr::progress_until(t, [&] { return received == warm + iterations; }, 120s),
+            require(tr::progress_until(
+                        t, [&] { return received == warm + iterations; }, 120s),
                     "receiving");
             return;
         }
@@ -115,7 +116,8 @@ void bandwidth(const Request& q, int rank, tr::UcxTransport& t, Result& out) {
                 }
                 t.progress();
             }
-            require(tr::progress_until(t, [&] { return acked && in_flight == 0; }, 120s),
+            require(tr::progress_until(
+                        t, [&] { return acked && in_flight == 0; }, 120s),
                     "sending");
         };
         blast(warm);
@@ -152,7 +154,9 @@ void latency(const Request& q, int rank, tr::UcxTransport& t, Result& out) {
             if (rank == 1 || got < 2 * iterations) ping();
         });
         if (rank == 0) ping();
-        require(tr::progress_until(t, [&] { return got >= 2 * iterations; }, 120s), "ping-pong");
+        require(tr::progress_until(
+                    t, [&] { return got >= 2 * iterations; }, 120s),
+                "ping-pong");
         if (rank == 1) return;
         const double s = std::chrono::duration<double>(tr::Clock::now() - t0).count();
         out.one_way_us = s / (2.0 * iterations) * 1e6;
@@ -268,7 +272,7 @@ class Helper {
 TransportReport run_transport(const TransportBenchOptions& options) {
     // Teardown of the two sides races by design; their "peer went away" lines are not news.
     const auto level = log::level();
-    if (level > log::Level::error) log::set_level(log::Level::error);
+    if (level > log::Level::error && level < log::Level::debug) log::set_level(log::Level::error);
     struct Restore {
         log::Level l;
         ~Restore() { log::set_level(l); }
@@ -299,8 +303,8 @@ TransportReport run_transport(const TransportBenchOptions& options) {
         if (options.progress) options.progress(fmt::format("bandwidth {}", format_bytes(bytes)));
         BandwidthRow row;
         row.bytes = bytes;
-        row.iterations = static_cast<int>(
-            std::clamp<std::size_t>(options.bytes_per_size / bytes, 20, 20000));
+        row.iterations =
+            static_cast<int>(std::clamp<std::size_t>(options.bytes_per_size / bytes, 20, 20000));
         row.target = bytes >= (1u << 20) ? 0.9 : 0.0;
         row.window = static_cast<int>(
             std::clamp<std::size_t>(options.window_bytes / bytes, 1, options.window));
@@ -369,7 +373,7 @@ json::Json TransportReport::to_json() const {
 
 std::string TransportReport::to_text() const {
     std::string out = fmt::format(
-        "UCX backend, two threads with their own workers (spinning), beside ucx_perftest "
+        "UCX backend, two processes with their own workers (spinning), beside ucx_perftest "
         "ucp_am_bw/ucp_am_lat{} on localhost; UCX_TLS={}; UCX error handling {}; best of {}\n",
         peer_errors ? " -e" : "", ucx_tls.empty() ? "(UCX's choice)" : ucx_tls,
         peer_errors ? "peer" : "none", repeats);
@@ -377,20 +381,18 @@ std::string TransportReport::to_text() const {
                        "gossamer [GB/s]", "ucx_perftest [GB/s]", "ratio", "target");
     for (const auto& b : bandwidth) {
         const double ratio = b.reference > 0 ? b.gossamer / b.reference : 0;
-        out += fmt::format("{:>9} {:>6} {:>17.2f} {:>19} {:>6} {:>7}  {}\n",
-                           format_bytes(static_cast<double>(b.bytes)), b.iterations, b.gossamer,
-                           b.reference > 0 ? fmt::format("{:.2f}", b.reference) : "-",
-                           b.reference > 0 ? fmt::format("{:.2f}", ratio) : "-",
-                           b.target > 0 ? fmt::format(">= {:.1f}", b.target) : "",
-                           b.target > 0 && b.reference > 0
-                               ? (ratio >= b.target ? "ok" : "BELOW TARGET")
-                               : "");
+        out += fmt::format(
+            "{:>9} {:>6} {:>17.2f} {:>19} {:>6} {:>7}  {}\n",
+            format_bytes(static_cast<double>(b.bytes)), b.iterations, b.gossamer,
+            b.reference > 0 ? fmt::format("{:.2f}", b.reference) : "-",
+            b.reference > 0 ? fmt::format("{:.2f}", ratio) : "-",
+            b.target > 0 ? fmt::format(">= {:.1f}", b.target) : "",
+            b.target > 0 && b.reference > 0 ? (ratio >= b.target ? "ok" : "BELOW TARGET") : "");
     }
     const double lr = reference_latency_us > 0 ? latency_us / reference_latency_us : 0;
     out += fmt::format(
         "latency, 8 bytes one way: {:.2f} us (ucx_perftest {}; ratio {}; target <= {:.1f}) {}\n",
-        latency_us,
-        reference_latency_us > 0 ? fmt::format("{:.2f} us", reference_latency_us) : "-",
+        latency_us, reference_latency_us > 0 ? fmt::format("{:.2f} us", reference_latency_us) : "-",
         lr > 0 ? fmt::format("{:.2f}", lr) : "-", latency_target,
         lr > 0 ? (lr <= latency_target ? "ok" : "ABOVE TARGET") : "");
     out += fmt::format("send call -> send-completion callback, 8 bytes: {:.2f} us\n",

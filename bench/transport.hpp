@@ -1,6 +1,6 @@
 #pragma once
 /// `gossamer bench transport`: point-to-point bandwidth and latency of the UCX backend between
-/// two threads with separate UCX contexts and workers, beside ucx_perftest (ucp_am_bw,
+/// two processes with their own UCX contexts and workers, beside ucx_perftest (ucp_am_bw,
 /// ucp_am_lat) run as two processes on localhost with the same UCX_TLS.
 
 #include <cstddef>
@@ -14,13 +14,13 @@
 namespace gossamer::bench {
 
 struct TransportBenchOptions {
-    std::vector<std::size_t> sizes;          ///< payload bytes (default 4 KiB .. 64 MiB, x4)
+    std::vector<std::size_t> sizes;           ///< payload bytes (default 4 KiB .. 64 MiB, x4)
     std::size_t bytes_per_size = 1ull << 30;  ///< bytes moved per size (iterations 20 .. 20000)
     int latency_iterations = 20000;           ///< 8-byte ping-pongs
     int window = 16;                          ///< most sends in flight in the bandwidth test
     std::size_t window_bytes = 16u << 20;     ///< ... and at most this many bytes (at least one)
     int repeats = 3;  ///< runs of each side per row, alternated; the best counts (shared CPUs)
-    bool reference = true;                    ///< run ucx_perftest beside
+    bool reference = true;    ///< run ucx_perftest beside
     bool peer_errors = true;  ///< UCX error handling (ErrorHandling::peer; ucx_perftest -e)
     std::string perftest = "ucx_perftest";
     std::function<void(std::string_view)> progress;  ///< told before each row (may be empty)
@@ -42,9 +42,9 @@ struct TransportReport {
     double reference_latency_us = 0;  ///< ucx_perftest ucp_am_lat; 0 when not measured
     double latency_target = 2.0;      ///< maximum ratio
     int repeats = 1;
-    std::string ucx_tls;              ///< UCX_TLS in effect ("" = UCX's choice)
+    std::string ucx_tls;  ///< UCX_TLS in effect ("" = UCX's choice)
     bool peer_errors = true;
-    std::string reference_error;      ///< why the reference did not run
+    std::string reference_error;  ///< why the reference did not run
     json::Json to_json() const;
     std::string to_text() const;
 };

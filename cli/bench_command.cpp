@@ -1,4 +1,5 @@
-// gossamer bench compute|mix|transport: benchmarks that print a ratio against a reference run beside them.
+// gossamer bench compute|mix|transport: benchmarks that print a ratio against a reference run
+// beside them.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -102,21 +103,25 @@ int run_transport_bench(const std::vector<std::string>& args) {
     ArgParser p("gossamer bench transport", "[options]",
                 "Point-to-point bandwidth of the UCX backend for 4 KiB .. 64 MiB (rank 0 keeps "
                 "--window sends in flight to rank 1) and 8-byte one-way latency (half the "
-                "round trip, send call to receive callback), two threads with their own UCX "
+                "round trip, send call to receive callback), two processes with their own UCX "
                 "workers, spinning; beside ucx_perftest ucp_am_bw / ucp_am_lat on localhost "
                 "with the same UCX_TLS (scripts/deps.sh --bench installs it). Targets: "
                 "bandwidth ratio >= 0.9 at >= 1 MiB, latency ratio <= 2. Exit 1 when the "
                 "reference cannot run.",
-                {{"sizes", "LIST", "comma-separated payload sizes, e.g. 4KiB,1MiB (default "
-                                   "4KiB..64MiB, x4)"},
-                 {"bytes-per-size", "SIZE", "bytes moved per size (default 1GiB; 20..20000 "
-                                            "messages)"},
+                {{"sizes", "LIST",
+                  "comma-separated payload sizes, e.g. 4KiB,1MiB (default "
+                  "4KiB..64MiB, x4)"},
+                 {"bytes-per-size", "SIZE",
+                  "bytes moved per size (default 1GiB; 20..20000 "
+                  "messages)"},
                  {"latency-iterations", "N", "8-byte round trips (default 20000)"},
                  {"window", "N", "most sends in flight (default 16, and at most 16 MiB)"},
-                 {"repeats", "N", "runs of each side per row, alternated; the best counts "
-                                  "(default 3)"},
-                 {"errors", "MODE", "UCX error handling: peer (default; ucx_perftest -e) or "
-                                    "none (shared memory usable; docs/transport.md)"},
+                 {"repeats", "N",
+                  "runs of each side per row, alternated; the best counts "
+                  "(default 3)"},
+                 {"errors", "MODE",
+                  "UCX error handling: peer (default; ucx_perftest -e) or "
+                  "none (shared memory usable; docs/transport.md)"},
                  {"perftest", "PROGRAM", "the reference program (default ucx_perftest)"},
                  {"no-reference", "", "skip ucx_perftest (no ratio)"},
                  {"save", "FILE", "also write the JSON report to FILE"},
@@ -143,7 +148,8 @@ int run_transport_bench(const std::vector<std::string>& args) {
     }
     if (auto b = a.value("bytes-per-size")) {
         auto bytes = parse_bytes(*b);
-        if (!bytes || *bytes == 0) throw UsageError("--bytes-per-size: expected a size, e.g. 256MiB");
+        if (!bytes || *bytes == 0)
+            throw UsageError("--bytes-per-size: expected a size, e.g. 256MiB");
         o.bytes_per_size = static_cast<std::size_t>(*bytes);
     }
     o.latency_iterations =

@@ -6,11 +6,11 @@
 
 #include <barrier>
 #include <chrono>
-#include <mutex>
-#include <thread>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "gossamer/transport/inproc.hpp"
@@ -108,8 +108,7 @@ using UcxShm = UcxWith<tr::ErrorHandling::none>;
 #endif
 
 /// Progresses every live peer round-robin until pred() holds or `timeout` passes.
-inline bool pump(Peers& peers, const std::function<bool()>& pred,
-                 tr::Duration timeout = 10'000ms) {
+inline bool pump(Peers& peers, const std::function<bool()>& pred, tr::Duration timeout = 10'000ms) {
     const auto end = tr::Clock::now() + timeout;
     while (!pred()) {
         if (tr::Clock::now() > end) return pred();

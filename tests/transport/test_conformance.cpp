@@ -26,7 +26,9 @@ TEST_CASE_TEMPLATE("messages arrive in order per pair with every header field", 
     auto peers = B::make(n);
     std::map<std::pair<int, int>, std::vector<tr::Message>> got;  // (from, to)
     for (int r = 0; r < n; ++r)
-        peers[r]->on_receive([&, r](tr::Message&& m) { got[{m.sender, r}].push_back(std::move(m)); });
+        peers[r]->on_receive([&, r](tr::Message&& m) {
+            got[{m.sender, r}].push_back(std::move(m));
+        });
     Completions c;
     std::vector<std::vector<float>> payloads;
     payloads.reserve(n * n * per_pair);
@@ -150,20 +152,23 @@ TEST_CASE_TEMPLATE("a peer that disappears fails within the timeout and only its
     Completions warm;
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b)
-            if (a != b) peers[a]->send(header(b, 0, small.size()), bytes_of(small), warm.make(a * 3 + b));
+            if (a != b)
+                peers[a]->send(header(b, 0, small.size()), bytes_of(small), warm.make(a * 3 + b));
     REQUIRE(pump(peers, [&] { return warm.all_done() && got[0] + got[1] + got[2] == 6; }));
 
     peers[1].reset();  // vanishes without a word
     Completions c;
     const auto t0 = tr::Clock::now();
     peers[0]->send(header(1, 1, large.size()), bytes_of(large), c.make(0));
-    REQUIRE(pump(peers, [&] { return c.all_done(); }, timeout * 5));
+    REQUIRE(pump(
+        peers, [&] { return c.all_done(); }, timeout * 5));
     const auto took = tr::Clock::now() - t0;
     CHECK(took < timeout * 2);
     CHECK(!c.status[0].ok());
     CHECK(c.status[0].peer == 1);
     CHECK(c.status[0].reason.find("peer 1") != std::string::npos);
-    REQUIRE(pump(peers, [&] { return !failed0.empty(); }, timeout));
+    REQUIRE(pump(
+        peers, [&] { return !failed0.empty(); }, timeout));
     CHECK(failed0.size() == 1);
     CHECK(failed0[0].peer == 1);
     CHECK(peers[0]->peer_failed(1));
@@ -216,7 +221,8 @@ TEST_CASE_TEMPLATE("malformed headers are dropped and counted per reason, never 
     peers[0]->send_raw_for_testing(1, short_header, p, c.make(6));
     peers[0]->send_raw_for_testing(1, good, p.first(5), c.make(7));  // odd byte count
     peers[0]->send_raw_for_testing(1, good, p, c.make(8));           // the one good message
-    REQUIRE(pump(peers, [&] { return c.all_done() && peers[1]->drops().total() == 8 && got.size() == 1; }));
+    REQUIRE(pump(
+        peers, [&] { return c.all_done() && peers[1]->drops().total() == 8 && got.size() == 1; }));
     const auto& d = peers[1]->drops();
     CHECK(d[tr::DropReason::bad_magic] == 1);
     CHECK(d[tr::DropReason::bad_version] == 1);

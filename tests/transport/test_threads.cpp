@@ -30,9 +30,13 @@ TEST_CASE_TEMPLATE("peers on their own threads pass messages around a ring", B,
                        completed++;
                    });
             // Lock step: the buffer is reused only after its send completed.
-            if (!tr::progress_until(t, [&] { return completed == k + 1; }, 5000ms)) failures++;
+            if (!tr::progress_until(
+                    t, [&] { return completed == k + 1; }, 5000ms))
+                failures++;
         }
-        if (!tr::progress_until(t, [&] { return got == rounds; }, 5000ms)) failures++;
+        if (!tr::progress_until(
+                t, [&] { return got == rounds; }, 5000ms))
+            failures++;
     });
     CHECK(failures == 0);
 }

@@ -10,7 +10,8 @@ using namespace transport_test;
 
 namespace {
 
-std::unique_ptr<tr::UcxTransport> make(int rank, int n, tr::ProgressMode mode = tr::ProgressMode::spin,
+std::unique_ptr<tr::UcxTransport> make(int rank, int n,
+                                       tr::ProgressMode mode = tr::ProgressMode::spin,
                                        tr::Duration timeout = 5000ms) {
     tr::UcxOptions o;
     static_cast<tr::TransportOptions&>(o) = options(rank, n, timeout);
@@ -68,7 +69,8 @@ TEST_CASE("ucx: an unreachable peer fails its sends within the timeout, naming i
         Completions c;
         a->send(header(1, 0, payload.size()), bytes_of(payload), c.make(0));
         const auto t0 = tr::Clock::now();
-        REQUIRE(tr::progress_until(*a, [&] { return c.all_done(); }, timeout * 5));
+        REQUIRE(tr::progress_until(
+            *a, [&] { return c.all_done(); }, timeout * 5));
         CHECK(tr::Clock::now() - t0 < timeout * 2);
         CHECK(!c.status[0].ok());
         error = c.status[0].reason;

@@ -34,7 +34,9 @@ bool valid_kind(std::uint8_t k) noexcept {
            k <= static_cast<std::uint8_t>(MessageKind::control);
 }
 
-HeaderCheck drop(DropReason r, std::string detail) { return {false, r, std::move(detail)}; }
+HeaderCheck drop(DropReason r, std::string detail) {
+    return {false, r, std::move(detail)};
+}
 
 }  // namespace
 
@@ -109,9 +111,9 @@ HeaderCheck decode_header(std::span<const std::byte> header, const HeaderExpecta
     if (!valid_kind(kind)) return drop(DropReason::bad_kind, fmt::format("kind {}", kind));
     const auto sender = static_cast<std::int32_t>(get<std::uint32_t>(in, kSender));
     if (sender < 0 || sender >= expect.size || sender == expect.receiver)
-        return drop(DropReason::wrong_sender,
-                    fmt::format("sender field {} outside the other ranks of [0, {})", sender,
-                                expect.size));
+        return drop(
+            DropReason::wrong_sender,
+            fmt::format("sender field {} outside the other ranks of [0, {})", sender, expect.size));
     if (expect.sender >= 0 && sender != expect.sender)
         return drop(DropReason::wrong_sender,
                     fmt::format("sender field {}, but it came from {}", sender, expect.sender));

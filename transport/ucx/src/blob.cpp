@@ -14,7 +14,8 @@ void put(std::vector<std::byte>& out, std::uint64_t v, int bytes) {
 std::uint64_t get(std::span<const std::byte> in, std::size_t at, int bytes) {
     std::uint64_t v = 0;
     for (int i = 0; i < bytes; ++i)
-        v |= static_cast<std::uint64_t>(std::to_integer<unsigned>(in[at + static_cast<std::size_t>(i)]))
+        v |= static_cast<std::uint64_t>(
+                 std::to_integer<unsigned>(in[at + static_cast<std::size_t>(i)]))
              << (8 * i);
     return v;
 }
@@ -41,8 +42,8 @@ std::vector<std::byte> frame(std::uint64_t job_id, int rank, std::span<const std
 Unframed unframe(std::span<const std::byte> blob, std::uint64_t job_id, int rank) {
     Unframed u;
     if (blob.size() < kFrame) {
-        u.error = fmt::format("malformed address blob ({} bytes, a frame needs {})", blob.size(),
-                              kFrame);
+        u.error =
+            fmt::format("malformed address blob ({} bytes, a frame needs {})", blob.size(), kFrame);
         return u;
     }
     if (get(blob, 0, 4) != kMagic) {

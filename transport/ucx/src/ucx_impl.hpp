@@ -107,6 +107,8 @@ class Ucx final : public UcxTransport {
     }
 
   private:
+    SendOp* new_op();
+    void free_op(SendOp* op);
     void start(SendOp* op, int to, std::span<const std::byte> header,
                std::span<const std::byte> payload, SendCallback done, Duration timeout);
     void fail(Status s);
@@ -114,7 +116,8 @@ class Ucx final : public UcxTransport {
     void abandon_sends(int peer, const Status& status);
     void check_timeouts(Clock::time_point now);
     std::vector<float> take_buffer(std::size_t floats);
-    void start_rndv_receives();
+    void start_rndv_receive(void* desc, int from, std::list<Slot>::iterator slot,
+                            std::uint64_t bytes);
     std::size_t deliver();
 
     ucp_context_h context_ = nullptr;
@@ -122,6 +125,7 @@ class Ucx final : public UcxTransport {
     int efd_ = -1;
     bool blocking_ = false;
     bool peer_errors_ = true;          // ErrorHandling::peer
+    std::vector<SendOp*> spare_ops_;  // finished sends, reused: no allocation per send
     std::vector<SendOp*> abandoned_;  // released to UCX, which may still read their headers
     std::vector<std::byte> address_;
     std::vector<Peer> peers_;
@@ -129,14 +133,8 @@ class Ucx final : public UcxTransport {
     std::vector<void*> closing_;
     ReceiveCallback on_receive_;
     std::size_t ready_ = 0;  // slots ready for delivery (outside UCX callbacks)
-    struct Rndv {
-        void* desc;
-        int from;
-        std::list<Slot>::iterator slot;
-        std::uint64_t bytes;
-    };
-    std::vector<Rndv> rndv_;  // rendezvous messages whose data is still to be fetched
     std::size_t recvs_in_flight_ = 0;
+    std::size_t buffers_allocated_ = 0;  // receive buffers the pool did not have
     std::unordered_map<std::size_t, std::vector<std::vector<float>>> pool_;  // by length
     Clock::time_point next_deadline_ = Clock::time_point::max();
     bool errors_pending_ = false;

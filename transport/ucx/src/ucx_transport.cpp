@@ -131,6 +131,8 @@ void Ucx::connect(const std::map<int, std::vector<std::byte>>& addresses) {
 }
 
 Ucx::~Ucx() {
+    log::debug("transport ucx: rank {}: {} messages received, {} receive buffers allocated",
+               rank(), counters_.messages_received, buffers_allocated_);
     closing_all_ = true;
     on_receive_ = nullptr;
     for (int r = 0; r < size(); ++r) {
@@ -141,16 +143,33 @@ Ucx::~Ucx() {
     while ((!closing_.empty() || recvs_in_flight_ > 0) && Clock::now() < end) progress();
     for (int r = 0; r < size(); ++r)  // what UCX did not complete in time completes here
         abandon_sends(r, failure(Errc::closed, r, "the transport closed before the send completed"));
-    for (auto& r : rndv_) ucp_am_data_release(worker_, r.desc);
     for (auto* req : closing_) ucp_request_free(req);  // flushes that did not end in time
     on_failed_ = nullptr;
     run_deferred();
     ucp_worker_destroy(worker_);
     ucp_cleanup(context_);
     for (auto* op : abandoned_) delete op;
+    for (auto* op : spare_ops_) delete op;
 }
 
 // -- sending ----------------------------------------------------------------------------------
+
+SendOp* Ucx::new_op() {
+    if (spare_ops_.empty()) return new SendOp;
+    auto* op = spare_ops_.back();
+    spare_ops_.pop_back();
+    return op;
+}
+
+void Ucx::free_op(SendOp* op) {
+    op->done = nullptr;
+    op->raw_header.clear();
+    op->request = nullptr;
+    if (spare_ops_.size() < 256)
+        spare_ops_.push_back(op);
+    else
+        delete op;
+}
 
 void Ucx::start(SendOp* op, int to, std::span<const std::byte> header,
                 std::span<const std::byte> payload, SendCallback done, Duration timeout) {
@@ -161,7 +180,7 @@ void Ucx::start(SendOp* op, int to, std::span<const std::byte> header,
     op->bytes = payload.size();
     if (to < 0 || to >= size() || to == rank()) {
         defer(std::move(op->done), failure(Errc::peer_failed, to, "no such peer to send to"));
-        delete op;
+        free_op(op);
         return;
     }
     auto& p = peers_[static_cast<std::size_t>(to)];
@@ -169,7 +188,7 @@ void Ucx::start(SendOp* op, int to, std::span<const std::byte> header,
         if (!p.ep && !peer_failed(to))
             set_failed(failure(Errc::peer_failed, to, "unreachable: not connected"));
         defer(std::move(op->done), failed_status(to));
-        delete op;
+        free_op(op);
         return;
     }
     ucp_request_param_t rp{};
@@ -185,13 +204,13 @@ void Ucx::start(SendOp* op, int to, std::span<const std::byte> header,
     counters_.bytes_sent += payload.size();
     if (req == nullptr) {  // done at once: the payload was copied or sent
         defer(std::move(op->done), Status{});
-        delete op;
+        free_op(op);
         return;
     }
     if (UCS_PTR_IS_ERR(req)) {
         fail(failure(Errc::peer_failed, to, "send failed: " + ucs(UCS_PTR_STATUS(req))));
         defer(std::move(op->done), failed_status(to));
-        delete op;
+        free_op(op);
         return;
     }
     op->deadline = Clock::now() + (timeout > Duration::zero() ? timeout : options_.default_timeout);
@@ -213,7 +232,7 @@ void Ucx::on_send_done(SendOp* op, void* request, ucs_status_t status) {
         st = peer_status(op->peer);
     }
     defer(std::move(op->done), std::move(st));
-    delete op;
+    free_op(op);
 }
 
 void Ucx::fail(Status s) {

@@ -1,5 +1,6 @@
 #pragma once
-/// The transport interface between one peer and the others (DESIGN.md, "Errors"; docs/transport.md).
+/// The transport interface between one peer and the others (DESIGN.md, "Errors";
+/// docs/transport.md).
 ///
 /// Threading: a Transport belongs to one thread, its *communication thread*. Every method except
 /// wake() and the counters must be called there, and every callback runs there, from inside
@@ -57,7 +58,7 @@ struct TransportOptions {
     int rank = 0;
     int size = 1;
     std::uint64_t job_id = 0;
-    Duration default_timeout{10'000};          ///< per operation, unless a send names its own
+    Duration default_timeout{10'000};              ///< per operation, unless a send names its own
     std::uint64_t max_payload_bytes = 1ull << 32;  ///< larger announced payloads are dropped
 };
 

@@ -20,14 +20,14 @@ inline constexpr std::uint16_t kWireVersion = 1;
 
 /// Why a received message was dropped.
 enum class DropReason : std::uint8_t {
-    short_header,   ///< fewer than kHeaderBytes bytes of header
-    bad_magic,      ///< not a Gossamer message
-    bad_version,    ///< another wire version
-    wrong_job,      ///< another job's message
-    bad_kind,       ///< not a MessageKind
-    wrong_sender,   ///< the sender field is not the peer it came from
-    wrong_receiver, ///< addressed to another rank
-    bad_size,       ///< payload bytes != 4 * elements, != bytes that arrived, or above the limit
+    short_header,    ///< fewer than kHeaderBytes bytes of header
+    bad_magic,       ///< not a Gossamer message
+    bad_version,     ///< another wire version
+    wrong_job,       ///< another job's message
+    bad_kind,        ///< not a MessageKind
+    wrong_sender,    ///< the sender field is not the peer it came from
+    wrong_receiver,  ///< addressed to another rank
+    bad_size,        ///< payload bytes != 4 * elements, != bytes that arrived, or above the limit
 };
 inline constexpr std::size_t kDropReasons = 8;
 
