@@ -18,7 +18,9 @@ struct TransportBenchOptions {
     std::size_t bytes_per_size = 1ull << 30;  ///< bytes moved per size (iterations 20 .. 20000)
     int latency_iterations = 20000;           ///< 8-byte ping-pongs
     int window = 16;                          ///< most sends in flight in the bandwidth test
-    std::size_t window_bytes = 16u << 20;     ///< ... and at most this many bytes (at least one)
+    /// ... and at most this many bytes (at least one message): small messages are pipelined,
+    /// from 1 MiB on one is in flight and lands in one receive buffer, as in ucx_perftest
+    std::size_t window_bytes = 1u << 20;
     int repeats = 3;  ///< runs of each side per row, alternated; the best counts (shared CPUs)
     bool reference = true;    ///< run ucx_perftest beside
     bool peer_errors = true;  ///< UCX error handling (ErrorHandling::peer; ucx_perftest -e)

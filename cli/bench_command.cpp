@@ -115,7 +115,10 @@ int run_transport_bench(const std::vector<std::string>& args) {
                   "bytes moved per size (default 1GiB; 20..20000 "
                   "messages)"},
                  {"latency-iterations", "N", "8-byte round trips (default 20000)"},
-                 {"window", "N", "most sends in flight (default 16, and at most 16 MiB)"},
+                 {"window", "N", "most sends in flight (default 16, and at most 1 MiB)"},
+                 {"window-bytes", "SIZE",
+                  "most bytes in flight (default 1MiB; at least one "
+                  "message)"},
                  {"repeats", "N",
                   "runs of each side per row, alternated; the best counts "
                   "(default 3)"},
@@ -156,6 +159,11 @@ int run_transport_bench(const std::vector<std::string>& args) {
         static_cast<int>(a.integer("latency-iterations", o.latency_iterations, 10, 10'000'000));
     o.window = static_cast<int>(a.integer("window", o.window, 1, 1024));
     o.repeats = static_cast<int>(a.integer("repeats", o.repeats, 1, 100));
+    if (auto b = a.value("window-bytes")) {
+        auto bytes = parse_bytes(*b);
+        if (!bytes) throw UsageError("--window-bytes: expected a size, e.g. 16MiB");
+        o.window_bytes = static_cast<std::size_t>(*bytes);
+    }
     o.reference = !a.flag("no-reference");
     Progress progress(30.0);
     o.progress = [&](std::string_view line) { progress(line); };

@@ -16,7 +16,9 @@ namespace gossamer::transport::ucx_detail {
 
 inline constexpr unsigned kAmId = 7;
 
-inline std::string ucs(ucs_status_t s) { return ucs_status_string(s); }
+inline std::string ucs(ucs_status_t s) {
+    return ucs_status_string(s);
+}
 
 class Ucx;
 
@@ -54,9 +56,9 @@ struct EpErrArg {
 
 struct Peer {
     ucp_ep_h ep = nullptr;
-    std::list<Slot> inbox;       // received from this peer, in order
-    std::list<SendOp*> pending;  // sends in flight, oldest first
-    ucs_status_t error = UCS_OK; // set by the endpoint error handler
+    std::list<Slot> inbox;        // received from this peer, in order
+    std::list<SendOp*> pending;   // sends in flight, oldest first
+    ucs_status_t error = UCS_OK;  // set by the endpoint error handler
 };
 
 class Ucx final : public UcxTransport {
@@ -124,7 +126,7 @@ class Ucx final : public UcxTransport {
     ucp_worker_h worker_ = nullptr;
     int efd_ = -1;
     bool blocking_ = false;
-    bool peer_errors_ = true;          // ErrorHandling::peer
+    bool peer_errors_ = true;         // ErrorHandling::peer
     std::vector<SendOp*> spare_ops_;  // finished sends, reused: no allocation per send
     std::vector<SendOp*> abandoned_;  // released to UCX, which may still read their headers
     std::vector<std::byte> address_;

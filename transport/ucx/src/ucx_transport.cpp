@@ -39,13 +39,13 @@ Ucx::Ucx(const UcxOptions& o) : UcxTransport(o), peers_(static_cast<std::size_t>
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int local = o.local_peers > 0 ? o.local_peers : o.size;
     peer_errors_ = o.errors == ErrorHandling::peer;
-    blocking_ = o.mode == ProgressMode::block ||
-                (o.mode == ProgressMode::automatic && local > cores);
+    blocking_ =
+        o.mode == ProgressMode::block || (o.mode == ProgressMode::automatic && local > cores);
 
     ucp_config_t* config = nullptr;
     if (auto s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK)
-        throw TransportError(fmt::format("ucx: rank {}: cannot read the UCX configuration: {}",
-                                         o.rank, ucs(s)));
+        throw TransportError(
+            fmt::format("ucx: rank {}: cannot read the UCX configuration: {}", o.rank, ucs(s)));
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     // WAKEUP only where wait() blocks on the event fd (see wait()).
@@ -91,8 +91,7 @@ Ucx::Ucx(const UcxOptions& o) : UcxTransport(o), peers_(static_cast<std::size_t>
     std::size_t len = 0;
     if (auto as = ucp_worker_get_address(worker_, &addr, &len); as != UCS_OK)
         cleanup("no worker address: " + ucs(as));
-    address_ = ucx_blob::frame(o.job_id, o.rank,
-                               {reinterpret_cast<const std::byte*>(addr), len});
+    address_ = ucx_blob::frame(o.job_id, o.rank, {reinterpret_cast<const std::byte*>(addr), len});
     ucp_worker_release_address(worker_, addr);
     err_args_.resize(peers_.size());
 }
@@ -131,8 +130,8 @@ void Ucx::connect(const std::map<int, std::vector<std::byte>>& addresses) {
 }
 
 Ucx::~Ucx() {
-    log::debug("transport ucx: rank {}: {} messages received, {} receive buffers allocated",
-               rank(), counters_.messages_received, buffers_allocated_);
+    log::debug("transport ucx: rank {}: {} messages received, {} receive buffers allocated", rank(),
+               counters_.messages_received, buffers_allocated_);
     closing_all_ = true;
     on_receive_ = nullptr;
     for (int r = 0; r < size(); ++r) {
@@ -142,7 +141,8 @@ Ucx::~Ucx() {
     const auto end = Clock::now() + std::chrono::seconds(2);
     while ((!closing_.empty() || recvs_in_flight_ > 0) && Clock::now() < end) progress();
     for (int r = 0; r < size(); ++r)  // what UCX did not complete in time completes here
-        abandon_sends(r, failure(Errc::closed, r, "the transport closed before the send completed"));
+        abandon_sends(r,
+                      failure(Errc::closed, r, "the transport closed before the send completed"));
     for (auto* req : closing_) ucp_request_free(req);  // flushes that did not end in time
     on_failed_ = nullptr;
     run_deferred();
