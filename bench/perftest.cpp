@@ -48,41 +48,55 @@ bool parse_final(const std::string& text, bool latency, double& value) {
 
 }  // namespace
 
+// The last non-empty line of a program's output (its error message, usually).
+std::string last_line(const std::string& text) {
+    std::istringstream in(text);
+    std::string last;
+    for (std::string line; std::getline(in, line);)
+        if (line.find_first_not_of(" \t") != std::string::npos) last = line;
+    return last;
+}
+
 PerftestResult run_perftest(const std::string& program, const std::string& test, std::size_t bytes,
                             int iterations, const std::string& extra) {
     PerftestResult r;
-    static int calls = 0;  // a fresh port per run: the last one may linger in TIME_WAIT
-    const int port = 20000 + static_cast<int>((getpid() * 37 + calls++) % 20000);
-    const auto args =
-        fmt::format("-t {} -s {} -n {} -p {} {}", test, bytes, iterations, port, extra);
     if (run(fmt::format("command -v {} >/dev/null", program)).status != 0) {
         r.error = fmt::format("{} not found (scripts/deps.sh --bench installs ucx-utils)", program);
         return r;
     }
     // Server and client on CPUs of their own when taskset exists (as the bench pins its two
-    // threads). The server runs in the background; the client retries until it listens.
+    // processes). The server runs in the background; the client retries until it listens. A
+    // failed run (a port taken meanwhile, a server that missed the client) is tried again.
     std::string pin0, pin1;
     if (std::thread::hardware_concurrency() >= 2 &&
         run("command -v taskset >/dev/null").status == 0) {
         pin0 = "taskset -c 0 ";
         pin1 = "taskset -c 1 ";
     }
-    Output server;
-    std::thread srv([&] { server = run(fmt::format("timeout 300 {}{} {}", pin0, program, args)); });
-    Output client;
-    for (int attempt = 0; attempt < 50; ++attempt) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        client = run(fmt::format("timeout 300 {}{} localhost {}", pin1, program, args));
-        if (client.status == 0) break;
-    }
-    srv.join();
     const bool latency = test.find("lat") != std::string::npos;
-    if (client.status != 0 || !parse_final(client.text, latency, r.value)) {
+    static int calls = 0;  // a fresh port per run: the last one may linger in TIME_WAIT
+    for (int run_no = 0; run_no < 3; ++run_no) {
+        const int port = 20000 + static_cast<int>((getpid() * 37 + calls++ * 7) % 20000);
+        const auto args =
+            fmt::format("-t {} -s {} -n {} -p {} {}", test, bytes, iterations, port, extra);
+        Output server;
+        std::thread srv(
+            [&] { server = run(fmt::format("timeout 120 {}{} {}", pin0, program, args)); });
+        Output client;
+        for (int attempt = 0; attempt < 50; ++attempt) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            client = run(fmt::format("timeout 120 {}{} localhost {}", pin1, program, args));
+            if (client.status == 0) break;
+        }
+        srv.join();
+        if (client.status == 0 && parse_final(client.text, latency, r.value)) {
+            r.ok = true;
+            r.error.clear();
+            return r;
+        }
         r.error = fmt::format("{} {} failed: {}", program, test,
-                              client.text.substr(0, client.text.find('\n')));
-        return r;
+                              last_line(client.text.empty() ? server.text : client.text));
     }
-    r.ok = true;
     return r;
 }
 
