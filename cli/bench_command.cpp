@@ -1,4 +1,5 @@
-// gossamer bench compute|mix: benchmarks that print a ratio against a reference run beside them.
+// gossamer bench compute|mix|transport: benchmarks that print a ratio against a reference run
+// beside them.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -11,6 +12,9 @@
 #include "gossamer/core/units.hpp"
 #include "mix.hpp"
 #include "progress.hpp"
+#ifdef GOSSAMER_HAVE_UCX
+#include "transport.hpp"
+#endif
 
 namespace gossamer::cli {
 namespace {
@@ -94,6 +98,82 @@ int run_compute_bench(const std::vector<std::string>& args) {
     return o.reference && !report.reference_error.empty() ? 1 : 0;
 }
 
+#ifdef GOSSAMER_HAVE_UCX
+int run_transport_bench(const std::vector<std::string>& args) {
+    ArgParser p("gossamer bench transport", "[options]",
+                "Point-to-point bandwidth of the UCX backend for 4 KiB .. 64 MiB (rank 0 keeps "
+                "--window sends in flight to rank 1) and 8-byte one-way latency (half the "
+                "round trip, send call to receive callback), two processes with their own UCX "
+                "workers, spinning; beside ucx_perftest ucp_am_bw / ucp_am_lat on localhost "
+                "with the same UCX_TLS (scripts/deps.sh --bench installs it). Targets: "
+                "bandwidth ratio >= 0.9 at >= 1 MiB, latency ratio <= 2. Exit 1 when the "
+                "reference cannot run.",
+                {{"sizes", "LIST",
+                  "comma-separated payload sizes, e.g. 4KiB,1MiB (default "
+                  "4KiB..64MiB, x4)"},
+                 {"bytes-per-size", "SIZE",
+                  "bytes moved per size (default 1GiB; 20..20000 "
+                  "messages)"},
+                 {"latency-iterations", "N", "8-byte round trips (default 20000)"},
+                 {"window", "N", "most sends in flight (default 16, and at most 1 MiB)"},
+                 {"window-bytes", "SIZE",
+                  "most bytes in flight (default 1MiB; at least one "
+                  "message)"},
+                 {"repeats", "N",
+                  "runs of each side per row, alternated; the best counts "
+                  "(default 3)"},
+                 {"errors", "MODE",
+                  "UCX error handling: peer (default; ucx_perftest -e) or "
+                  "none (shared memory usable; docs/transport.md)"},
+                 {"perftest", "PROGRAM", "the reference program (default ucx_perftest)"},
+                 {"no-reference", "", "skip ucx_perftest (no ratio)"},
+                 {"save", "FILE", "also write the JSON report to FILE"},
+                 {"json", "", "print JSON"}},
+                0);
+    auto a = p.parse(args);
+    if (a.help) return std::cout << p.help(), 0;
+    bench::TransportBenchOptions o;
+    if (auto prog = a.value("perftest")) o.perftest = *prog;
+    if (auto e = a.value("errors")) {
+        if (*e != "peer" && *e != "none") throw UsageError("--errors: use peer or none");
+        o.peer_errors = *e == "peer";
+    }
+    if (auto list = a.value("sizes")) {
+        std::stringstream ss(*list);
+        for (std::string item; std::getline(ss, item, ',');) {
+            auto b = parse_bytes(item);
+            if (!b || *b < 8 || *b % 4 != 0 || *b > (1ull << 31))
+                throw UsageError(fmt::format(
+                    "--sizes: '{}' is not a size of 8 B .. 2 GiB in whole floats, e.g. 64KiB",
+                    item));
+            o.sizes.push_back(static_cast<std::size_t>(*b));
+        }
+    }
+    if (auto b = a.value("bytes-per-size")) {
+        auto bytes = parse_bytes(*b);
+        if (!bytes || *bytes == 0)
+            throw UsageError("--bytes-per-size: expected a size, e.g. 256MiB");
+        o.bytes_per_size = static_cast<std::size_t>(*bytes);
+    }
+    o.latency_iterations =
+        static_cast<int>(a.integer("latency-iterations", o.latency_iterations, 10, 10'000'000));
+    o.window = static_cast<int>(a.integer("window", o.window, 1, 1024));
+    o.repeats = static_cast<int>(a.integer("repeats", o.repeats, 1, 100));
+    if (auto b = a.value("window-bytes")) {
+        auto bytes = parse_bytes(*b);
+        if (!bytes) throw UsageError("--window-bytes: expected a size, e.g. 16MiB");
+        o.window_bytes = static_cast<std::size_t>(*bytes);
+    }
+    o.reference = !a.flag("no-reference");
+    Progress progress(30.0);
+    o.progress = [&](std::string_view line) { progress(line); };
+    auto report = bench::run_transport(o);
+    progress.done();
+    print_and_save(a, report.to_json(), report.to_text());
+    return o.reference && !report.reference_error.empty() ? 1 : 0;
+}
+#endif
+
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args) {
@@ -102,6 +182,7 @@ int run_bench(const std::vector<std::string>& args) {
 benchmarks:
   compute   training throughput of the MLP and the CNN (batch 64, one thread) beside PyTorch
   mix       bandwidth of the fused mixing kernel for 1..8 neighbours beside memcpy
+  transport UCX point-to-point bandwidth and latency beside ucx_perftest
 
 Each prints a ratio against a reference measured in the same run. scripts/bench.sh runs them all.
 )";
@@ -112,8 +193,14 @@ Each prints a ratio against a reference measured in the same run. scripts/bench.
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "compute") return run_compute_bench(rest);
     if (args[0] == "mix") return run_mix_bench(rest);
-    throw UsageError(
-        fmt::format("gossamer bench: unknown benchmark '{}'; use compute or mix", args[0]));
+#ifdef GOSSAMER_HAVE_UCX
+    if (args[0] == "transport") return run_transport_bench(rest);
+#else
+    if (args[0] == "transport")
+        throw UsageError("gossamer bench transport: built without UCX (GOSSAMER_USE_UCX=OFF)");
+#endif
+    throw UsageError(fmt::format(
+        "gossamer bench: unknown benchmark '{}'; use compute, mix or transport", args[0]));
 }
 
 }  // namespace gossamer::cli

@@ -2,6 +2,8 @@
 # Runs the benchmarks, each beside a reference measured in the same run, and writes their JSON
 # into out/bench/. Needs the reference programs: scripts/deps.sh --bench.
 # `bench mix` needs 9 buffers of max(128 MiB, 4x the last-level cache) and about a minute.
+# `bench transport` runs beside ucx_perftest twice: with UCX error handling (TCP on one host)
+# and without (shared memory); UCX_TLS, when set, applies to both sides.
 #   scripts/bench.sh [--seconds S]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,3 +25,5 @@ mkdir -p out/bench
 echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(OpenBLAS default)}"
 "$g" bench compute --seconds "$seconds" --save out/bench/compute.json
 "$g" bench mix --save out/bench/mix.json
+"$g" bench transport --save out/bench/transport.json
+"$g" bench transport --errors none --save out/bench/transport-no-peer-errors.json

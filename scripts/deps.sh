@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libboost-dev libboost-graph-dev libfmt-dev nlohmann-json3-dev doctest-dev
-  libopenblas-dev zlib1g-dev
+  libopenblas-dev zlib1g-dev libucx-dev
   python3 python3-matplotlib
   dataset-fashion-mnist
 )

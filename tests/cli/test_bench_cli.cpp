@@ -80,3 +80,42 @@ TEST_CASE("bench mix reports mix and memcpy bandwidth and their ratio for each k
     CHECK(run(kBin + " bench mix --bytes lots").status == 2);
     CHECK(run(kBin + " bench mix --neighbours 0").status == 2);
 }
+
+TEST_CASE("bench transport divides by ucx_perftest's figures from the same run") {
+    TempDir dir;
+    // A stand-in ucx_perftest: the server returns at once, the client prints a Final: line with
+    // 1000 MB/s (2^20 bytes) and 4 us overall.
+    dir.write("perftest.sh",
+              "#!/bin/sh\ncase \"$1\" in localhost) echo 'Final: 100 1.0 4.0 4.0 1000.0 "
+              "1000.0 10 10';; esac\nexit 0\n");
+    const auto fake = (dir.path() / "perftest.sh").string();
+    REQUIRE(run("chmod +x '" + fake + "'").status == 0);
+    auto r = run(kBin +
+                 " bench transport --sizes 4KiB,1MiB --bytes-per-size 2MiB "
+                 "--latency-iterations 50 --repeats 1 --json --perftest '" +
+                 fake + "'");
+    REQUIRE(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["bandwidth"].size() == 2);
+    const auto& row = j["bandwidth"][1];
+    CHECK(row["bytes"] == 1 << 20);
+    CHECK(row["reference_gb_per_s"].get<double>() == doctest::Approx(1000.0 * 1048576 / 1e9));
+    CHECK(row["ratio"].get<double>() == doctest::Approx(row["gossamer_gb_per_s"].get<double>() /
+                                                        row["reference_gb_per_s"].get<double>()));
+    CHECK(row["target_ratio_min"] == 0.9);
+    CHECK(j["latency"]["reference_us"] == 4.0);
+    CHECK(j["latency"]["gossamer_us"].get<double>() > 0);
+    CHECK(j["latency"]["target_ratio_max"] == 2.0);
+}
+
+TEST_CASE("bench transport refuses bad sizes and says when the reference is missing") {
+    auto bad = run(kBin + " bench transport --sizes 3B");
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("--sizes: '3B'") != std::string::npos);
+    auto missing = run(kBin +
+                       " bench transport --sizes 4KiB --bytes-per-size 64KiB "
+                       "--latency-iterations 20 --repeats 1 --perftest /nonexistent/pt");
+    CHECK(missing.status == 1);
+    CHECK(missing.out.find("reference not measured: /nonexistent/pt not found") !=
+          std::string::npos);
+}

@@ -18,6 +18,7 @@ using gossamer::proto::Choco;
 using gossamer::proto::CostOnlyWorker;
 using gossamer::proto::make_choco;
 using gossamer::proto::MessageKind;
+using gossamer::transport::kHeaderBytes;
 namespace topo = gossamer::topology;
 namespace json = gossamer::json;
 
@@ -155,7 +156,8 @@ TEST_CASE("choco counts the exact bytes on the wire, in math and cost-only mode"
             const auto& q = net.at<Choco>(0).compressor();
             // Ring of 4: two out-neighbours; one full model then steps - 1 deltas on each edge.
             const std::uint64_t per_edge =
-                (64 + 4 * d) + (steps - 1) * (64 + 4 * ((q.encoded_bytes(d) + 3) / 4));
+                (kHeaderBytes + 4 * d) +
+                (steps - 1) * (kHeaderBytes + 4 * ((q.encoded_bytes(d) + 3) / 4));
             CHECK(net.at<Choco>(0).stats().bytes_sent == 2 * per_edge);
             CHECK(net.at<Choco>(0).stats().bytes_received == 2 * per_edge);
             CHECK(seen == 4 * 2 * per_edge);

@@ -266,7 +266,7 @@ TEST_CASE("cost-only dpsgd sends full-size messages without values") {
     CHECK(sent == 4 * 2 * 5);
     for (const auto& p : net.peers) {
         CHECK(p->stats().messages_sent == 10);
-        CHECK(p->stats().bytes_sent == 10 * (64 + 4000));
+        CHECK(p->stats().bytes_sent == 10 * (gossamer::transport::kHeaderBytes + 4000));
     }
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 /// A message between peers as protocols and drivers see it: the fields of the wire header
-/// (DESIGN.md, "Wire format") and an owned payload. The transport backends (issue 6) encode the
-/// header with magic, version and job id and check it before a payload is touched; protocols
-/// never see those.
+/// (DESIGN.md, "Wire format") and an owned payload. The transport backends encode the header with
+/// magic, version and job id (wire.hpp) and check it before a payload is touched; protocols never
+/// see those.
 
 #include <cstdint>
 #include <string_view>
@@ -20,8 +20,9 @@ enum class MessageKind : std::uint8_t {
 
 std::string_view to_string(MessageKind kind) noexcept;
 
-/// Bytes of the fixed wire header, counted in every message's size.
-inline constexpr std::uint64_t kHeaderBytes = 64;
+/// Bytes of the fixed wire header, counted in every message's size. The layout is in wire.hpp
+/// and docs/transport.md: 14 fields, two of them doubles, do not fit in 64 bytes.
+inline constexpr std::uint64_t kHeaderBytes = 88;
 
 struct Message {
     MessageKind kind = MessageKind::control;
@@ -32,6 +33,7 @@ struct Message {
     std::uint32_t partition = 0;  ///< partition id in the layout
     std::uint32_t chunk = 0;      ///< chunk index (all-reduce)
     std::uint64_t offset = 0;     ///< first element of the payload within the partition
+    std::uint8_t codec = 0;       ///< payload encoding: 0 raw float32, else the compressor's id
     double weight = 0.0;          ///< push-sum weight share (mass_share)
     double sent_at = 0.0;         ///< the sender's clock at send (seconds; staleness metrics)
     std::uint64_t elements = 0;   ///< float32 values the message carries

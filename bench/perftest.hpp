@@ -1,0 +1,22 @@
+#pragma once
+/// Runs ucx_perftest as server and client on localhost (the environment, UCX_TLS included, is
+/// inherited) and reads the overall figure of its "Final:" line.
+
+#include <cstddef>
+#include <string>
+
+namespace gossamer::bench {
+
+struct PerftestResult {
+    bool ok = false;
+    double value =
+        0;  ///< bandwidth tests: MB/s as ucx_perftest prints them (2^20 bytes); latency: us
+    std::string error;  ///< why not ok
+};
+
+/// test: ucp_am_bw, ucp_am_lat, tag_bw, tag_lat ...
+/// extra: more options for both sides, e.g. "-e" (endpoints with error handling).
+PerftestResult run_perftest(const std::string& program, const std::string& test, std::size_t bytes,
+                            int iterations, const std::string& extra = {});
+
+}  // namespace gossamer::bench

@@ -1,0 +1,91 @@
+// What only the UCX backend has: address blobs, connecting, the progress mode.
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "backends.hpp"
+#include "gossamer/core/error.hpp"
+
+using namespace transport_test;
+
+namespace {
+
+std::unique_ptr<tr::UcxTransport> make(int rank, int n,
+                                       tr::ProgressMode mode = tr::ProgressMode::spin,
+                                       tr::Duration timeout = 5000ms) {
+    tr::UcxOptions o;
+    static_cast<tr::TransportOptions&>(o) = options(rank, n, timeout);
+    o.mode = mode;
+    return tr::make_ucx_transport(o);
+}
+
+std::string connect_error(tr::UcxTransport& t, int peer, std::vector<std::byte> blob) {
+    try {
+        t.connect({{peer, std::move(blob)}});
+    } catch (const gossamer::TransportError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("ucx: a malformed, truncated or misrouted address blob is refused naming the peer") {
+    auto a = make(0, 3);
+    auto b = make(1, 3);
+    auto good = b->address();
+    CHECK(connect_error(*a, 1, {}).find("cannot connect to peer 1: malformed address blob") !=
+          std::string::npos);
+    auto truncated = good;
+    truncated.resize(good.size() - 3);
+    CHECK(connect_error(*a, 1, truncated).find("peer 1: truncated address blob") !=
+          std::string::npos);
+    auto corrupted = good;
+    corrupted.back() ^= std::byte{0xff};
+    CHECK(connect_error(*a, 1, corrupted).find("peer 1: corrupted address blob") !=
+          std::string::npos);
+    CHECK(connect_error(*a, 2, good).find("peer 2: the address blob is rank 1's") !=
+          std::string::npos);
+    tr::UcxOptions other;
+    static_cast<tr::TransportOptions&>(other) = options(1, 3);
+    other.job_id = kJob + 1;
+    auto c = tr::make_ucx_transport(other);
+    CHECK(connect_error(*a, 1, c->address()).find("from job") != std::string::npos);
+    CHECK(connect_error(*a, 1, good).empty());
+}
+
+TEST_CASE("ucx: an unreachable peer fails its sends within the timeout, naming it") {
+    const auto timeout = 300ms;
+    auto a = make(0, 2, tr::ProgressMode::spin, timeout);
+    auto blob = make(1, 2)->address();  // that worker is gone as soon as it gave its address
+    std::string error;
+    try {
+        a->connect({{1, blob}});
+    } catch (const gossamer::TransportError& e) {
+        error = e.what();  // UCX may already know the address leads nowhere
+    }
+    if (error.empty()) {
+        std::vector<float> payload((1u << 20) / sizeof(float));
+        Completions c;
+        a->send(header(1, 0, payload.size()), bytes_of(payload), c.make(0));
+        const auto t0 = tr::Clock::now();
+        REQUIRE(tr::progress_until(
+            *a, [&] { return c.all_done(); }, timeout * 5));
+        CHECK(tr::Clock::now() - t0 < timeout * 2);
+        CHECK(!c.status[0].ok());
+        error = c.status[0].reason;
+    }
+    CAPTURE(error);
+    CHECK(error.find("peer 1") != std::string::npos);
+}
+
+TEST_CASE("ucx: automatic progress blocks when local peers outnumber the cores") {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    tr::UcxOptions o;
+    static_cast<tr::TransportOptions&>(o) = options(0, cores + 1);
+    CHECK(tr::make_ucx_transport(o)->blocking());
+    o.local_peers = 1;
+    CHECK_FALSE(tr::make_ucx_transport(o)->blocking());
+    o.mode = tr::ProgressMode::block;
+    CHECK(tr::make_ucx_transport(o)->blocking());
+}

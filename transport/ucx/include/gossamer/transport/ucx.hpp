@@ -1,0 +1,60 @@
+#pragma once
+/// The UCX backend: UCP active messages over whatever transports UCX finds (shared memory and
+/// TCP here, InfiniBand/RoCE where present; `ucx_info -d` lists them, UCX_TLS restricts them).
+/// Small payloads go eagerly, large ones by rendezvous straight into the receiver's buffer
+/// (docs/transport.md). This header includes no UCX header.
+///
+/// Start-up: every peer calls address(), the blobs travel (the bootstrap, or in-process in
+/// tests), then every peer calls connect() with the blobs of the others.
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "gossamer/transport/transport.hpp"
+
+namespace gossamer::transport {
+
+/// How wait() waits.
+enum class ProgressMode {
+    automatic,  ///< block when local_peers exceeds the cores, else spin
+    spin,       ///< poll the worker in a loop (lowest latency, one busy core per peer)
+    block,      ///< sleep on the worker's event fd (ucp_worker_arm) until something arrives
+};
+
+/// How a peer's failure is noticed (docs/transport.md, "Error handling and shared memory").
+enum class ErrorHandling {
+    /// UCP_ERR_HANDLING_MODE_PEER: UCX reports broken endpoints (connection reset, keepalive),
+    /// failed endpoints are force-closed. UCX 1.13 has no peer-failure support in its shared
+    /// memory transports, so peers on one host then talk over TCP loopback.
+    peer,
+    /// No UCX error handling: shared memory is used between peers on one host; a failed peer is
+    /// noticed only by send timeouts (or fail_peer() from the bootstrap's heartbeats).
+    none,
+};
+
+struct UcxOptions : TransportOptions {
+    ProgressMode mode = ProgressMode::automatic;
+    int local_peers = 0;  ///< peers on this host (0: assume size)
+    ErrorHandling errors = ErrorHandling::peer;
+};
+
+class UcxTransport : public Transport {
+  public:
+    /// This peer's worker address, framed with a check (opaque; travels to the other peers).
+    virtual std::vector<std::byte> address() const = 0;
+    /// Creates the endpoints to every rank in `addresses` (its own entry is ignored). Throws
+    /// TransportError naming the peer when a blob is malformed or the peer is unreachable.
+    virtual void connect(const std::map<int, std::vector<std::byte>>& addresses) = 0;
+    /// Whether wait() blocks (ProgressMode resolved).
+    virtual bool blocking() const noexcept = 0;
+
+  protected:
+    using Transport::Transport;
+};
+
+/// Creates the UCP context and worker. Throws TransportError when UCX cannot start.
+std::unique_ptr<UcxTransport> make_ucx_transport(const UcxOptions& options);
+
+}  // namespace gossamer::transport

@@ -1,0 +1,155 @@
+#pragma once
+// The UCX backend's class, shared by its .cpp files (private: only transport/ucx/ sees UCX).
+#include <ucp/api/ucp.h>
+
+#include <array>
+#include <atomic>
+#include <list>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "gossamer/transport/ucx.hpp"
+
+namespace gossamer::transport::ucx_detail {
+
+inline constexpr unsigned kAmId = 7;
+
+inline std::string ucs(ucs_status_t s) {
+    return ucs_status_string(s);
+}
+
+class Ucx;
+
+struct SendOp {
+    Ucx* self = nullptr;
+    int peer = -1;
+    std::array<std::byte, kHeaderBytes> header{};
+    std::vector<std::byte> raw_header;  // send_raw_for_testing
+    std::uint64_t bytes = 0;
+    void* request = nullptr;  // UCX's, while in flight
+    SendCallback done;
+    Clock::time_point deadline;
+    std::list<SendOp*>::iterator pos;
+};
+
+// A received message in its sender's delivery queue. Rendezvous data completes after eager
+// messages that followed it, so messages wait in per-sender order until their data is in.
+struct Slot {
+    Message msg;
+    bool ready = false;    // data complete
+    bool dropped = false;  // the data never came (the sender failed meanwhile)
+};
+
+struct RecvOp {
+    Ucx* self = nullptr;
+    std::list<Slot>::iterator slot;
+    int from = -1;
+    std::uint64_t bytes = 0;
+};
+
+struct EpErrArg {
+    Ucx* self = nullptr;
+    int peer = -1;
+};
+
+struct Peer {
+    ucp_ep_h ep = nullptr;
+    std::list<Slot> inbox;        // received from this peer, in order
+    std::list<SendOp*> pending;   // sends in flight, oldest first
+    ucs_status_t error = UCS_OK;  // set by the endpoint error handler
+};
+
+class Ucx final : public UcxTransport {
+  public:
+    explicit Ucx(const UcxOptions& o);
+    ~Ucx() override;
+
+    std::string_view backend() const noexcept override { return "ucx"; }
+    std::vector<std::byte> address() const override { return address_; }
+    void connect(const std::map<int, std::vector<std::byte>>& addresses) override;
+    bool blocking() const noexcept override { return blocking_; }
+
+    void send(const Message& header, std::span<const std::byte> payload, SendCallback done,
+              Duration timeout) override {
+        auto* op = new SendOp;
+        Message h = header;
+        h.sender = rank();
+        encode_header(h, options_.job_id, op->header);
+        start(op, header.receiver, op->header, payload, std::move(done), timeout);
+    }
+    void send_raw_for_testing(int to, std::span<const std::byte> header,
+                              std::span<const std::byte> payload, SendCallback done) override {
+        auto* op = new SendOp;
+        op->raw_header.assign(header.begin(), header.end());
+        start(op, to, op->raw_header, payload, std::move(done), Duration::zero());
+    }
+
+    void on_receive(ReceiveCallback cb) override { on_receive_ = std::move(cb); }
+    void recycle(std::vector<float>&& buffer) override;
+    bool progress() override;
+    void wait(Duration max) override;
+    void wake() override {
+        woken_.store(true);
+        ucp_worker_signal(worker_);
+    }
+    void fail_peer(int peer, std::string reason) override {
+        fail(failure(Errc::peer_failed, peer, reason));
+    }
+
+    // UCX callbacks (static trampolines below).
+    ucs_status_t on_am(const void* header, std::size_t header_length, void* data,
+                       std::size_t length, const ucp_am_recv_param_t* param);
+    void on_send_done(SendOp* op, void* request, ucs_status_t status);
+    void on_recv_done(RecvOp* op, void* request, ucs_status_t status);
+    void on_ep_error(int peer, ucs_status_t status) {
+        peers_[static_cast<std::size_t>(peer)].error = status;
+        errors_pending_ = true;
+    }
+
+  private:
+    SendOp* new_op();
+    void free_op(SendOp* op);
+    void start(SendOp* op, int to, std::span<const std::byte> header,
+               std::span<const std::byte> payload, SendCallback done, Duration timeout);
+    void fail(Status s);
+    void close_ep(int peer);
+    void abandon_sends(int peer, const Status& status);
+    void check_timeouts(Clock::time_point now);
+    std::vector<float> take_buffer(std::size_t floats);
+    void start_rndv_receive(void* desc, int from, std::list<Slot>::iterator slot,
+                            std::uint64_t bytes);
+    std::size_t deliver();
+
+    ucp_context_h context_ = nullptr;
+    ucp_worker_h worker_ = nullptr;
+    int efd_ = -1;
+    bool blocking_ = false;
+    bool peer_errors_ = true;         // ErrorHandling::peer
+    std::vector<SendOp*> spare_ops_;  // finished sends, reused: no allocation per send
+    std::vector<SendOp*> abandoned_;  // released to UCX, which may still read their headers
+    std::vector<std::byte> address_;
+    std::vector<Peer> peers_;
+    std::vector<EpErrArg> err_args_;  // sized once: endpoints point into it
+    std::vector<void*> closing_;
+    ReceiveCallback on_receive_;
+    std::size_t ready_ = 0;  // slots ready for delivery (outside UCX callbacks)
+    std::size_t recvs_in_flight_ = 0;
+    std::size_t buffers_allocated_ = 0;  // receive buffers the pool did not have
+    std::unordered_map<std::size_t, std::vector<std::vector<float>>> pool_;  // by length
+    Clock::time_point next_deadline_ = Clock::time_point::max();
+    bool errors_pending_ = false;
+    bool closing_all_ = false;  // in the destructor: pending sends complete with `closed`
+    std::thread::id owner_;
+    std::atomic<bool> woken_{false};
+};
+
+// UCX callbacks.
+ucs_status_t am_cb(void* arg, const void* header, std::size_t header_length, void* data,
+                   std::size_t length, const ucp_am_recv_param_t* param);
+void send_cb(void* request, ucs_status_t status, void* user);
+void recv_cb(void* request, ucs_status_t status, std::size_t length, void* user);
+void ep_err_cb(void* arg, ucp_ep_h ep, ucs_status_t status);
+
+}  // namespace gossamer::transport::ucx_detail
