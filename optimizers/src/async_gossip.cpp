@@ -33,8 +33,8 @@ AsyncOptions parse_async_options(const json::Node* options) {
     AsyncOptions o;
     if (!options) return o;
     options->expect_object({"targets", "straggler_aware", "beta", "base_self", "target_power",
-                            "edge_bound", "rate_window", "report_every", "balance", "step", "follow_schedule",
-                            "deadline_percentile", "deadline_cap", "seed"});
+                            "edge_bound", "rate_window", "report_every", "balance", "step",
+                            "follow_schedule", "deadline_percentile", "deadline_cap", "seed"});
     if (auto v = options->find("targets")) o.targets = static_cast<int>(v->as_int(1, 1024));
     if (auto v = options->find("straggler_aware")) o.straggler_aware = v->as_bool();
     if (auto v = options->find("beta")) o.beta = checked_double(*v, 0, 100, true, "(0, 100]");
@@ -53,7 +53,7 @@ AsyncOptions parse_async_options(const json::Node* options) {
     if (auto v = options->find("follow_schedule")) o.follow_schedule = v->as_bool();
     if (auto v = options->find("step"))
         o.step = v->as_enum({"debiased", "numerator"}) == "debiased" ? AsyncStep::debiased
-                                                                      : AsyncStep::numerator;
+                                                                     : AsyncStep::numerator;
     if (auto v = options->find("deadline_percentile"))
         o.deadline_percentile = checked_double(*v, 0, 1, true, "(0, 1]");
     if (auto v = options->find("deadline_cap"))

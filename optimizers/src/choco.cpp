@@ -326,8 +326,8 @@ void Choco::try_mix(Time now, Actions& out) {
             // + at its receiver and once with - at its sender, so the average is kept.
             for (int j : round->graph.out_neighbors(i))
                 if (!dead_.contains(j))
-                    terms.push_back({c.out.at(j).slot.xhat,
-                                     -g * static_cast<float>(round->weights.at(j, i))});
+                    terms.push_back(
+                        {c.out.at(j).slot.xhat, -g * static_cast<float>(round->weights.at(j, i))});
         // x <- x + gamma sum_j W_ij (x_hat_j - x_hat_i): one fused pass.
         if (shared_ && !terms.empty()) terms.push_back({c.own.xhat, -self_sum});
         gossamer::mix(params().subspan(c.offset, c.size), 1.0f, terms);

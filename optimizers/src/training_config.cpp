@@ -79,10 +79,12 @@ TrainingConfig parse_training_config(const json::Document& doc) {
     if (auto sh = root.find("sharding")) {
         sh->expect_object({"mode", "alpha", "sizes"});
         if (auto m = sh->find("mode"))
-            c.sharding.mode = m->as_enum({"iid", "dirichlet"}) == "iid" ? ShardMode::iid : ShardMode::dirichlet;
+            c.sharding.mode =
+                m->as_enum({"iid", "dirichlet"}) == "iid" ? ShardMode::iid : ShardMode::dirichlet;
         if (auto a = sh->find("alpha")) {
             c.sharding.alpha = a->as_double();
-            if (c.sharding.alpha <= 0) a->fail("alpha must be > 0", "e.g. 0.5 (skewed) or 100 (near iid)");
+            if (c.sharding.alpha <= 0)
+                a->fail("alpha must be > 0", "e.g. 0.5 (skewed) or 100 (near iid)");
         }
         if (auto z = sh->find("sizes")) {
             for (const auto& e : z->elements()) {

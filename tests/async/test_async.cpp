@@ -138,9 +138,9 @@ TEST_CASE("async conserves mass and x after every event: delays, reordering, rat
             std::int64_t to_dead_absorbed = 0;
             if (kill)
                 for (const auto& e : peer(net, 3).edges()) to_dead_absorbed += e.shares;
-            const auto lost_shares = std::count_if(
-                d.undeliverable().begin(), d.undeliverable().end(),
-                [](const Message& m) { return m.kind == MessageKind::mass_share; });
+            const auto lost_shares =
+                std::count_if(d.undeliverable().begin(), d.undeliverable().end(),
+                              [](const Message& m) { return m.kind == MessageKind::mass_share; });
             CHECK(received + to_dead_absorbed + lost_shares == sent);
             if (kill) {
                 double est = 0;

@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <utility>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "support/run.hpp"
 #include "support/temp_dir.hpp"
@@ -148,7 +148,8 @@ TEST_CASE("async writes its per-edge staleness, shares and weights into peers.js
     CHECK(peers == 4);
 }
 
-TEST_CASE("bad straggler-policy, compressor and reweight options: one line naming the path, exit 2") {
+TEST_CASE(
+    "bad straggler-policy, compressor and reweight options: one line naming the path, exit 2") {
     const std::pair<const char*, const char*> cases[] = {
         {R"("async": {"beta": 0})", "algorithms.async.beta"},
         {R"("async": {"deadline_percentile": 1.5})", "algorithms.async.deadline_percentile"},

@@ -9,8 +9,8 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/choco.hpp"
-#include "gossamer/topology/topology_file.hpp"
 #include "gossamer/topology/schedule.hpp"
+#include "gossamer/topology/topology_file.hpp"
 #include "gossip/network.hpp"
 
 using namespace gossip_test;
@@ -75,8 +75,7 @@ const char* const kCompressors[] = {R"({"name": "fp16"})", R"({"name": "int8", "
 
 TEST_CASE("choco replicas are bit-identical at both ends of every edge") {
     for (const char* c : kCompressors)
-        for (const char* fam :
-             {"ring", "exponential", "random_matching", "one_peer_exponential"})
+        for (const char* fam : {"ring", "exponential", "random_matching", "one_peer_exponential"})
             for (bool fifo : {true, false}) {
                 CAPTURE(std::string(c));
                 CAPTURE(std::string(fam));
@@ -197,8 +196,8 @@ TEST_CASE("choco options: defaults, bad values name their path, topologies it re
         "choco", nullptr, gossamer::proto::PeerContext{0, 8, family("ring", 8), &w, 5});
     CHECK(p->name() == "choco");
     // A directed time-varying graph with doubly stochastic rounds is fine (per-edge replicas)...
-    CHECK(make_choco(nullptr, gossamer::proto::PeerContext{
-                                  0, 8, family("one_peer_exponential", 8), &w, 5})
+    CHECK(make_choco(nullptr,
+                     gossamer::proto::PeerContext{0, 8, family("one_peer_exponential", 8), &w, 5})
               ->name() == "choco");
     // ...rounds whose column sums differ from their row sums are not: the average would drift.
     const json::Document doc = json::parse_text(
@@ -283,7 +282,8 @@ TEST_CASE("choco shared replicas on one-peer exponential: every union out-neighb
     REQUIRE(h.run());
     CHECK(net.at<Choco>(0).shared_replica());
     check_replicas_match(net);
-    for (int i = 0; i < 8; ++i) CHECK(receivers[i] == std::set<int>{(i + 1) % 8, (i + 2) % 8, (i + 4) % 8});
+    for (int i = 0; i < 8; ++i)
+        CHECK(receivers[i] == std::set<int>{(i + 1) % 8, (i + 2) % 8, (i + 4) % 8});
     const auto after = net.models();
     CHECK(disagreement(after) < 1e-3 * disagreement(before));
     CHECK(max_abs_diff(mean_of(after), mean_of(before)) < 1e-5);

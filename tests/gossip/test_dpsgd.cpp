@@ -317,7 +317,8 @@ TEST_CASE("dpsgd with max_steps 0 is done at start and sends nothing") {
     CHECK_FALSE(out.start_step);
 }
 
-TEST_CASE("dpsgd reweight: a late neighbour is mixed stale with W_ij decay^s, rows still sum to 1") {
+TEST_CASE(
+    "dpsgd reweight: a late neighbour is mixed stale with W_ij decay^s, rows still sum to 1") {
     // Peer 2's messages take 3.5 time units longer (a straggler's link); the others step every 1.
     auto run = [](const std::string& options, double& end, std::int64_t& stale) {
         Network net = consensus(family("ring", 5), 40, options);

@@ -42,7 +42,8 @@ TEST_CASE("4 peers exchange UCX addresses through the bootstrap and pass data ar
                 ucx->connect(addresses);
 
                 std::vector<float> data(elements);
-                for (std::size_t k = 0; k < elements; ++k) data[k] = static_cast<float>(r * 1000 + k % 997);
+                for (std::size_t k = 0; k < elements; ++k)
+                    data[k] = static_cast<float>(r * 1000 + k % 997);
                 bool received = false, done = false;
                 ucx->on_receive([&](tp::Message&& m) {
                     got_from[r] = m.sender;
@@ -57,16 +58,16 @@ TEST_CASE("4 peers exchange UCX addresses through the bootstrap and pass data ar
                 h.receiver = (r + 1) % n;
                 h.round = 7;
                 h.elements = elements;
-                ucx->send(h, std::as_bytes(std::span<const float>(data)),
-                          [&](const tp::Status& s) {
-                              sent_ok[r] = s.ok();
-                              done = true;
-                          });
-                tp::progress_until(*ucx, [&] { return received && done; }, tp::Duration{20'000});
+                ucx->send(h, std::as_bytes(std::span<const float>(data)), [&](const tp::Status& s) {
+                    sent_ok[r] = s.ok();
+                    done = true;
+                });
+                tp::progress_until(
+                    *ucx, [&] { return received && done; }, tp::Duration{20'000});
                 // Stay until every peer has its message, so no endpoint closes under a transfer.
                 ++finished;
-                tp::progress_until(*ucx, [&] { return finished.load() == n; },
-                                   tp::Duration{20'000});
+                tp::progress_until(
+                    *ucx, [&] { return finished.load() == n; }, tp::Duration{20'000});
             } catch (const std::exception& e) {
                 errors[r] = e.what();
             }

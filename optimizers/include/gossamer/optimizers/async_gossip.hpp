@@ -43,15 +43,15 @@ enum class AsyncStep {
 };
 
 struct AsyncOptions {
-    int targets = 1;                   ///< out-neighbours pushed to per step, >= 1
-    bool straggler_aware = true;       ///< false: self share base_self, uniform targets
-    double beta = 1.0;                 ///< exponent of the lag in the self share, > 0
-    std::optional<double> base_self;   ///< in (0, 1); default 1 / (targets + 1)
-    double target_power = 1.0;         ///< targets sampled with probability ~ rate^power, >= 0
-    std::int64_t edge_bound = 0;       ///< B, steps; 0: 2 ceil(out-degree / targets)
-    int rate_window = 16;              ///< steps or arrivals a rate is measured over, >= 2
-    int report_every = 4;              ///< steps between rate reports to in-neighbours, >= 1
-    bool balance = true;               ///< scale shares to slower targets by their outflow
+    int targets = 1;                  ///< out-neighbours pushed to per step, >= 1
+    bool straggler_aware = true;      ///< false: self share base_self, uniform targets
+    double beta = 1.0;                ///< exponent of the lag in the self share, > 0
+    std::optional<double> base_self;  ///< in (0, 1); default 1 / (targets + 1)
+    double target_power = 1.0;        ///< targets sampled with probability ~ rate^power, >= 0
+    std::int64_t edge_bound = 0;      ///< B, steps; 0: 2 ceil(out-degree / targets)
+    int rate_window = 16;             ///< steps or arrivals a rate is measured over, >= 2
+    int report_every = 4;             ///< steps between rate reports to in-neighbours, >= 1
+    bool balance = true;              ///< scale shares to slower targets by their outflow
     AsyncStep step = AsyncStep::debiased;
     bool follow_schedule = true;       ///< prefer the topology's round-t targets
     double deadline_percentile = 0.9;  ///< quantile of inter-arrival times, in (0, 1]
