@@ -3,8 +3,9 @@
 # all-reduce (one straggler; jittery peers), CHOCO with top-k 1% against D-PSGD, and multirate
 # partitions against D-PSGD. 16 simulated peers, Fashion-MNIST MLP, one-peer exponential graph.
 #   scripts/experiments/features.sh [--seeds K] [--only 1,2,3,4]
-# Release build; writes out/experiments/<name>/ (metrics, plots, summary.json) and prints each
-# experiment's table and whether its targets were met. About 30 minutes on 2 idle cores.
+# Release build; writes out/experiments/<name>/ (metrics, plots, summary.json), copies the plots
+# to docs/figures/experiment-*.png, and prints each experiment's table and whether its targets
+# were met. About 30 minutes on 2 idle cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seeds=3
@@ -32,6 +33,7 @@ run() {
     --cluster "examples/clusters/$2.json" --config "$3" --algorithms "$4" --seeds "$seeds" \
     --out "$out/$1" --save "$out/$1/summary.json" | tee "$out/$1.txt"
   /usr/bin/python3 scripts/plot.py "$out/$1" --target 0.85 >/dev/null
+  cp "$out/$1/accuracy.png" "docs/figures/experiment-$1-accuracy.png"
 }
 want() { [[ ",$only," == *",$1,"* ]]; }
 s() { echo "$out/$1/summary.json:$2"; }
@@ -48,6 +50,8 @@ if want 3 || want 4; then
   run homogeneous homogeneous16 "$base" dpsgd,choco
 fi
 if want 3; then
+  /usr/bin/python3 scripts/plot.py "$out/homogeneous" --target 0.85 --x bytes >/dev/null
+  cp "$out/homogeneous/accuracy-bytes.png" docs/figures/experiment-homogeneous-accuracy-bytes.png
   $cmp "3 choco top-k 1%" bytes "$(s homogeneous dpsgd)" "$(s homogeneous choco)" --min 10 \
     --acc-within 1
 fi
