@@ -42,6 +42,9 @@ def main(argv):
     field = FIELDS[metric]
     r, n = ref.get(field), new.get(field)
     ref_name, new_name = ref_spec.rpartition(":")[2], new_spec.rpartition(":")[2]
+    if ref_name == new_name:  # the same algorithm from two runs: name them by their folders
+        ref_name = f"{ref_name} ({ref_spec.rpartition(':')[0].split('/')[-2]})"
+        new_name = f"{new_name} ({new_spec.rpartition(':')[0].split('/')[-2]})"
     if r is None or n is None:
         who = ref_name if r is None else new_name
         print(f"{name}: {who} did not reach the target on every seed ({field} is null): MISSED")
