@@ -160,6 +160,8 @@ json::Json AsyncGossip::edge_metrics() const {
                        {"out", e.out},
                        {"in", e.in},
                        {"rate", e.rate},
+                       {"reported_self", e.reported_self},
+                       {"reports", e.reports},
                        {"pushes", e.pushes},
                        {"last_fraction", e.last_fraction},
                        {"weight_sent", e.weight_sent},
