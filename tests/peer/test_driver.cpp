@@ -1,0 +1,113 @@
+// The real-time driver on four peers as threads: consensus, metrics and emulated stragglers.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "gossamer/core/metrics.hpp"
+#include "gossip/network.hpp"
+#include "peers.hpp"
+
+using namespace peer_test;
+using gossip_test::QuadraticWorker;
+
+namespace {
+
+std::vector<proto::LocalWorker*> locals(const gossip_test::Network& net) {
+    return net.locals();
+}
+
+}  // namespace
+
+TEST_CASE("dpsgd consensus-only: four real-time peers agree to 1e-4 and keep the average") {
+    const int n = 4;
+    const std::int64_t steps = 60;
+    auto net = gossip_test::make_network(
+        family("ring", n, topology::WeightRule::uniform), steps,
+        [](const json::Node* o, proto::PeerContext c) {
+            return proto::make_protocol("dpsgd", o, std::move(c));
+        },
+        nullptr, [](int r) {
+            return std::make_unique<QuadraticWorker>(
+                gossip_test::random_vector(16, 100 + static_cast<std::uint64_t>(r)));
+        });
+    const auto before = gossip_test::mean_of(net.models());
+    const auto dir = std::filesystem::temp_directory_path() / "gossamer_peer_consensus";
+    const auto out = run_peers(net.protocols(), locals(net), [&](int r) {
+        peer::DriverOptions o;
+        o.run_timeout = peer::Millis(20'000);
+        o.metrics_path = (dir / fmt::format("peer{}.jsonl", r)).string();
+        return o;
+    });
+    for (const auto& o : out) {
+        REQUIRE(o.error == "");
+        REQUIRE(o.result);
+        CHECK(o.result->steps == steps);
+        CHECK(o.result->failed_peers.empty());
+        CHECK(o.result->stats.bytes_sent > 0);
+        CHECK(o.seconds < 20);
+    }
+    const auto models = net.models();
+    CHECK(gossip_test::disagreement(models) < 1e-4);
+    CHECK(gossip_test::max_abs_diff(gossip_test::mean_of(models), before) < 1e-4);
+
+    // Metrics: one line per step (step, time, loss), then the summary with traffic and edges.
+    const auto lines = read_json_lines((dir / "peer1.jsonl").string());
+    REQUIRE(lines.size() == static_cast<std::size_t>(steps + 1));
+    double last = 0;
+    for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+        CHECK(lines[i]["step"].get<std::int64_t>() == static_cast<std::int64_t>(i));
+        CHECK(lines[i]["time"].get<double>() >= last);
+        last = lines[i]["time"].get<double>();
+        CHECK(lines[i].contains("loss"));
+    }
+    const auto& sum = lines.back();
+    CHECK(sum["summary"].get<bool>());
+    CHECK(sum["algorithm"] == "dpsgd");
+    CHECK(sum["bytes_sent"].get<std::uint64_t>() == out[1].result->stats.bytes_sent);
+    CHECK(sum["bytes_received"].get<std::uint64_t>() > 0);
+    CHECK(sum.contains("edges"));
+}
+
+TEST_CASE("async: a peer padded 4x slower does not hold the fast peers back") {
+    const int n = 4;
+    const std::int64_t steps = 40;
+    const double base = 0.005;  // seconds per step of a fast peer
+    const int slow = 3;
+    auto net = gossip_test::make_network(
+        family("exponential", n, topology::WeightRule::push_sum), steps,
+        [](const json::Node* o, proto::PeerContext c) {
+            return proto::make_protocol("async", o, std::move(c));
+        },
+        nullptr, [](int r) {
+            return std::make_unique<QuadraticWorker>(
+                gossip_test::random_vector(16, 200 + static_cast<std::uint64_t>(r)), 1.0);
+        });
+    const auto out = run_peers(net.protocols(), locals(net), [&](int r) {
+        peer::DriverOptions o;
+        o.run_timeout = peer::Millis(20'000);
+        const double declared = r == slow ? 4 * base : base;
+        o.declared_step_time = [declared](std::int64_t) { return declared; };
+        return o;
+    });
+    for (const auto& o : out) {
+        REQUIRE(o.error == "");
+        REQUIRE(o.result);
+        CHECK(o.result->steps == steps);
+    }
+    const auto& s = *out[slow].result;
+    CHECK(s.busy >= steps * 4 * base * 0.99);
+    for (int r = 0; r < n; ++r) {
+        if (r == slow) continue;
+        const auto& f = *out[static_cast<std::size_t>(r)].result;
+        CAPTURE(r);
+        // Steps padded to their own declared time only, and no waiting for the straggler.
+        double longest = 0;
+        for (const auto& st : f.step_log) longest = std::max(longest, st.took);
+        CHECK(f.busy < steps * base * 1.5);
+        CHECK(longest < 4 * base);
+        CHECK(f.end_time < 0.5 * s.end_time);
+        CHECK(f.idle < 0.5 * f.end_time);
+    }
+}
