@@ -50,8 +50,7 @@ double seconds(Clock::duration d) {
 
 class Loop {
   public:
-    Loop(proto::Protocol& p, proto::LocalWorker& w, transport::Transport& t,
-         const DriverOptions& o)
+    Loop(proto::Protocol& p, proto::LocalWorker& w, transport::Transport& t, const DriverOptions& o)
         : protocol_(p),
           transport_(t),
           options_(o),
@@ -124,7 +123,8 @@ void Loop::deliver(Event& e, proto::Actions& a) {
         heard_[m->msg.sender] = {m->msg.round, t};
         protocol_.message_arrived(t, std::move(m->msg), a);
     } else if (auto* s = std::get_if<SendDone>(&e)) {
-        if (!s->status.ok()) log::debug("rank {}: a send failed: {}", result_.rank, s->status.reason);
+        if (!s->status.ok())
+            log::debug("rank {}: a send failed: {}", result_.rank, s->status.reason);
         protocol_.send_completed(t, s->id, s->status.ok(), a);
     } else if (auto* f = std::get_if<Failed>(&e)) {
         const int dead = f->status.peer;
@@ -168,11 +168,10 @@ bool Loop::deliver_one() {
 }
 
 std::string Loop::waiting_for() {
-    std::string s = fmt::format("rank {} ({}): {} steps, {} rounds; {}; {} sends in flight",
-                                result_.rank, protocol_.name(), result_.steps,
-                                protocol_.stats().rounds,
-                                compute_.busy() ? "a local step is running" : "no step running",
-                                inbox_->in_flight.size());
+    std::string s = fmt::format(
+        "rank {} ({}): {} steps, {} rounds; {}; {} sends in flight", result_.rank, protocol_.name(),
+        result_.steps, protocol_.stats().rounds,
+        compute_.busy() ? "a local step is running" : "no step running", inbox_->in_flight.size());
     std::string to;
     for (const auto& [id, m] : inbox_->in_flight)
         if (to.size() < 60) to += fmt::format("{}{}", to.empty() ? "" : ", ", m.receiver);
@@ -182,6 +181,11 @@ std::string Loop::waiting_for() {
         heard += fmt::format("{}peer {} round {} at {:.2f} s", heard.empty() ? "" : ", ", peer,
                              rt.first, rt.second);
     s += "; last heard: " + (heard.empty() ? std::string("nothing yet") : heard);
+    std::string silent;
+    for (int p = 0; p < protocol_.n() && silent.size() < 60; ++p)
+        if (p != result_.rank && !heard_.contains(p) && !failures_.contains(p))
+            silent += fmt::format("{}{}", silent.empty() ? "" : ", ", p);
+    if (!silent.empty()) s += "; never heard from peers " + silent;
     for (const auto& [peer, why] : failures_) s += fmt::format("; peer {} failed", peer);
     return s;
 }
@@ -229,9 +233,8 @@ void Loop::finish() {
 DriverResult Loop::run() {
     transport_.on_receive(
         [inbox = inbox_](Message&& m) { inbox->events.push_back(Arrived{std::move(m)}); });
-    transport_.on_peer_failed([inbox = inbox_](const Status& s) {
-        inbox->events.push_back(Failed{s});
-    });
+    transport_.on_peer_failed(
+        [inbox = inbox_](const Status& s) { inbox->events.push_back(Failed{s}); });
     next_watch_ = seconds(options_.watchdog);
     {
         proto::Actions a;
@@ -272,9 +275,9 @@ DriverResult Driver::run() {
     DriverResult r = loop.run();
     if (const auto* ar = dynamic_cast<const proto::AllreduceProtocol*>(&protocol_))
         if (ar->failed_rank())
-            throw PeerFailure(*ar->failed_rank(),
-                              fmt::format("all-reduce on rank {} stops after {} steps", r.rank,
-                                          r.steps));
+            throw PeerFailure(
+                *ar->failed_rank(),
+                fmt::format("all-reduce on rank {} stops after {} steps", r.rank, r.steps));
     return r;
 }
 

@@ -13,8 +13,8 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/peer/driver.hpp"
-#include "gossamer/transport/inproc.hpp"
 #include "gossamer/topology/schedule.hpp"
+#include "gossamer/transport/inproc.hpp"
 
 namespace peer_test {
 

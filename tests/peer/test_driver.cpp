@@ -1,6 +1,5 @@
 // The real-time driver on four peers as threads: consensus, metrics and emulated stragglers.
 #include <doctest/doctest.h>
-
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -28,7 +27,8 @@ TEST_CASE("dpsgd consensus-only: four real-time peers agree to 1e-4 and keep the
         [](const json::Node* o, proto::PeerContext c) {
             return proto::make_protocol("dpsgd", o, std::move(c));
         },
-        nullptr, [](int r) {
+        nullptr,
+        [](int r) {
             return std::make_unique<QuadraticWorker>(
                 gossip_test::random_vector(16, 100 + static_cast<std::uint64_t>(r)));
         });
@@ -80,7 +80,8 @@ TEST_CASE("async: a peer padded 4x slower does not hold the fast peers back") {
         [](const json::Node* o, proto::PeerContext c) {
             return proto::make_protocol("async", o, std::move(c));
         },
-        nullptr, [](int r) {
+        nullptr,
+        [](int r) {
             return std::make_unique<QuadraticWorker>(
                 gossip_test::random_vector(16, 200 + static_cast<std::uint64_t>(r)), 1.0);
         });

@@ -31,7 +31,8 @@ class ComputeThread {
   public:
     /// `wake` is called (from the compute thread) after each step; it must be thread-safe
     /// (Transport::wake()).
-    ComputeThread(proto::LocalWorker& worker, DeclaredStepTime declared, std::function<void()> wake);
+    ComputeThread(proto::LocalWorker& worker, DeclaredStepTime declared,
+                  std::function<void()> wake);
     /// Stops the thread; a running step finishes first (its padding is cut short).
     ~ComputeThread();
     ComputeThread(const ComputeThread&) = delete;
