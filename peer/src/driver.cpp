@@ -65,6 +65,9 @@ class Loop {
   private:
     double now();
     void apply(proto::Actions& a);
+    void send(std::uint64_t id);
+    double pace(const Message& m);
+    void release_due();
     bool deliver_one();
     void deliver(Event& e, proto::Actions& a);
     std::string waiting_for();
@@ -81,6 +84,8 @@ class Loop {
     std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
     using Pending = std::pair<double, std::uint64_t>;
     std::priority_queue<Pending, std::vector<Pending>, std::greater<>> deadlines_;
+    std::priority_queue<Pending, std::vector<Pending>, std::greater<>> held_;  // paced sends
+    std::map<int, double> link_free_;  // destination -> when its emulated link is free
     std::int64_t next_step_ = 0;
     std::map<int, std::pair<std::int64_t, double>> heard_;  // peer -> (round, time) last heard
     std::map<int, std::string> failures_;
@@ -103,17 +108,47 @@ void Loop::apply(proto::Actions& a) {
         Message& m = inbox_->in_flight.emplace(id, std::move(s.msg)).first->second;
         // A cost-only worker sends no values; a real transport still carries `elements`.
         if (m.payload.size() != m.elements) m.payload.resize(m.elements);
-        transport_.send(m, std::as_bytes(std::span<const float>(m.payload)),
-                        [inbox = inbox_, id](const Status& st) {
-                            inbox->in_flight.erase(id);
-                            inbox->events.push_back(SendDone{id, st});
-                        });
+        const double release = pace(m);
+        if (release > last_)
+            held_.emplace(release, id);
+        else
+            send(id);
     }
     for (const auto& d : a.deadlines) deadlines_.emplace(std::max(d.at, last_), d.id);
     if (a.start_step) compute_.start_on_comm(next_step_++, protocol_.compute_point());
     if (a.done && !ended_) {
         ended_ = true;
         result_.end_time = last_;
+    }
+}
+
+void Loop::send(std::uint64_t id) {
+    const Message& m = inbox_->in_flight.at(id);
+    transport_.send(m, std::as_bytes(std::span<const float>(m.payload)),
+                    [inbox = inbox_, id](const Status& st) {
+                        inbox->in_flight.erase(id);
+                        inbox->events.push_back(SendDone{id, st});
+                    });
+}
+
+// When the emulated link lets `m` go: sends on one link queue behind each other, each taking
+// wire bytes / bandwidth, then the link's latency. Release times on a link never decrease, so
+// the heap keeps each link's order.
+double Loop::pace(const Message& m) {
+    if (!options_.link) return last_;
+    const LinkPacing p = options_.link(m.receiver);
+    double& free = link_free_[m.receiver];
+    const double begin = std::max(last_, free);
+    free = begin + (p.bandwidth > 0 ? static_cast<double>(m.wire_bytes()) / p.bandwidth : 0.0);
+    return free + p.latency;
+}
+
+void Loop::release_due() {
+    const double t = seconds(Clock::now() - start_);
+    while (!held_.empty() && held_.top().first <= t) {
+        const auto id = held_.top().second;
+        held_.pop();
+        send(id);
     }
 }
 
@@ -172,6 +207,7 @@ std::string Loop::waiting_for() {
         "rank {} ({}): {} steps, {} rounds; {}; {} sends in flight", result_.rank, protocol_.name(),
         result_.steps, protocol_.stats().rounds,
         compute_.busy() ? "a local step is running" : "no step running", inbox_->in_flight.size());
+    if (!held_.empty()) s += fmt::format(" ({} held by link pacing)", held_.size());
     std::string to;
     for (const auto& [id, m] : inbox_->in_flight)
         if (to.size() < 60) to += fmt::format("{}{}", to.empty() ? "" : ", ", m.receiver);
@@ -249,11 +285,13 @@ DriverResult Loop::run() {
             break;
         }
         watch();
+        release_due();
         if (deliver_one()) continue;
         // Block in the transport until something may have happened or the next timer is due.
         double until = std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
                                  seconds(options_.run_timeout), options_.fail_at});
         if (!deadlines_.empty()) until = std::min(until, deadlines_.top().first);
+        if (!held_.empty()) until = std::min(until, held_.top().first);
         const double wait = std::clamp(until - t, 0.0, 1.0);
         transport_.wait(Millis(static_cast<std::int64_t>(std::ceil(wait * 1000))));
     }

@@ -112,3 +112,45 @@ TEST_CASE("async: a peer padded 4x slower does not hold the fast peers back") {
         CHECK(f.idle < 0.5 * f.end_time);
     }
 }
+
+TEST_CASE("link pacing: sends wait for their emulated link's latency and bandwidth") {
+    const int n = 4;
+    const std::int64_t steps = 10;
+    const int messages = 2 * (n - 1);  // one ring all-reduce per step, one after another
+    const std::size_t size = 1000;
+    const double wire = 4.0 * size / n + 88;  // bytes of one chunk message
+    for (const bool latency : {true, false}) {
+        CAPTURE(latency);
+        auto net = gossip_test::make_network(
+            family("ring", n, topology::WeightRule::uniform), steps,
+            [](const json::Node* o, proto::PeerContext c) {
+                return proto::make_protocol("allreduce", o, std::move(c));
+            },
+            nullptr,
+            [&](int r) {
+                // The same start on every peer (all-reduce keeps the models equal), its own
+                // target.
+                return std::make_unique<QuadraticWorker>(
+                    gossip_test::random_vector(size, 500), 1.0,
+                    gossip_test::random_vector(size, 600 + static_cast<std::uint64_t>(r)));
+            });
+        const double per_message = 0.005;
+        const auto out = run_peers(net.protocols(), locals(net), [&](int) {
+            peer::DriverOptions o;
+            o.run_timeout = peer::Millis(20'000);
+            o.link = [&](int) {
+                return latency ? peer::LinkPacing{per_message, 0}
+                               : peer::LinkPacing{0, wire / per_message};
+            };
+            return o;
+        });
+        for (const auto& o : out) {
+            REQUIRE(o.error == "");
+            REQUIRE(o.result);
+            CHECK(o.result->steps == steps);
+            CHECK(o.result->end_time >= steps * messages * per_message * 0.99);
+            CHECK(o.seconds < 10);
+        }
+        CHECK(gossip_test::disagreement(net.models()) < 1e-6);
+    }
+}

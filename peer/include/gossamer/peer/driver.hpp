@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -25,6 +26,13 @@ namespace gossamer::peer {
 
 using Millis = std::chrono::milliseconds;
 
+/// An emulated link from this peer to another: sends on it wait until the link is free, take
+/// bytes / bandwidth to go out, then `latency` more before the transport gets them.
+struct LinkPacing {
+    double latency = 0;    ///< seconds, >= 0
+    double bandwidth = 0;  ///< bytes/s; 0: no cap
+};
+
 struct DriverOptions {
     /// The whole run; past it run() throws Timeout naming what the protocol waits for.
     Millis run_timeout{3'600'000};
@@ -35,6 +43,8 @@ struct DriverOptions {
     Millis stall_timeout{120'000};
     /// Per-step padding (heterogeneity emulation); empty: natural speed.
     DeclaredStepTime declared_step_time;
+    /// Per-link pacing by destination rank (heterogeneity emulation); empty: sends go at once.
+    std::function<LinkPacing(int to)> link;
     /// Emulated failure: at this many seconds after the start the peer stops at once, as a
     /// crashed process would (run() returns with failed set; the caller then drops the
     /// transport, which is what the other peers see).
