@@ -271,6 +271,15 @@ DriverResult Loop::run() {
         [inbox = inbox_](Message&& m) { inbox->events.push_back(Arrived{std::move(m)}); });
     transport_.on_peer_failed(
         [inbox = inbox_](const Status& s) { inbox->events.push_back(Failed{s}); });
+    // However run() ends (returned, threw), the peer is gone after it: later messages are
+    // handed back to the transport, later failures ignored.
+    struct Detach {
+        transport::Transport& t;
+        ~Detach() {
+            t.on_receive([&tr = t](Message&& m) { tr.recycle(std::move(m.payload)); });
+            t.on_peer_failed([](const Status&) {});
+        }
+    } detach{transport_};
     next_watch_ = seconds(options_.watchdog);
     {
         proto::Actions a;
@@ -295,9 +304,6 @@ DriverResult Loop::run() {
         const double wait = std::clamp(until - t, 0.0, 1.0);
         transport_.wait(Millis(static_cast<std::int64_t>(std::ceil(wait * 1000))));
     }
-    // After run() the peer is gone: later messages are handed back, later failures ignored.
-    transport_.on_receive([&t = transport_](Message&& m) { t.recycle(std::move(m.payload)); });
-    transport_.on_peer_failed([](const Status&) {});
     finish();
     return result_;
 }
