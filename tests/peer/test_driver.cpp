@@ -1,6 +1,7 @@
 // The real-time driver on four peers as threads: consensus, metrics and emulated stragglers.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -33,7 +34,9 @@ TEST_CASE("dpsgd consensus-only: four real-time peers agree to 1e-4 and keep the
                 gossip_test::random_vector(16, 100 + static_cast<std::uint64_t>(r)));
         });
     const auto before = gossip_test::mean_of(net.models());
-    const auto dir = std::filesystem::temp_directory_path() / "gossamer_peer_consensus";
+    // One folder per process: ctest and a stress loop may run this binary twice at once.
+    const auto dir = std::filesystem::temp_directory_path() /
+                     fmt::format("gossamer_peer_consensus_{}", ::getpid());
     const auto out = run_peers(net.protocols(), locals(net), [&](int r) {
         peer::DriverOptions o;
         o.run_timeout = peer::Millis(20'000);
@@ -68,6 +71,7 @@ TEST_CASE("dpsgd consensus-only: four real-time peers agree to 1e-4 and keep the
     CHECK(sum["bytes_sent"].get<std::uint64_t>() == out[1].result->stats.bytes_sent);
     CHECK(sum["bytes_received"].get<std::uint64_t>() > 0);
     CHECK(sum.contains("edges"));
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("async: a peer padded 4x slower does not hold the fast peers back") {
