@@ -18,12 +18,13 @@ ComputeThread::~ComputeThread() {
     cv_.notify_all();
 }
 
-void ComputeThread::start_on_comm(std::int64_t step, std::span<const float> at) {
+void ComputeThread::start_on_comm(std::int64_t step, double start, std::span<const float> at) {
     assert(!busy_ && "a step is already running");
     busy_ = true;
     {
         std::lock_guard lock(mutex_);
         request_ = step;
+        start_ = start;
         at_ = at;
     }
     cv_.notify_all();
@@ -46,12 +47,13 @@ void ComputeThread::loop(std::stop_token stop) {
         StepDone d;
         d.step = *request_;
         const std::span<const float> at = at_;
+        const double start = start_;
         request_.reset();
         lock.unlock();
         const auto t0 = Clock::now();
         d.loss = worker_.compute_gradient(at);
         d.measured = std::chrono::duration<double>(Clock::now() - t0).count();
-        const double declared = declared_ ? declared_(d.step) : 0.0;
+        const double declared = declared_ ? declared_(d.step, start) : 0.0;
         lock.lock();
         if (declared > d.measured) {
             // Heterogeneity emulation: the step lasts its declared time; a stop cuts it short.

@@ -115,7 +115,7 @@ void Loop::apply(proto::Actions& a) {
             send(id);
     }
     for (const auto& d : a.deadlines) deadlines_.emplace(std::max(d.at, last_), d.id);
-    if (a.start_step) compute_.start_on_comm(next_step_++, protocol_.compute_point());
+    if (a.start_step) compute_.start_on_comm(next_step_++, last_, protocol_.compute_point());
     if (a.done && !ended_) {
         ended_ = true;
         result_.end_time = last_;

@@ -93,7 +93,7 @@ TEST_CASE("async: a peer padded 4x slower does not hold the fast peers back") {
         peer::DriverOptions o;
         o.run_timeout = peer::Millis(20'000);
         const double declared = r == slow ? 4 * base : base;
-        o.declared_step_time = [declared](std::int64_t) { return declared; };
+        o.declared_step_time = [declared](std::int64_t, double) { return declared; };
         return o;
     });
     for (const auto& o : out) {
@@ -156,5 +156,46 @@ TEST_CASE("link pacing: sends wait for their emulated link's latency and bandwid
             CHECK(o.seconds < 10);
         }
         CHECK(gossip_test::disagreement(net.models()) < 1e-6);
+    }
+}
+
+TEST_CASE("a slow period: steps that begin inside it are padded to its declared time") {
+    const int n = 4;
+    const std::int64_t steps = 30;
+    const double slow_until = 0.15, slow = 0.02, fast = 0.002;
+    auto net = gossip_test::make_network(
+        family("exponential", n, topology::WeightRule::push_sum), steps,
+        [](const json::Node* o, proto::PeerContext c) {
+            return proto::make_protocol("async", o, std::move(c));
+        },
+        nullptr,
+        [](int r) {
+            return std::make_unique<QuadraticWorker>(
+                gossip_test::random_vector(8, 700 + static_cast<std::uint64_t>(r)), 1.0);
+        });
+    const auto out = run_peers(net.protocols(), locals(net), [&](int) {
+        peer::DriverOptions o;
+        o.run_timeout = peer::Millis(20'000);
+        o.declared_step_time = [=](std::int64_t, double start) {
+            return start < slow_until ? slow : fast;
+        };
+        return o;
+    });
+    for (const auto& o : out) {
+        REQUIRE(o.error == "");
+        REQUIRE(o.result);
+        int inside = 0, after = 0;
+        for (const auto& st : o.result->step_log) {
+            const double start = st.time - st.took;
+            if (start < slow_until - 0.005) {
+                ++inside;
+                CHECK(st.took >= slow * 0.99);
+            } else if (start > slow_until + 0.005) {
+                ++after;
+                CHECK(st.took < slow * 0.75);
+            }
+        }
+        CHECK(inside >= 3);
+        CHECK(after >= 3);
     }
 }

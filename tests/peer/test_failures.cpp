@@ -32,7 +32,7 @@ std::vector<Outcome> run_with_failure(const char* algorithm, topology::WeightRul
         peer::DriverOptions o;
         o.run_timeout = peer::Millis(10'000);
         o.stall_timeout = peer::Millis(5'000);
-        o.declared_step_time = [](std::int64_t) { return kStep; };
+        o.declared_step_time = [](std::int64_t, double) { return kStep; };
         if (r == kDead) o.fail_at = kFailAt;
         return o;
     });
@@ -99,7 +99,7 @@ TEST_CASE(
         o.stall_timeout = peer::Millis(r == slow ? 10'000 : 600);
         o.run_timeout = peer::Millis(r == slow ? 1500 : 10'000);
         // The slow peer's first step would last 30 s: it says nothing meanwhile.
-        if (r == slow) o.declared_step_time = [](std::int64_t) { return 30.0; };
+        if (r == slow) o.declared_step_time = [](std::int64_t, double) { return 30.0; };
         return o;
     });
     for (int r = 0; r < kN; ++r) {

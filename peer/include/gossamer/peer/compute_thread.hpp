@@ -24,8 +24,10 @@ struct StepDone {
     double took = 0;      ///< seconds the step took: max(measured, declared)
 };
 
-/// Seconds step `step` should take at least (0: its natural time). Runs on the compute thread.
-using DeclaredStepTime = std::function<double(std::int64_t step)>;
+/// Seconds step `step`, begun at `start` (seconds since the driver started), should take at
+/// least (0: its natural time); the start lets slow periods of a cluster file apply. Runs on the
+/// compute thread.
+using DeclaredStepTime = std::function<double(std::int64_t step, double start)>;
 
 class ComputeThread {
   public:
@@ -38,10 +40,11 @@ class ComputeThread {
     ComputeThread(const ComputeThread&) = delete;
     ComputeThread& operator=(const ComputeThread&) = delete;
 
-    /// Communication thread: starts step `step`, the gradient at `at`. From now until
+    /// Communication thread: starts step `step` at `start` (seconds since the driver started),
+    /// the gradient at `at`. From now until
     /// take_done_on_comm() returns its result, the compute thread owns `at` and the worker's
     /// gradient. Only one step runs at a time.
-    void start_on_comm(std::int64_t step, std::span<const float> at);
+    void start_on_comm(std::int64_t step, double start, std::span<const float> at);
     /// Communication thread: the finished step, if there is one (then no step runs).
     std::optional<StepDone> take_done_on_comm();
     /// True between start_on_comm and the take_done_on_comm that returns its result.
@@ -56,6 +59,7 @@ class ComputeThread {
     std::mutex mutex_;
     std::condition_variable_any cv_;
     std::optional<std::int64_t> request_;
+    double start_ = 0;
     std::span<const float> at_;
     std::optional<StepDone> done_;
     bool busy_ = false;  // communication thread only
