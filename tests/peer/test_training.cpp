@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "gossamer/optimizers/training_config.hpp"
-#include "gossamer/peer/worker_setup.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "peers.hpp"
 
@@ -40,40 +39,28 @@ double simulated_loss(const std::string& algorithm, int n, const optim::Training
 
 double real_loss(const std::string& algorithm, int n, const optim::TrainingConfig& cfg,
                  const optim::TrainingData& data) {
-    std::vector<peer::TrainingWorker> workers;
-    std::vector<std::unique_ptr<proto::Protocol>> protocols;
-    std::vector<proto::Protocol*> ps;
-    std::vector<proto::LocalWorker*> ws;
-    const auto topo = topology_for(n);
-    for (int r = 0; r < n; ++r) {
-        workers.push_back(peer::make_training_worker(cfg, data.train, r, n, cfg.epochs));
-        proto::PeerContext ctx{r, n, topo, workers.back().trainer.get(), workers.back().steps};
-        protocols.push_back(proto::make_protocol(algorithm, nullptr, ctx));
-        ps.push_back(protocols.back().get());
-        ws.push_back(workers.back().trainer.get());
-    }
-    const auto out = run_peers(ps, ws, [](int) {
+    peer::LocalTraining job;
+    job.algorithm = algorithm;
+    job.topology = topology_for(n);
+    job.config = &cfg;
+    job.train = &data.train;
+    job.test = &data.test;
+    job.epochs = cfg.epochs;
+    job.options = [](int) {
         peer::DriverOptions o;
         o.run_timeout = peer::Millis(60'000);
         return o;
-    });
-    for (int r = 0; r < n; ++r) {
-        const auto& o = out[static_cast<std::size_t>(r)];
+    };
+    const auto res = peer::run_local_training(job);
+    const std::int64_t steps = 3200 / n / cfg.batch_size * cfg.epochs;
+    for (const auto& o : res.peers) {
         REQUIRE(o.error == "");
         REQUIRE(o.result);
-        CHECK(o.result->steps == workers[static_cast<std::size_t>(r)].steps);
+        CHECK(o.result->steps == steps);
     }
-    // The loss of the exact average of the peers' models on the test set, as sim reports it.
-    const auto model = optim::build_model(cfg, data.train);
-    const std::size_t size = model->parameter_count();
-    std::vector<double> mean(size, 0.0);
-    std::vector<float> x(size);
-    for (const auto* p : ps) {
-        p->current_model(x);
-        for (std::size_t i = 0; i < size; ++i) mean[i] += x[i] / n;
-    }
-    for (std::size_t i = 0; i < size; ++i) x[i] = static_cast<float>(mean[i]);
-    return model->evaluate(x, data.test, 1000).loss;
+    REQUIRE(res.loss);
+    CHECK(res.accuracy);
+    return *res.loss;
 }
 
 }  // namespace
