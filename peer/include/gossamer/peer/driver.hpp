@@ -1,0 +1,95 @@
+#pragma once
+/// The real-time driver of one peer (DESIGN.md, "The central idea"; docs/peer.md): it runs one
+/// protocol object over a Transport, with a compute thread for local steps and the calling
+/// thread as the communication loop that delivers timestamped events to the protocol one at a
+/// time and carries out its actions.
+///
+/// Threading: run() is called on the transport's communication thread; the protocol and the
+/// transport are only touched there. The compute thread owns the point the gradient is computed
+/// at and the worker's gradient between a start_step action and its step_finished event.
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gossamer/core/json.hpp"
+#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/peer/compute_thread.hpp"
+#include "gossamer/transport/transport.hpp"
+
+namespace gossamer::peer {
+
+using Millis = std::chrono::milliseconds;
+
+/// An emulated link from this peer to another: sends on it wait until the link is free, take
+/// bytes / bandwidth to go out, then `latency` more before the transport gets them.
+struct LinkPacing {
+    double latency = 0;    ///< seconds, >= 0
+    double bandwidth = 0;  ///< bytes/s; 0: no cap
+};
+
+struct DriverOptions {
+    /// The whole run; past it run() throws Timeout naming what the protocol waits for.
+    Millis run_timeout{3'600'000};
+    /// With no event for this long, log one line saying what the peer waits for (and again
+    /// after each further period).
+    Millis watchdog{10'000};
+    /// With no event for this long, run() throws Timeout (a peer that vanished unnoticed).
+    Millis stall_timeout{120'000};
+    /// Per-step padding (heterogeneity emulation); empty: natural speed.
+    DeclaredStepTime declared_step_time;
+    /// Per-link pacing by destination rank (heterogeneity emulation); empty: sends go at once.
+    std::function<LinkPacing(int to)> link;
+    /// Emulated failure: at this many seconds after the start the peer stops at once, as a
+    /// crashed process would (run() returns with failed set; the caller then drops the
+    /// transport, which is what the other peers see).
+    double fail_at = std::numeric_limits<double>::infinity();
+    /// JSON-lines metrics file (step, time, loss per step; a summary at the end); "" for none.
+    std::string metrics_path;
+};
+
+/// One finished local step.
+struct StepRecord {
+    std::int64_t step = 0;
+    double time = 0;  ///< seconds since the start, when the step finished
+    double loss = 0;
+    double took = 0;  ///< seconds, padding included
+};
+
+struct DriverResult {
+    int rank = 0;
+    std::int64_t steps = 0;  ///< local steps finished
+    double end_time = 0;     ///< seconds from the start until the peer finished
+    double busy = 0;         ///< seconds a step ran
+    double idle = 0;         ///< end_time - busy
+    std::vector<StepRecord> step_log;
+    proto::ProtocolStats stats;
+    json::Json edges;               ///< the protocol's edge_metrics() at the end
+    std::vector<int> failed_peers;  ///< peers this one was told had failed, in order
+    bool failed = false;            ///< this peer stopped at DriverOptions::fail_at
+};
+
+class Driver {
+  public:
+    /// `worker` is the one in the protocol's PeerContext. All three outlive the driver.
+    Driver(proto::Protocol& protocol, proto::LocalWorker& worker, transport::Transport& transport,
+           DriverOptions options = {});
+
+    /// Runs the peer until the protocol is done and its sends completed (or fail_at). Throws
+    /// PeerFailure naming the failed rank when the all-reduce baseline stopped on a failure,
+    /// Timeout after run_timeout or stall_timeout, and what the protocol throws.
+    DriverResult run();
+
+  private:
+    proto::Protocol& protocol_;
+    proto::LocalWorker& worker_;
+    transport::Transport& transport_;
+    DriverOptions options_;
+};
+
+}  // namespace gossamer::peer

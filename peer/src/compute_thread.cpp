@@ -1,0 +1,72 @@
+#include "gossamer/peer/compute_thread.hpp"
+
+#include <cassert>
+
+namespace gossamer::peer {
+
+using Clock = std::chrono::steady_clock;
+
+ComputeThread::ComputeThread(proto::LocalWorker& worker, DeclaredStepTime declared,
+                             std::function<void()> wake)
+    : worker_(worker),
+      declared_(std::move(declared)),
+      wake_(std::move(wake)),
+      thread_([this](std::stop_token stop) { loop(stop); }) {}
+
+ComputeThread::~ComputeThread() {
+    thread_.request_stop();
+    cv_.notify_all();
+}
+
+void ComputeThread::start_on_comm(std::int64_t step, double start, std::span<const float> at) {
+    assert(!busy_ && "a step is already running");
+    busy_ = true;
+    {
+        std::lock_guard lock(mutex_);
+        request_ = step;
+        start_ = start;
+        at_ = at;
+    }
+    cv_.notify_all();
+}
+
+std::optional<StepDone> ComputeThread::take_done_on_comm() {
+    std::optional<StepDone> out;
+    {
+        std::lock_guard lock(mutex_);
+        out.swap(done_);
+    }
+    if (out) busy_ = false;
+    return out;
+}
+
+void ComputeThread::loop(std::stop_token stop) {
+    std::unique_lock lock(mutex_);
+    while (!stop.stop_requested()) {
+        if (!cv_.wait(lock, stop, [&] { return request_.has_value(); })) break;
+        StepDone d;
+        d.step = *request_;
+        const std::span<const float> at = at_;
+        const double start = start_;
+        request_.reset();
+        lock.unlock();
+        const auto t0 = Clock::now();
+        d.loss = worker_.compute_gradient(at);
+        d.measured = std::chrono::duration<double>(Clock::now() - t0).count();
+        const double declared = declared_ ? declared_(d.step, start) : 0.0;
+        lock.lock();
+        if (declared > d.measured) {
+            // Heterogeneity emulation: the step lasts its declared time; a stop cuts it short.
+            const auto until = t0 + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(declared));
+            cv_.wait_until(lock, stop, until, [] { return false; });
+        }
+        d.took = std::chrono::duration<double>(Clock::now() - t0).count();
+        done_ = d;
+        lock.unlock();
+        wake_();
+        lock.lock();
+    }
+}
+
+}  // namespace gossamer::peer

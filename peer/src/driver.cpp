@@ -1,0 +1,328 @@
+#include "gossamer/peer/driver.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <thread>
+#include <variant>
+
+#include "gossamer/core/error.hpp"
+#include "gossamer/core/log.hpp"
+#include "gossamer/core/metrics.hpp"
+#include "gossamer/optimizers/allreduce.hpp"
+
+namespace gossamer::peer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using transport::Message;
+using transport::Status;
+
+struct Arrived {
+    Message msg;
+};
+struct SendDone {
+    std::uint64_t id;
+    Status status;
+};
+struct Failed {
+    Status status;
+};
+using Event = std::variant<Arrived, SendDone, Failed>;
+
+// What the transport's callbacks reach. Shared with them, so a send that completes after run()
+// returned (or threw) still finds its message alive and its queue.
+struct Inbox {
+    std::deque<Event> events;
+    std::map<std::uint64_t, Message> in_flight;  // the transport reads these payloads
+};
+
+double seconds(Clock::duration d) {
+    return std::chrono::duration<double>(d).count();
+}
+
+class Loop {
+  public:
+    Loop(proto::Protocol& p, proto::LocalWorker& w, transport::Transport& t, const DriverOptions& o)
+        : protocol_(p),
+          transport_(t),
+          options_(o),
+          start_(Clock::now()),
+          compute_(w, o.declared_step_time, [&t] { t.wake(); }),
+          comm_thread_(std::this_thread::get_id()) {
+        result_.rank = p.rank();
+        if (!o.metrics_path.empty()) metrics_.emplace(o.metrics_path);
+    }
+    DriverResult run();
+
+  private:
+    double now();
+    void apply(proto::Actions& a);
+    void send(std::uint64_t id);
+    double pace(const Message& m);
+    void release_due();
+    bool deliver_one();
+    void deliver(Event& e, proto::Actions& a);
+    std::string waiting_for();
+    void watch();
+    void finish();
+
+    proto::Protocol& protocol_;
+    transport::Transport& transport_;
+    const DriverOptions& options_;
+    const Clock::time_point start_;
+    double last_ = 0;        // the last event's time: times never go back
+    double last_event_ = 0;  // for the watchdog
+    double next_watch_ = 0;
+    std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
+    using Pending = std::pair<double, std::uint64_t>;
+    std::priority_queue<Pending, std::vector<Pending>, std::greater<>> deadlines_;
+    std::priority_queue<Pending, std::vector<Pending>, std::greater<>> held_;  // paced sends
+    std::map<int, double> link_free_;  // destination -> when its emulated link is free
+    std::int64_t next_step_ = 0;
+    std::map<int, std::pair<std::int64_t, double>> heard_;  // peer -> (round, time) last heard
+    std::map<int, std::string> failures_;
+    std::optional<MetricsWriter> metrics_;
+    DriverResult result_;
+    bool ended_ = false;
+    ComputeThread compute_;  // last: its thread stops before the rest goes
+    const std::thread::id comm_thread_;
+};
+
+double Loop::now() {
+    last_ = std::max(last_, seconds(Clock::now() - start_));
+    return last_;
+}
+
+void Loop::apply(proto::Actions& a) {
+    assert(std::this_thread::get_id() == comm_thread_);
+    for (auto& s : a.sends) {
+        const std::uint64_t id = s.id;
+        Message& m = inbox_->in_flight.emplace(id, std::move(s.msg)).first->second;
+        // A cost-only worker sends no values; a real transport still carries `elements`.
+        if (m.payload.size() != m.elements) m.payload.resize(m.elements);
+        const double release = pace(m);
+        if (release > last_)
+            held_.emplace(release, id);
+        else
+            send(id);
+    }
+    for (const auto& d : a.deadlines) deadlines_.emplace(std::max(d.at, last_), d.id);
+    if (a.start_step) compute_.start_on_comm(next_step_++, last_, protocol_.compute_point());
+    if (a.done && !ended_) {
+        ended_ = true;
+        result_.end_time = last_;
+    }
+}
+
+void Loop::send(std::uint64_t id) {
+    const Message& m = inbox_->in_flight.at(id);
+    transport_.send(m, std::as_bytes(std::span<const float>(m.payload)),
+                    [inbox = inbox_, id](const Status& st) {
+                        inbox->in_flight.erase(id);
+                        inbox->events.push_back(SendDone{id, st});
+                    });
+}
+
+// When the emulated link lets `m` go: sends on one link queue behind each other, each taking
+// wire bytes / bandwidth, then the link's latency. Release times on a link never decrease, so
+// the heap keeps each link's order.
+double Loop::pace(const Message& m) {
+    if (!options_.link) return last_;
+    const LinkPacing p = options_.link(m.receiver);
+    double& free = link_free_[m.receiver];
+    const double begin = std::max(last_, free);
+    free = begin + (p.bandwidth > 0 ? static_cast<double>(m.wire_bytes()) / p.bandwidth : 0.0);
+    return free + p.latency;
+}
+
+void Loop::release_due() {
+    const double t = seconds(Clock::now() - start_);
+    while (!held_.empty() && held_.top().first <= t) {
+        const auto id = held_.top().second;
+        held_.pop();
+        send(id);
+    }
+}
+
+void Loop::deliver(Event& e, proto::Actions& a) {
+    const double t = now();
+    if (auto* m = std::get_if<Arrived>(&e)) {
+        heard_[m->msg.sender] = {m->msg.round, t};
+        protocol_.message_arrived(t, std::move(m->msg), a);
+    } else if (auto* s = std::get_if<SendDone>(&e)) {
+        if (!s->status.ok())
+            log::debug("rank {}: a send failed: {}", result_.rank, s->status.reason);
+        protocol_.send_completed(t, s->id, s->status.ok(), a);
+    } else if (auto* f = std::get_if<Failed>(&e)) {
+        const int dead = f->status.peer;
+        failures_[dead] = f->status.reason;
+        result_.failed_peers.push_back(dead);
+        log::warn("rank {}: peer {} failed: {}", result_.rank, dead, f->status.reason);
+        if (!protocol_.done()) protocol_.peer_failed(t, dead, a);
+    }
+}
+
+bool Loop::deliver_one() {
+    proto::Actions a;
+    if (auto d = compute_.take_done_on_comm()) {
+        const double t = now();
+        ++result_.steps;
+        result_.busy += d->took;
+        result_.step_log.push_back({d->step, t, d->loss, d->took});
+        if (metrics_)
+            metrics_->write({{"rank", result_.rank},
+                             {"step", d->step},
+                             {"time", t},
+                             {"loss", d->loss},
+                             {"step_seconds", d->took}});
+        protocol_.step_finished(t, d->loss, a);
+    } else if (!deadlines_.empty() && deadlines_.top().first <= seconds(Clock::now() - start_)) {
+        const auto id = deadlines_.top().second;
+        deadlines_.pop();
+        if (protocol_.done()) return true;
+        protocol_.deadline_reached(now(), id, a);
+    } else if (!inbox_->events.empty()) {
+        Event e = std::move(inbox_->events.front());
+        inbox_->events.pop_front();
+        deliver(e, a);
+    } else {
+        return false;
+    }
+    apply(a);
+    last_event_ = last_;
+    next_watch_ = last_event_ + seconds(options_.watchdog);
+    return true;
+}
+
+std::string Loop::waiting_for() {
+    std::string s = fmt::format(
+        "rank {} ({}): {} steps, {} rounds; {}; {} sends in flight", result_.rank, protocol_.name(),
+        result_.steps, protocol_.stats().rounds,
+        compute_.busy() ? "a local step is running" : "no step running", inbox_->in_flight.size());
+    if (!held_.empty()) s += fmt::format(" ({} held by link pacing)", held_.size());
+    std::string to;
+    for (const auto& [id, m] : inbox_->in_flight)
+        if (to.size() < 60) to += fmt::format("{}{}", to.empty() ? "" : ", ", m.receiver);
+    if (!to.empty()) s += " (to " + to + ")";
+    std::string heard;
+    for (const auto& [peer, rt] : heard_)
+        heard += fmt::format("{}peer {} round {} at {:.2f} s", heard.empty() ? "" : ", ", peer,
+                             rt.first, rt.second);
+    s += "; last heard: " + (heard.empty() ? std::string("nothing yet") : heard);
+    std::string silent;
+    for (int p = 0; p < protocol_.n() && silent.size() < 60; ++p)
+        if (p != result_.rank && !heard_.contains(p) && !failures_.contains(p))
+            silent += fmt::format("{}{}", silent.empty() ? "" : ", ", p);
+    if (!silent.empty()) s += "; never heard from peers " + silent;
+    for (const auto& [peer, why] : failures_) s += fmt::format("; peer {} failed", peer);
+    return s;
+}
+
+void Loop::watch() {
+    const double t = seconds(Clock::now() - start_);
+    if (t >= next_watch_) {
+        log::warn("watchdog: no event for {:.1f} s: {}", t - last_event_, waiting_for());
+        next_watch_ = t + seconds(options_.watchdog);
+    }
+    if (t - last_event_ >= seconds(options_.stall_timeout))
+        throw Timeout(fmt::format("no event for {:.1f} s (stall timeout): {}", t - last_event_,
+                                  waiting_for()));
+    if (t >= seconds(options_.run_timeout))
+        throw Timeout(fmt::format("the run took longer than its timeout of {:.1f} s: {}",
+                                  seconds(options_.run_timeout), waiting_for()));
+}
+
+void Loop::finish() {
+    if (!ended_) result_.end_time = now();
+    result_.idle = std::max(0.0, result_.end_time - result_.busy);
+    result_.stats = protocol_.stats();
+    result_.edges = protocol_.edge_metrics();
+    if (!metrics_) return;
+    const auto& st = result_.stats;
+    metrics_->write({{"summary", true},
+                     {"rank", result_.rank},
+                     {"algorithm", std::string(protocol_.name())},
+                     {"steps", result_.steps},
+                     {"end_time", result_.end_time},
+                     {"busy", result_.busy},
+                     {"idle", result_.idle},
+                     {"bytes_sent", st.bytes_sent},
+                     {"bytes_received", st.bytes_received},
+                     {"messages_sent", st.messages_sent},
+                     {"messages_received", st.messages_received},
+                     {"rounds", st.rounds},
+                     {"mass", protocol_.mass()},
+                     {"mass_lost", st.mass_lost},
+                     {"failed", result_.failed},
+                     {"failed_peers", result_.failed_peers},
+                     {"edges", result_.edges}});
+}
+
+DriverResult Loop::run() {
+    transport_.on_receive(
+        [inbox = inbox_](Message&& m) { inbox->events.push_back(Arrived{std::move(m)}); });
+    transport_.on_peer_failed(
+        [inbox = inbox_](const Status& s) { inbox->events.push_back(Failed{s}); });
+    // However run() ends (returned, threw), the peer is gone after it: later messages are
+    // handed back to the transport, later failures ignored.
+    struct Detach {
+        transport::Transport& t;
+        ~Detach() {
+            t.on_receive([&tr = t](Message&& m) { tr.recycle(std::move(m.payload)); });
+            t.on_peer_failed([](const Status&) {});
+        }
+    } detach{transport_};
+    next_watch_ = seconds(options_.watchdog);
+    {
+        proto::Actions a;
+        protocol_.start(now(), a);
+        apply(a);
+    }
+    while (!(protocol_.done() && inbox_->in_flight.empty())) {
+        const double t = seconds(Clock::now() - start_);
+        if (t >= options_.fail_at) {
+            log::warn("rank {}: emulated failure at {:.3f} s", result_.rank, t);
+            result_.failed = true;
+            break;
+        }
+        watch();
+        release_due();
+        if (deliver_one()) continue;
+        // Block in the transport until something may have happened or the next timer is due.
+        double until = std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
+                                 seconds(options_.run_timeout), options_.fail_at});
+        if (!deadlines_.empty()) until = std::min(until, deadlines_.top().first);
+        if (!held_.empty()) until = std::min(until, held_.top().first);
+        const double wait = std::clamp(until - t, 0.0, 1.0);
+        transport_.wait(Millis(static_cast<std::int64_t>(std::ceil(wait * 1000))));
+    }
+    finish();
+    return result_;
+}
+
+}  // namespace
+
+Driver::Driver(proto::Protocol& protocol, proto::LocalWorker& worker,
+               transport::Transport& transport, DriverOptions options)
+    : protocol_(protocol), worker_(worker), transport_(transport), options_(std::move(options)) {}
+
+DriverResult Driver::run() {
+    Loop loop(protocol_, worker_, transport_, options_);
+    DriverResult r = loop.run();
+    if (const auto* ar = dynamic_cast<const proto::AllreduceProtocol*>(&protocol_))
+        if (ar->failed_rank())
+            throw PeerFailure(
+                *ar->failed_rank(),
+                fmt::format("all-reduce on rank {} stops after {} steps", r.rank, r.steps));
+    return r;
+}
+
+}  // namespace gossamer::peer
