@@ -105,3 +105,18 @@ TEST_CASE("launch with an unknown algorithm is one line, exit 2, and writes noth
     CHECK(missing.err.find('\n') == missing.err.size() - 1);
     CHECK_FALSE(std::filesystem::exists(out));
 }
+
+TEST_CASE("launch emulates the cluster's failure: dpsgd carries on, allreduce exits 1") {
+    Job job;
+    job.cluster = job.dir.write("fail.json", R"({"defaults": {"base_time": 0.005},
+        "peers": [{"rank": 1, "fail_at": 0.05}], "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+    auto gossip = job.launch("--algorithms dpsgd --json --out " + (job.dir.path() / "g").string());
+    CAPTURE(gossip.err);
+    REQUIRE(gossip.status == 0);
+    const auto row = Json::parse(gossip.out)["algorithms"][0];
+    CHECK(row["failed_peers"].get<int>() == 1);
+    CHECK(row["final_accuracy"].get<double>() > 0.6);
+    auto ar = job.launch("--algorithms allreduce --out " + (job.dir.path() / "a").string());
+    CHECK(ar.status == 1);
+    CHECK(ar.err.find("peer 1 failed") != std::string::npos);
+}
