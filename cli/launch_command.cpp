@@ -3,8 +3,10 @@
 // (docs/cli.md, docs/peer.md). Processes over UCX come next.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -117,6 +119,10 @@ int run_launch(const std::vector<std::string>& args) {
     std::shared_ptr<const sim::ComputeModel> compute;
     if (cluster) compute = std::make_shared<const sim::ComputeModel>(*cluster, cfg.seed);
 
+    // About the steps of all peers together (shards may differ by a batch): the progress line's.
+    const std::int64_t total_steps = static_cast<std::int64_t>(data.train.size()) / n /
+                                     std::max<std::int64_t>(cfg.batch_size, 1) * epochs * n;
+
     json::Json summary = {
         {"topology", *a.value("topology")},
         {"cluster", a.value("cluster") ? json::Json(*a.value("cluster")) : json::Json(nullptr)},
@@ -139,9 +145,16 @@ int run_launch(const std::vector<std::string>& args) {
         job.train = &data.train;
         job.test = &data.test;
         job.epochs = epochs;
+        std::atomic<std::int64_t> steps_done{0};
+        std::atomic<double> last_loss{std::nan("")};
         job.options = [&](int rank) {
-            return options_for(rank, cluster, compute,
-                               (dir / fmt::format("peer{}.jsonl", rank)).string());
+            auto o = options_for(rank, cluster, compute,
+                                 (dir / fmt::format("peer{}.jsonl", rank)).string());
+            o.on_step = [&](const peer::StepRecord& s) {
+                steps_done.fetch_add(1, std::memory_order_relaxed);
+                last_loss.store(s.loss, std::memory_order_relaxed);
+            };
+            return o;
         };
         progress(fmt::format("{}: {} peers as threads", algo, n), true);
         const auto t0 = std::chrono::steady_clock::now();
@@ -150,7 +163,9 @@ int run_launch(const std::vector<std::string>& args) {
             Ticker ticker([&] {
                 const double s =
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                progress(fmt::format("{}: {} peers running, {:.1f} s", algo, n, s));
+                progress(fmt::format("{}: {} peers, {}/~{} steps, loss {:.4f}, {:.1f} s", algo, n,
+                                     steps_done.load(std::memory_order_relaxed), total_steps,
+                                     last_loss.load(std::memory_order_relaxed), s));
             });
             res = peer::run_local_training(job);
         }
