@@ -116,6 +116,9 @@ int run_launch(const std::vector<std::string>& args) {
     progress(fmt::format("loading {}", cfg.data.name));
     const auto data = optim::load_training_data(cfg);
     check_algorithms(algorithms, &cfg, &data.train, topo.schedule, 0);
+    // The smallest shard (the workers check each again): a batch that cannot fit fails here,
+    // before OUT is written.
+    optim::check_batch_size(cfg, static_cast<std::int64_t>(data.train.size()) / n);
     std::shared_ptr<const sim::ComputeModel> compute;
     if (cluster) compute = std::make_shared<const sim::ComputeModel>(*cluster, cfg.seed);
 

@@ -104,6 +104,14 @@ TEST_CASE("launch with an unknown algorithm is one line, exit 2, and writes noth
     CHECK(missing.status == 2);
     CHECK(missing.err.find('\n') == missing.err.size() - 1);
     CHECK_FALSE(std::filesystem::exists(out));
+    job.config = job.dir.write("big_batch.json", R"({"seed": 3,
+        "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10},
+        "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
+        "training": {"epochs": 1, "batch_size": 500}})");
+    auto batch = job.launch("--algorithms dpsgd --out " + out);
+    CHECK(batch.status == 2);
+    CHECK(batch.err.find("batch_size") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(out));
 }
 
 TEST_CASE("launch emulates the cluster's failure: dpsgd carries on, allreduce exits 1") {
