@@ -52,7 +52,7 @@ double last_loss(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("launch runs allreduce and dpsgd as real peers; dpsgd ends at sim's loss") {
+TEST_CASE("launch runs allreduce and dpsgd as real peers and dpsgd ends at the loss of sim") {
     Job job;
     const auto out = (job.dir.path() / "launch").string();
     auto r = job.launch("--algorithms allreduce,dpsgd --out " + out);
@@ -114,7 +114,7 @@ TEST_CASE("launch with an unknown algorithm is one line, exit 2, and writes noth
     CHECK_FALSE(std::filesystem::exists(out));
 }
 
-TEST_CASE("launch emulates the cluster's failure: dpsgd carries on, allreduce exits 1") {
+TEST_CASE("launch emulates a cluster file failure: dpsgd carries on, allreduce exits 1") {
     Job job;
     job.cluster = job.dir.write("fail.json", R"({"defaults": {"base_time": 0.005},
         "peers": [{"rank": 1, "fail_at": 0.05}], "network": {"latency": 1e-5, "bandwidth": 1e9}})");
