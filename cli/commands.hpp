@@ -11,5 +11,6 @@ int run_topo(const std::vector<std::string>& args);
 int run_train(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
 int run_sim(const std::vector<std::string>& args);
+int run_launch(const std::vector<std::string>& args);
 
 }  // namespace gossamer::cli

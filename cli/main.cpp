@@ -26,6 +26,7 @@ commands:
   topo      topology files: show (analysis), validate, gen, matrix, dot
   train     train one model in one process from a training config
   sim       simulate many peers with heterogeneous speeds in virtual time
+  launch    run the peers of a topology for real (for now: threads of this process)
   bench     benchmarks with a reference measured in the same run (compute)
 
 'gossamer COMMAND --help' describes a command. Exit status: 0 success, 1 internal error,
@@ -45,6 +46,7 @@ int dispatch(const std::vector<std::string>& args) {
     if (cmd == "train") return gossamer::cli::run_train(rest);
     if (cmd == "bench") return gossamer::cli::run_bench(rest);
     if (cmd == "sim") return gossamer::cli::run_sim(rest);
+    if (cmd == "launch") return gossamer::cli::run_launch(rest);
     throw gossamer::cli::UsageError(
         fmt::format("gossamer: unknown command '{}'; see 'gossamer --help'", cmd));
 }

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "algorithms.hpp"
 #include "args.hpp"
 #include "commands.hpp"
 #include "gossamer/core/blas.hpp"
@@ -122,20 +123,7 @@ int run_sim(const std::vector<std::string>& args) {
     // Everything is loaded and checked before anything runs or is written.
     auto topo = topology::load_topology(*a.value("topology"));
     const auto cluster = sim::load_cluster(*a.value("cluster"), topo.n());
-    std::vector<std::string> algorithms;
-    {
-        std::stringstream ss(a.value("algorithms").value_or("allreduce,dpsgd,sgp"));
-        const auto known = proto::protocol_names();
-        for (std::string item; std::getline(ss, item, ',');) {
-            if (std::find(known.begin(), known.end(), item) == known.end()) {
-                std::string all;
-                for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
-                throw UsageError(
-                    fmt::format("--algorithms: unknown algorithm \"{}\"; use {}", item, all));
-            }
-            algorithms.push_back(item);
-        }
-    }
+    const auto algorithms = parse_algorithms(a.value("algorithms").value_or("allreduce,dpsgd,sgp"));
     const int seeds = static_cast<int>(a.integer("seeds", 1, 1, 1000));
     const std::filesystem::path out(a.value("out").value_or("out/sim"));
     std::optional<optim::TrainingConfig> cfg;
@@ -177,17 +165,9 @@ int run_sim(const std::vector<std::string>& args) {
 
     // Every algorithm's options are checked before the first one runs: a bad option for the
     // last algorithm must not leave the others' results half-written.
-    for (const auto& algo : algorithms) {
-        proto::CostOnlyWorker probe(base.model_size > 0 ? base.model_size : 1);
-        const auto options = cfg ? cfg->algorithm_options(algo) : std::nullopt;
-        proto::make_protocol(algo, options ? &*options : nullptr,
-                             proto::PeerContext{0, topo.n(), topo.schedule, &probe, 1});
-        if (mode == sim::Mode::math) {
-            const auto model = optim::build_model(*cfg, data.train);
-            optim::check_multirate_algorithm(
-                optim::build_multirate(*cfg, optim::build_partitions(*cfg, *model)), algo);
-        }
-    }
+    check_algorithms(algorithms, cfg ? &*cfg : nullptr,
+                     mode == sim::Mode::math ? &data.train : nullptr, topo.schedule,
+                     base.model_size);
 
     json::Json summary = {{"topology", *a.value("topology")},
                           {"cluster", *a.value("cluster")},

@@ -177,6 +177,7 @@ bool Loop::deliver_one() {
         ++result_.steps;
         result_.busy += d->took;
         result_.step_log.push_back({d->step, t, d->loss, d->took});
+        if (options_.on_step) options_.on_step(result_.step_log.back());
         if (metrics_)
             metrics_->write({{"rank", result_.rank},
                              {"step", d->step},

@@ -33,6 +33,8 @@ struct LinkPacing {
     double bandwidth = 0;  ///< bytes/s; 0: no cap
 };
 
+struct StepRecord;
+
 struct DriverOptions {
     /// The whole run; past it run() throws Timeout naming what the protocol waits for.
     Millis run_timeout{3'600'000};
@@ -51,6 +53,9 @@ struct DriverOptions {
     double fail_at = std::numeric_limits<double>::infinity();
     /// JSON-lines metrics file (step, time, loss per step; a summary at the end); "" for none.
     std::string metrics_path;
+    /// Called on the communication thread after each finished local step (a launcher's
+    /// progress line); with several peers in one process it must be thread-safe. Empty: none.
+    std::function<void(const StepRecord&)> on_step;
 };
 
 /// One finished local step.

@@ -1,0 +1,48 @@
+#include "algorithms.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "args.hpp"
+#include "gossamer/optimizers/multirate.hpp"
+#include "gossamer/optimizers/protocol.hpp"
+
+namespace gossamer::cli {
+
+std::vector<std::string> parse_algorithms(const std::string& list) {
+    std::vector<std::string> algorithms;
+    std::stringstream ss(list);
+    const auto known = proto::protocol_names();
+    for (std::string item; std::getline(ss, item, ',');) {
+        if (std::find(known.begin(), known.end(), item) == known.end()) {
+            std::string all;
+            for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
+            throw UsageError(
+                fmt::format("--algorithms: unknown algorithm \"{}\"; use {}", item, all));
+        }
+        algorithms.push_back(item);
+    }
+    if (algorithms.empty()) throw UsageError("--algorithms: name at least one algorithm");
+    return algorithms;
+}
+
+void check_algorithms(const std::vector<std::string>& algorithms,
+                      const optim::TrainingConfig* config, const Dataset* train,
+                      const std::shared_ptr<const topology::Schedule>& topology,
+                      std::uint64_t model_size) {
+    for (const auto& algo : algorithms) {
+        proto::CostOnlyWorker probe(model_size > 0 ? model_size : 1);
+        const auto options = config ? config->algorithm_options(algo) : std::nullopt;
+        proto::make_protocol(algo, options ? &*options : nullptr,
+                             proto::PeerContext{0, topology->n(), topology, &probe, 1});
+        if (config && train) {
+            const auto model = optim::build_model(*config, *train);
+            optim::check_multirate_algorithm(
+                optim::build_multirate(*config, optim::build_partitions(*config, *model)), algo);
+        }
+    }
+}
+
+}  // namespace gossamer::cli

@@ -1,0 +1,130 @@
+// gossamer launch as a user runs it: real peers as threads over the in-process transport.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/run.hpp"
+#include "support/temp_dir.hpp"
+
+using gossamer::test::run;
+using gossamer::test::RunResult;
+using gossamer::test::TempDir;
+using Json = nlohmann::json;
+
+namespace {
+
+const std::string kBin = GOSSAMER_BINARY;
+
+// The synthetic job of test_sim_cli.cpp: 4 peers on a ring, logistic regression, 3 epochs,
+// on a fast homogeneous cluster (30 steps of 5 ms per peer).
+struct Job {
+    TempDir dir;
+    std::string topology, config, cluster;
+    Job() {
+        topology =
+            dir.write("ring4.json", R"({"peers": {"count": 4}, "graph": {"family": "ring"}})");
+        config = dir.write("train.json", R"({"seed": 3,
+            "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10, "seed": 5},
+            "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
+            "training": {"epochs": 3, "batch_size": 20, "target_accuracy": 0.6}})");
+        cluster = dir.write("cluster.json", R"({"defaults": {"base_time": 0.005},
+            "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+    }
+    RunResult launch(const std::string& extra) {
+        return run(kBin + " launch --topology " + topology + " --config " + config + " --cluster " +
+                   cluster + " " + extra);
+    }
+};
+
+// The loss of the last evaluation in a metrics.jsonl of gossamer sim.
+double last_loss(const std::string& path) {
+    std::ifstream in(path);
+    std::string line, last;
+    while (std::getline(in, line))
+        if (!line.empty()) last = line;
+    REQUIRE_FALSE(last.empty());
+    return Json::parse(last)["loss"].get<double>();
+}
+
+}  // namespace
+
+TEST_CASE("launch runs allreduce and dpsgd as real peers and dpsgd ends at the loss of sim") {
+    Job job;
+    const auto out = (job.dir.path() / "launch").string();
+    auto r = job.launch("--algorithms allreduce,dpsgd --out " + out);
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("allreduce") != std::string::npos);
+    CHECK(r.out.find("dpsgd") != std::string::npos);
+    CHECK(r.out.find("MB sent/peer") != std::string::npos);
+    for (const std::string algo : {"allreduce", "dpsgd"}) {
+        CHECK(std::filesystem::exists(out + "/" + algo + "/result.json"));
+        for (int rank = 0; rank < 4; ++rank) {
+            const auto path = out + "/" + algo + "/peer" + std::to_string(rank) + ".jsonl";
+            CAPTURE(path);
+            REQUIRE(std::filesystem::exists(path));
+            CHECK(std::filesystem::file_size(path) > 0);
+        }
+    }
+
+    const auto json_out = (job.dir.path() / "launch_json").string();
+    auto j = job.launch("--algorithms dpsgd --json --out " + json_out);
+    CAPTURE(j.err);
+    REQUIRE(j.status == 0);
+    const auto row = Json::parse(j.out)["algorithms"][0];
+    REQUIRE(row["final_loss"].is_number());
+    const double real = row["final_loss"].get<double>();
+    CHECK(row["mb_sent_per_peer"].get<double>() > 0);
+
+    const auto sim_out = (job.dir.path() / "sim").string();
+    auto s = run(kBin + " sim --topology " + job.topology + " --cluster " + job.cluster +
+                 " --config " + job.config + " --algorithms dpsgd --out " + sim_out);
+    REQUIRE(s.status == 0);
+    const double simulated = last_loss(sim_out + "/dpsgd/seed0/metrics.jsonl");
+    CAPTURE(real);
+    CAPTURE(simulated);
+    CHECK(std::isfinite(real));
+    CHECK(std::abs(real / simulated - 1) < 0.05);
+}
+
+TEST_CASE("launch with an unknown algorithm is one line, exit 2, and writes nothing") {
+    Job job;
+    const auto out = (job.dir.path() / "o").string();
+    auto r = job.launch("--algorithms allreduce,gossipx --out " + out);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("unknown algorithm \"gossipx\"") != std::string::npos);
+    CHECK(r.err.find('\n') == r.err.size() - 1);
+    CHECK_FALSE(std::filesystem::exists(out));
+    auto missing = run(kBin + " launch --topology " + job.topology + " --config " +
+                       (job.dir.path() / "nope.json").string() + " --out " + out);
+    CHECK(missing.status == 2);
+    CHECK(missing.err.find('\n') == missing.err.size() - 1);
+    CHECK_FALSE(std::filesystem::exists(out));
+    job.config = job.dir.write("big_batch.json", R"({"seed": 3,
+        "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10},
+        "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
+        "training": {"epochs": 1, "batch_size": 500}})");
+    auto batch = job.launch("--algorithms dpsgd --out " + out);
+    CHECK(batch.status == 2);
+    CHECK(batch.err.find("batch_size") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("launch emulates a cluster file failure: dpsgd carries on, allreduce exits 1") {
+    Job job;
+    job.cluster = job.dir.write("fail.json", R"({"defaults": {"base_time": 0.005},
+        "peers": [{"rank": 1, "fail_at": 0.05}], "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+    auto gossip = job.launch("--algorithms dpsgd --json --out " + (job.dir.path() / "g").string());
+    CAPTURE(gossip.err);
+    REQUIRE(gossip.status == 0);
+    const auto row = Json::parse(gossip.out)["algorithms"][0];
+    CHECK(row["failed_peers"].get<int>() == 1);
+    CHECK(row["final_accuracy"].get<double>() > 0.6);
+    auto ar = job.launch("--algorithms allreduce --out " + (job.dir.path() / "a").string());
+    CHECK(ar.status == 1);
+    CHECK(ar.err.find("peer 1 failed") != std::string::npos);
+}
