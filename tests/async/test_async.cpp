@@ -335,7 +335,7 @@ TEST_CASE("async is registered, and cost-only peers send full-size empty shares"
     CHECK(mass == doctest::Approx(8.0).epsilon(1e-12));
 }
 
-TEST_CASE("balanced shares keep a straggler's mass near 1; without them it becomes a sink") {
+TEST_CASE("balanced shares keep a straggler's mass near 1, without them it becomes a sink") {
     // Peer 0 four times slower on the directed one-peer exponential graph: peers 7 and 6 push
     // to it but never hear from it except through its rate reports.
     for (bool balance : {true, false}) {

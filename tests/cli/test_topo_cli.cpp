@@ -127,7 +127,7 @@ TEST_CASE("topo gen writes a file that validates, and refuses bad parameters") {
                          "--weights: unknown rule");
 }
 
-TEST_CASE("topo matrix prints W of a round as CSV; topo dot prints Graphviz") {
+TEST_CASE("topo matrix prints W of a round as CSV, topo dot prints Graphviz") {
     auto m = cli("topo matrix " + kExamples + "one-peer-exp16.json --round 1");
     REQUIRE(m.status == 0);
     // Round 1: hop 2, so receiver 2 takes 0.5 from itself and 0.5 from sender 0.

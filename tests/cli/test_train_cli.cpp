@@ -83,7 +83,7 @@ TEST_CASE("the synthetic logistic example reaches its known optimum within 1e-3"
     CHECK(model.model.rfind("softmax", 0) == 0);
 }
 
-TEST_CASE("the same seed trains bit-identical models; another seed does not") {
+TEST_CASE("the same seed trains bit-identical models, another seed does not") {
     TempDir dir;
     Json c = small_logreg();
     auto run_with = [&](const std::string& name, int seed) {

@@ -7,7 +7,7 @@
 
 using gossamer::Rng;
 
-TEST_CASE("the same seed gives the same sequence; another seed another") {
+TEST_CASE("the same seed gives the same sequence, another seed another") {
     Rng a(42), b(42), c(43);
     bool differs = false;
     for (int i = 0; i < 100; ++i) {

@@ -74,7 +74,7 @@ TEST_CASE("load_fashion_mnist reads a split, normalises pixels and sets the imag
           doctest::Approx(((784 + 100) % 256 / 255.0 - 0.2860) / 0.3530).epsilon(1e-6));
 }
 
-TEST_CASE("GOSSAMER_DATA_DIR overrides the default folder; an explicit folder overrides both") {
+TEST_CASE("GOSSAMER_DATA_DIR overrides the default folder, an explicit folder overrides both") {
     TempDir env_dir, arg_dir;
     write_split(env_dir, "train", 2, 2);
     write_split(arg_dir, "train", 4, 4);

@@ -96,7 +96,7 @@ TEST_CASE("relative sizes give unequal shards in those proportions") {
     CHECK(thirds[0].size() + thirds[1].size() + thirds[2].size() == 10);
 }
 
-TEST_CASE("Dirichlet with small alpha skews labels; with large alpha it is near iid") {
+TEST_CASE("Dirichlet with small alpha skews labels, with large alpha it is near iid") {
     const auto d = labelled(6000, 10);
     ShardSpec skewed{.mode = ShardMode::dirichlet, .peers = 10, .alpha = 0.05, .seed = 3};
     const auto s = shard_indices(d, skewed);
@@ -141,7 +141,7 @@ TEST_CASE("shard_for_peer copies exactly that peer's rows") {
     CHECK(shard.targets.empty());
 }
 
-TEST_CASE("gamma variates have mean and variance equal to the shape; Dirichlet sums to one") {
+TEST_CASE("gamma variates have mean and variance equal to the shape, Dirichlet sums to one") {
     for (double shape : {0.3, 1.0, 4.5}) {
         Rng rng(17);
         double sum = 0, sq = 0;

@@ -104,7 +104,7 @@ TEST_CASE("Adam's second step matches the hand-computed moments") {
     CHECK(opt->steps() == 2);
 }
 
-TEST_CASE("AdamW decays the weights directly; Adam's L2 goes through the moments") {
+TEST_CASE("AdamW decays the weights directly, Adam's L2 goes through the moments") {
     // Zero gradient: Adam+L2 sees g' = wd p and moves by ~lr; AdamW only shrinks p by lr wd.
     std::vector<float> p_l2 = {1.0f}, p_w = {1.0f};
     const std::vector<float> zero = {0.0f};
@@ -147,7 +147,7 @@ TEST_CASE("each partition keeps its own state") {
     CHECK(slow->steps() == 1);
 }
 
-TEST_CASE("reset forgets momentum; the rate passed to step overrides the base rate") {
+TEST_CASE("reset forgets momentum, the rate passed to step overrides the base rate") {
     auto opt = make_optimizer(sgd(0.1, 0.9), 1);
     std::vector<float> p = {1.0f};
     opt->step(p, std::vector<float>{1.0f});

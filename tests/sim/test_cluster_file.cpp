@@ -76,7 +76,7 @@ TEST_CASE("defaults only: the cluster fits any n") {
     }
 }
 
-TEST_CASE("overrides by rank, list and range; links directed and undirected") {
+TEST_CASE("overrides by rank, list and range, links directed and undirected") {
     Cluster c = parse(with(R"("peers": [
         {"rank": 0, "factor": 4, "fail_at": 30},
         {"ranks": [1, 3], "jitter": {"distribution": "uniform", "width": 0.25}},
@@ -117,7 +117,7 @@ TEST_CASE("overrides by rank, list and range; links directed and undirected") {
     CHECK(l.peers[2].slow[0].to == never);  // no "to": never ends
 }
 
-TEST_CASE("bad input: invalid JSON, with line and column; a missing file") {
+TEST_CASE("bad input: invalid JSON, with line and column, a missing file") {
     CHECK(error_of("{\"network\": {\"latency\": 1e-5,\n \"bandwidth\": fast}}").rfind("F:2:", 0) ==
           0);
     CHECK_THROWS_AS(load_cluster("/no/such/cluster.json", 4), ConfigError);
@@ -148,7 +148,7 @@ TEST_CASE("bad input: wrong types") {
               .rfind("F: peers[0].jitter: expected an object such as", 0) == 0);
 }
 
-TEST_CASE("bad input: zero or negative base time, factor and bandwidths; negative latency") {
+TEST_CASE("bad input: zero or negative base time, factor and bandwidths, negative latency") {
     CHECK(error_of(R"({"network": {"latency": 1e-5, "bandwidth": 1e9},
         "defaults": {"base_time": 0}})") ==
           "F: defaults.base_time: base_time must be > 0 seconds, found 0; give the seconds one "
