@@ -10,6 +10,7 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/mixing.hpp"
+#include "gossamer/optimizers/edge_replica.hpp"
 
 namespace gossamer::proto {
 
@@ -409,14 +410,8 @@ void Choco::on_deadline(Time now, std::uint64_t id, Actions& out) {
             if (dead_.contains(j)) continue;
             const InEdge& e = c.in[j];
             if (e.covered >= c.round) continue;
-            Message req;
-            req.kind = MessageKind::control;
-            req.receiver = j;
-            req.partition = c.id;
-            req.edge_seq = e.next_seq;
-            req.round = c.round;
             ++resync_requests_;
-            send(out, std::move(req));
+            send(out, resync_request(j, c.id, e.next_seq, c.round));
         }
     }
     armed_deadline_ = next_deadline_++;

@@ -305,14 +305,8 @@ void Dpsgd::on_deadline(Time now, std::uint64_t id, Actions& out) {
             if (dead_.contains(j)) continue;
             ReplicaReceiver& r = receiver(c, j);
             if (r.covers(c.round)) continue;
-            Message req;
-            req.kind = MessageKind::control;
-            req.receiver = j;
-            req.edge_seq = r.next_seq();
-            req.round = c.round;
-            req.partition = c.id;
             ++resync_requests_;
-            send(out, std::move(req));
+            send(out, resync_request(j, c.id, r.next_seq(), c.round));
         }
     }
     armed_deadline_ = next_deadline_++;

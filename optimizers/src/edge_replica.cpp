@@ -7,6 +7,17 @@
 
 namespace gossamer::proto {
 
+transport::Message resync_request(int receiver, std::uint32_t partition, std::uint64_t expected_seq,
+                                  std::int64_t round) {
+    transport::Message req;
+    req.kind = transport::MessageKind::control;
+    req.receiver = receiver;
+    req.partition = partition;
+    req.edge_seq = expected_seq;
+    req.round = round;
+    return req;
+}
+
 using transport::Message;
 using transport::MessageKind;
 

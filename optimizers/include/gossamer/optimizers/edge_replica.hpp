@@ -32,6 +32,11 @@
 
 namespace gossamer::proto {
 
+/// The control message a receiver sends when a round's message on an edge is overdue: it asks
+/// `receiver` (the edge's sender) for a full replica, naming the sequence number it expects.
+transport::Message resync_request(int receiver, std::uint32_t partition, std::uint64_t expected_seq,
+                                  std::int64_t round);
+
 /// The sender's end of edge (sender, receiver).
 class ReplicaSender {
   public:
