@@ -17,8 +17,9 @@ constexpr std::int64_t kUnperiodicRounds = 64;
 // Control messages carry their meaning in Message::chunk.
 constexpr std::uint32_t kControlFinished = 0;  // the sender took its last step
 constexpr std::uint32_t kControlRate = 1;      // payload: the sender's {rate, self share}
-// Own step boundaries kept for staleness: older shares count as this many steps stale.
-constexpr std::size_t kHistory = 4096;
+// Own step boundaries kept (for the own rate and for staleness; older shares count as this many
+// steps stale); at least rate_window + 1 (rate_window <= 4096).
+constexpr std::size_t kHistory = 4097;
 
 double checked_double(const json::Node& node, double lo, double hi, bool open_lo,
                       const char* range) {
@@ -96,9 +97,12 @@ void AsyncGossip::current_model(std::span<float> out) const {
 }
 
 double AsyncGossip::own_rate() const {
-    if (boundaries_.size() < 2) return 0;
-    const double span = boundaries_.back() - boundaries_.front();
-    return span > 0 ? static_cast<double>(boundaries_.size() - 1) / span : 0;
+    // The last rate_window steps of the boundary history.
+    const std::size_t k =
+        std::min(history_.size(), static_cast<std::size_t>(options_.rate_window) + 1);
+    if (k < 2) return 0;
+    const double span = history_.back() - history_[history_.size() - k];
+    return span > 0 ? static_cast<double>(k - 1) / span : 0;
 }
 
 double AsyncGossip::neighbour_rate() const {
@@ -183,7 +187,6 @@ const AsyncEdge& AsyncGossip::edge(int peer) const {
 
 void AsyncGossip::on_start(Time now, Actions& out) {
     now_ = now;
-    boundaries_.push_back(now);
     history_.push_back(now);
     if (context().max_steps <= 0) return finish(out);
     if (worker().math()) std::copy(worker().params().begin(), worker().params().end(), z_.begin());
@@ -192,9 +195,6 @@ void AsyncGossip::on_start(Time now, Actions& out) {
 
 void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
     now_ = now;
-    boundaries_.push_back(now);
-    while (boundaries_.size() > static_cast<std::size_t>(options_.rate_window) + 1)
-        boundaries_.pop_front();
     history_.push_back(now);
     while (history_.size() > kHistory) history_.pop_front();
     // Shares that came during the step join first: the step then moves a full unit of mass on
@@ -327,9 +327,9 @@ void AsyncGossip::on_report(const Message& msg, Neighbour& nb) {
         !(msg.payload[1] <= 1))
         throw Error(fmt::format("async: a malformed rate report from peer {}", nb.e.peer));
     ++nb.e.reports;
-    nb.reported_rate = msg.payload[0];
+    const double rate = msg.payload[0];
     nb.e.reported_self = msg.payload[1];
-    if (nb.reported_rate > 0) nb.e.rate = nb.reported_rate;
+    if (rate > 0) nb.e.rate = rate;
 }
 
 void AsyncGossip::absorb(int from, Time sent_at) {

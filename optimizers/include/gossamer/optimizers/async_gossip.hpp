@@ -140,7 +140,6 @@ class AsyncGossip final : public Protocol {
   private:
     struct Neighbour {
         AsyncEdge e;
-        double reported_rate = 0;                            // from its latest report
         std::deque<std::pair<Time, std::int64_t>> arrivals;  // (time, sender step)
         std::deque<double> gaps;                             // inter-arrival times
         double last_share = 0;                               // w of its latest share
@@ -165,10 +164,9 @@ class AsyncGossip final : public Protocol {
     double w_ = 1.0, buf_w_ = 0.0, self_share_;
     std::vector<float> z_, buf_x_;
     std::vector<std::pair<int, Time>> pending_;  // (sender, sent at) in the buffer
-    std::deque<Time> history_;                   // own step boundaries, for staleness
+    std::deque<Time> history_;                   // own step boundaries: rate, staleness
     Time now_ = 0;                               // time of the event being handled
     std::map<int, Neighbour> nbrs_;
-    std::deque<Time> boundaries_;       // own step boundaries, for the own rate
     std::vector<int> base_out_degree_;  // of every peer, for mass_lost estimates
 };
 
