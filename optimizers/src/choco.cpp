@@ -108,23 +108,10 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
         for (std::int64_t t = 0; t < *period; ++t)
             if (!balanced(*topo->at(t), rank()))
                 throw TopologyError(unbalanced_message(*topo->at(t), t, topo->describe(), rank()));
-    const optim::Multirate* rates = worker().multirate();
-    if (!rates) {
-        Channel whole;
-        whole.size = worker().size();
-        whole.q = compressor_.get();
-        channels_.push_back(std::move(whole));
-        return;
-    }
-    for (std::size_t id = 0; id < rates->count(); ++id) {
-        const Partition& p = rates->layout()[id];
+    for (PartitionChannel& spec : partition_channels(worker())) {
         Channel c;
-        c.id = static_cast<std::uint32_t>(id);
-        c.offset = p.offset;
-        c.size = p.size;
-        c.period = rates->rate(id).gossip_period;
-        if (const auto& q = rates->rate(id).compressor) c.own_q = optim::make_compressor(*q);
-        c.q = c.own_q ? c.own_q.get() : compressor_.get();
+        static_cast<PartitionChannel&>(c) = std::move(spec);
+        c.q = c.compressor ? c.compressor.get() : compressor_.get();
         channels_.push_back(std::move(c));
     }
 }

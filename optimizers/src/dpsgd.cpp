@@ -56,21 +56,9 @@ Dpsgd::Dpsgd(PeerContext ctx, DpsgdOptions options) : Protocol(std::move(ctx)), 
             "for push-sum weights",
             topo->describe(), topology::to_string(topo->kind())));
     if (!(options_.resync_timeout > 0)) throw Error("dpsgd: resync_timeout must be > 0");
-    const optim::Multirate* rates = worker().multirate();
-    if (!rates) {
-        Channel whole;
-        whole.size = worker().size();
-        channels_.push_back(std::move(whole));
-        return;
-    }
-    for (std::size_t id = 0; id < rates->count(); ++id) {
-        const Partition& p = rates->layout()[id];
+    for (PartitionChannel& spec : partition_channels(worker())) {
         Channel c;
-        c.id = static_cast<std::uint32_t>(id);
-        c.offset = p.offset;
-        c.size = p.size;
-        c.period = rates->rate(id).gossip_period;
-        if (const auto& q = rates->rate(id).compressor) c.q = optim::make_compressor(*q);
+        static_cast<PartitionChannel&>(c) = std::move(spec);
         channels_.push_back(std::move(c));
     }
 }
@@ -109,7 +97,7 @@ const ReplicaReceiver* Dpsgd::in_edge(int j, std::size_t c) const {
 ReplicaReceiver& Dpsgd::receiver(Channel& c, int j) {
     auto it = c.in.find(j);
     if (it == c.in.end())
-        it = c.in.emplace(j, ReplicaReceiver(j, c.size, worker().math(), c.q.get(),
+        it = c.in.emplace(j, ReplicaReceiver(j, c.size, worker().math(), c.compressor.get(),
                                              stream(c, j, rank())))
                  .first;
     return it->second;
@@ -142,7 +130,7 @@ void Dpsgd::send_round(Time now, Actions& out) {
             auto it = c.out.find(j);
             if (it == c.out.end())
                 it = c.out
-                         .emplace(j, ReplicaSender(j, c.size, worker().math(), c.q.get(),
+                         .emplace(j, ReplicaSender(j, c.size, worker().math(), c.compressor.get(),
                                                    stream(c, rank(), j)))
                          .first;
             auto& recent = c.sent_at[j];

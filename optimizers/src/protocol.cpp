@@ -69,4 +69,23 @@ void Protocol::after(Actions& out) {
     done_ = done_ || out.done;
 }
 
+std::vector<PartitionChannel> partition_channels(const LocalWorker& worker) {
+    std::vector<PartitionChannel> out;
+    const optim::Multirate* rates = worker.multirate();
+    if (!rates) {
+        out.emplace_back().size = worker.size();
+        return out;
+    }
+    for (std::size_t id = 0; id < rates->count(); ++id) {
+        const Partition& p = rates->layout()[id];
+        PartitionChannel& c = out.emplace_back();
+        c.id = static_cast<std::uint32_t>(id);
+        c.offset = p.offset;
+        c.size = p.size;
+        c.period = rates->rate(id).gossip_period;
+        if (const auto& q = rates->rate(id).compressor) c.compressor = optim::make_compressor(*q);
+    }
+    return out;
+}
+
 }  // namespace gossamer::proto

@@ -122,14 +122,10 @@ class Choco final : public Protocol {
     };
 
     // One partition's gossip state (the whole model when there is no multirate).
-    struct Channel {
-        std::uint32_t id = 0;  // partition id on the wire
-        std::size_t offset = 0, size = 0;
-        int period = 1;                            // gossip period in steps
-        std::int64_t round = 0;                    // r_p: topology rounds this channel has mixed
-        std::unique_ptr<optim::Compressor> own_q;  // the partition's compressor, if it has one
-        const optim::Compressor* q = nullptr;      // own_q or the protocol's compressor_
-        Slot own;                                  // shared mode
+    struct Channel : PartitionChannel {
+        std::int64_t round = 0;                // r_p: topology rounds this channel has mixed
+        const optim::Compressor* q = nullptr;  // compressor, or the protocol's compressor_
+        Slot own;                              // shared mode
         std::map<int, OutEdge> out;
         std::map<int, InEdge> in;
     };

@@ -116,12 +116,8 @@ class Dpsgd final : public Protocol {
     enum class Stage { idle, stepping, waiting, done };
 
     // One partition's gossip state (the whole model when there is no multirate).
-    struct Channel {
-        std::uint32_t id = 0;  // partition id on the wire
-        std::size_t offset = 0, size = 0;
-        int period = 1;          // gossip period in steps
+    struct Channel : PartitionChannel {
         std::int64_t round = 0;  // r_p: topology rounds this channel has mixed
-        std::unique_ptr<optim::Compressor> q;
         std::map<int, ReplicaSender> out;
         std::map<int, ReplicaReceiver> in;
         std::map<int, std::deque<std::pair<std::uint64_t, Time>>> sent_at;  // recent sends

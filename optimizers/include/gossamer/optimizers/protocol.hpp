@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gossamer/core/json.hpp"
+#include "gossamer/optimizers/compressor.hpp"
 #include "gossamer/optimizers/multirate.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "gossamer/transport/message.hpp"
@@ -66,6 +67,19 @@ class LocalWorker {
     /// Per-partition work so far, by partition id; empty when the worker keeps none.
     virtual std::span<const PartitionWork> work() const { return {}; }
 };
+
+/// One partition's gossip channel as the averaging protocols (dpsgd, choco) set it up: the
+/// partition's id, range and gossip period, and its own compressor if it has one.
+struct PartitionChannel {
+    std::uint32_t id = 0;  ///< partition id on the wire
+    std::size_t offset = 0, size = 0;
+    int period = 1;                                 ///< gossip period in steps
+    std::unique_ptr<optim::Compressor> compressor;  ///< the partition's own, or null
+};
+
+/// One channel per partition of the worker's multirate rates, or one over the whole model
+/// (id 0, period 1, no compressor) without them.
+std::vector<PartitionChannel> partition_channels(const LocalWorker& worker);
 
 /// A worker with no values: every call is free. Message sizes still count size() floats.
 class CostOnlyWorker final : public LocalWorker {
