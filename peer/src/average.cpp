@@ -130,11 +130,9 @@ AverageResult exact_average(transport::Transport& t, std::span<const int> surviv
                                 "saw different failures",
                                 t.rank(), list(survivors), *st->mismatch));
             if (st->failed && !tolerate_failure)
-                throw PeerFailure(
-                    st->failed->peer,
-                    fmt::format("exact average on rank {} over ranks {} stops: "
-                                "peer {} failed ({})",
-                                t.rank(), list(survivors), st->failed->peer, st->failed->reason));
+                throw PeerFailure(st->failed->peer,
+                                  fmt::format("exact average on rank {} over ranks {} stops ({})",
+                                              t.rank(), list(survivors), st->failed->reason));
             if (ready()) return true;
             const auto now = transport::Clock::now();
             if (now >= deadline) return false;
