@@ -101,7 +101,12 @@ int run_peer_job(PeerJob& job) {
     try {
         me = peer::join(join_options(job, layout, size));
     } catch (const bootstrap::BootstrapError& e) {
-        say(rank, fmt::format("could not join: {}", e.what()));
+        // A failed rendezvous was logged by the bootstrap already (one line naming this rank and
+        // the reason); only the listener's own failures are not.
+        using R = bootstrap::Reason;
+        if (e.reason() == R::address_in_use || e.reason() == R::cannot_listen ||
+            e.reason() == R::bad_rank)
+            say(rank, fmt::format("could not join: {}", e.what()));
         return refused_for_input(e.reason()) ? 2 : 1;
     } catch (const TransportError& e) {
         say(rank, fmt::format("could not join: {}", e.what()));
