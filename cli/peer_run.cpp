@@ -147,9 +147,7 @@ int run_peer_job(PeerJob& job) {
     try {
         peer::Driver driver(*job.protocol, *job.worker.trainer, me->transport(), d);
         r = driver.run();
-    } catch (const PeerFailure& e) {
-        return stop(fmt::format("stopped: {}", e.what()));  // "peer R failed: ..."
-    } catch (const std::exception& e) {
+    } catch (const std::exception& e) {  // PeerFailure says "peer R failed: ..."
         return stop(fmt::format("stopped: {}", e.what()));
     }
     if (r.failed) {
@@ -176,9 +174,6 @@ int run_peer_job(PeerJob& job) {
     try {
         avg = peer::exact_average(me->transport(), survivors, x, job.protocol->mass(),
                                   std::move(early), ao);
-    } catch (const PeerFailure& e) {
-        return stop(
-            fmt::format("stopped in the final average: peer {} failed: {}", e.rank(), e.what()));
     } catch (const std::exception& e) {
         return stop(fmt::format("stopped in the final average: {}", e.what()));
     }
