@@ -65,10 +65,11 @@ peer::JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout
     return o;
 }
 
-// The lowest surviving rank evaluates the average and writes average.json and model.bin.
-void write_average(const PeerJob& job, Model& model, const PartitionLayout& layout,
-                   const peer::AverageResult& avg, const std::vector<int>& survivors,
-                   const std::vector<int>& lost, std::int64_t steps) {
+// The lowest surviving rank evaluates the average and writes average.json and model.bin;
+// returns what average.json holds.
+json::Json write_average(const PeerJob& job, Model& model, const PartitionLayout& layout,
+                         const peer::AverageResult& avg, const std::vector<int>& survivors,
+                         const std::vector<int>& lost, std::int64_t steps) {
     const EvalResult e = model.evaluate(avg.model, job.data.test, job.config.eval_batch);
     json::Json rec = {{"algorithm", job.algorithm},
                       {"survivors", survivors},
@@ -88,6 +89,7 @@ void write_average(const PeerJob& job, Model& model, const PartitionLayout& layo
         fmt::format("average of ranks {}: test loss {:.6f}{}; wrote {}", ranks_text(survivors),
                     e.loss, e.accuracy ? fmt::format(", accuracy {:.4f}", *e.accuracy) : "",
                     path.string()));
+    return rec;
 }
 
 }  // namespace
@@ -179,8 +181,12 @@ int run_peer_job(PeerJob& job) {
     }
     say(rank, fmt::format("finished {} steps in {:.1f} s; lost peers: {}", r.steps, r.end_time,
                           ranks_text(lost)));
+    json::Json summary = {{"rank", rank},           {"algorithm", job.algorithm},
+                          {"steps", r.steps},       {"end_time", r.end_time},
+                          {"survivors", survivors}, {"lost", lost}};
     if (survivors.front() == rank)
-        write_average(job, *model, layout, avg, survivors, lost, r.steps);
+        summary["average"] = write_average(job, *model, layout, avg, survivors, lost, r.steps);
+    if (job.json) std::printf("%s\n", summary.dump().c_str());
     return 0;
 }
 
