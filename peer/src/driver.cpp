@@ -294,6 +294,7 @@ DriverResult Loop::run() {
             result_.failed = true;
             break;
         }
+        if (options_.poll) options_.poll();
         watch();
         release_due();
         if (deliver_one()) continue;

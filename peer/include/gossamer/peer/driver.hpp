@@ -56,6 +56,10 @@ struct DriverOptions {
     /// Called on the communication thread after each finished local step (a launcher's
     /// progress line); with several peers in one process it must be thread-safe. Empty: none.
     std::function<void(const StepRecord&)> on_step;
+    /// Called on the communication thread each time the loop wakes, before it delivers events:
+    /// where work other threads queued for the transport is done (JoinedPeer::apply_peer_losses
+    /// fails the peers the bootstrap saw vanish). Empty: none.
+    std::function<void()> poll;
 };
 
 /// One finished local step.
