@@ -59,6 +59,10 @@ void check_options(const PeerOptions& o, std::size_t params, const PartitionLayo
 
 }  // namespace
 
+int peer_count(const std::string& topology_file) {
+    return topology::load_topology(topology_file).n();
+}
+
 struct Peer::Impl {
     PeerOptions options;
     topology::Topology topology;

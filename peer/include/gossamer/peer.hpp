@@ -44,6 +44,9 @@ class InprocJob;
 /// A job for `n` peers (the topology file's peer count). Throws ConfigError when n < 1.
 std::shared_ptr<InprocJob> make_inproc_job(int n);
 
+/// The number of peers of a topology file (loads and validates it; ConfigError as the CLI's).
+int peer_count(const std::string& topology_file);
+
 enum class PeerTransport {
     ucx,     ///< real processes: TCP bootstrap at the topology file's host:port, then UCX
     inproc,  ///< threads of one process sharing PeerOptions::inproc
