@@ -95,6 +95,7 @@ void Peer::Impl::snapshot(const transport::Transport* t, const peer::DriverResul
     m.bytes_received = st.bytes_received;
     m.messages_sent = st.messages_sent;
     m.messages_received = st.messages_received;
+    m.partition_bytes_sent = st.partition_bytes_sent;
     m.mass = protocol->mass();
     m.mass_lost = st.mass_lost;
     m.edges = protocol->edge_metrics();

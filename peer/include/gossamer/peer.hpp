@@ -91,6 +91,8 @@ struct PeerMetrics {
     std::int64_t rounds = 0;  ///< communication rounds completed
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     std::uint64_t messages_sent = 0, messages_received = 0;
+    /// bytes_sent by partition id (the layout's order; whole-model algorithms send all as 0)
+    std::vector<std::uint64_t> partition_bytes_sent;
     double loss = 0;             ///< the last loss handed to step()
     double compute_seconds = 0;  ///< your loop: from each return of step() to the next call
     double wait_seconds = 0;     ///< blocked inside step(): communication you waited for
