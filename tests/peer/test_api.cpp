@@ -70,7 +70,7 @@ double api_loss(const std::string& algorithm, const std::string& topology_path, 
 
 }  // namespace
 
-TEST_CASE("a user loop with plain SGD matches the built-in peers within 1e-4 (allreduce, dpsgd)") {
+TEST_CASE("a user loop with plain SGD matches the built-in peers within 1e-4 under allreduce and dpsgd") {
     test::TempDir dir;
     const int n = 4;
     const auto path = topology_file(dir, "exponential", n, topology::WeightRule::uniform);

@@ -35,7 +35,7 @@ TEST_CASE("Peer: a missing or broken topology file is the loader's one-line Conf
     CHECK(contains(refused(dir, [&](PeerOptions& o) { o.topology = broken; }), "broken.json"));
 }
 
-TEST_CASE("Peer: a rank outside the topology, an unknown algorithm or bad options are refused") {
+TEST_CASE("Peer: a rank outside the topology or an unknown algorithm or bad options are refused") {
     test::TempDir dir;
     CHECK(contains(refused(dir, [](PeerOptions& o) { o.rank = 4; }), "4"));
     const auto algo = refused(dir, [](PeerOptions& o) { o.algorithm = "gosip"; });
@@ -104,7 +104,7 @@ TEST_CASE("Peer: a peer that never joins ends the others' constructor within joi
     CHECK(since(t0) < 5.0);
 }
 
-TEST_CASE("Peer: step() after the last step throws, finish() returns the final metrics") {
+TEST_CASE("Peer: step() after the last step throws and finish() returns the final metrics") {
     test::TempDir dir;
     const auto path = topology_file(dir, "ring", 1, topology::WeightRule::uniform);
     std::vector<float> x{1.0f, 2.0f};

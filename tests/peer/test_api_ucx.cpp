@@ -75,7 +75,7 @@ ProcessRun run_job(const TempDir& dir, const std::string& topology, int n,
 }  // namespace
 
 TEST_SUITE("integration") {
-    TEST_CASE("examples/custom_loop: 4 processes over UCX finish and agree (allreduce, dpsgd)") {
+    TEST_CASE("examples/custom_loop: 4 processes over UCX finish and agree under allreduce and dpsgd") {
         const int n = 4;
         for (const std::string algorithm : {"allreduce", "dpsgd"}) {
             CAPTURE(algorithm);
