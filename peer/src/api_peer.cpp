@@ -138,16 +138,20 @@ void Peer::Impl::run_comm() {
         }
         worker->end(finished ? std::move(final_model) : std::vector<float>{}, nullptr);
         conn->close(finished, Clock::now() + options.run_timeout);
-    } catch (const std::exception& e) {
-        if (worker->ended() && !worker->error()) {
-            log::warn("rank {}: {}", rank, e.what());  // after the last step: leaving late
+    } catch (...) {
+        const auto error = std::current_exception();
+        if (worker->ended() && !worker->error()) {  // after the last step: leaving late
+            try {
+                std::rethrow_exception(error);
+            } catch (const std::exception& e) {
+                log::warn("rank {}: {}", rank, e.what());
+            }
             return;
         }
-        log::debug("rank {}: the job ended: {}", rank, e.what());
-        worker->end({}, std::current_exception());
+        worker->end({}, error);
         try {
             if (conn && !finished) conn->close(false, Clock::now());
-        } catch (const std::exception&) {
+        } catch (...) {  // leaving anyway; the job's error is what the user sees
         }
     }
 }
@@ -186,7 +190,8 @@ Peer::Peer(PeerOptions options, std::span<float> params, PartitionLayout layout)
     m.comm = std::jthread([&m] { m.run_comm(); });
     // The first point: all peers joined and the protocol asked for its first local step.
     const auto wake =
-        m.worker->wait_point(Clock::now() + m.options.join_timeout + m.options.stall_timeout);
+        m.worker->wait_point(Clock::now() + m.options.join_timeout + std::chrono::seconds(5) +
+                             m.options.stall_timeout);  // the bootstrap's io_timeout: 5 s
     if (wake == api::UserWorker::Wake::point) {
         m.returned = Clock::now();
         return;
