@@ -46,21 +46,41 @@ std::string read_file(const std::filesystem::path& p) {
     return ss.str();
 }
 
+// A ring of n peers on free loopback ports, as a topology file in `dir`.
+std::string ring_file(const TempDir& dir, int n) {
+    std::string peers;
+    for (int port : free_ports(n))
+        peers += fmt::format("{}{{\"host\": \"127.0.0.1\", \"port\": {}}}",
+                             peers.empty() ? "" : ", ", port);
+    return dir.write("ring.json", fmt::format(R"({{"version": 1, "peers": [{}],
+        "graph": {{"family": "ring"}}, "weights": "uniform"}})",
+                                              peers));
+}
+
 struct ProcessRun {
     std::vector<int> status;
     std::vector<std::string> out, err;
 };
 
-// Starts custom_loop once per rank, all at once, each bounded by `timeout` seconds.
-ProcessRun run_job(const TempDir& dir, const std::string& topology, int n,
-                   const std::string& args) {
+// Starts custom_loop once per rank, all at once, each bounded by 100 s. With kill >= 0, that
+// rank gets SIGKILL (by its process id) after `kill_after` seconds.
+ProcessRun run_job(const TempDir& dir, const std::string& topology, int n, const std::string& args,
+                   int kill = -1, double kill_after = 0) {
+    const std::string d = dir.path().string();
     std::string script;
-    for (int r = 0; r < n; ++r)
-        script += fmt::format(
-            "( GOSSAMER_JOB_TOKEN=api-test timeout 100 '{}' --topology '{}' --rank {} {} "
-            ">'{}/out{}' 2>'{}/err{}'; echo $? >'{}/rc{}' ) & ",
-            CUSTOM_LOOP_BINARY, topology, r, args, dir.path().string(), r, dir.path().string(), r,
-            dir.path().string(), r);
+    for (int r = 0; r < n; ++r) {
+        const auto cmd = fmt::format(
+            "GOSSAMER_JOB_TOKEN=api-test {} '{}' --topology '{}' --rank {} {} >'{}/out{}' "
+            "2>'{}/err{}'",
+            r == kill ? "" : "timeout 100", CUSTOM_LOOP_BINARY, topology, r, args, d, r, d, r);
+        if (r == kill)
+            script += fmt::format(
+                "( {} & p=$!; sleep {}; kill -KILL $p; wait $p; "
+                "echo $? >'{}/rc{}' ) & ",
+                cmd, kill_after, d, r);
+        else
+            script += fmt::format("( {}; echo $? >'{}/rc{}' ) & ", cmd, d, r);
+    }
     gossamer::test::run(script + "wait");
     ProcessRun out;
     for (int r = 0; r < n; ++r) {
@@ -75,20 +95,13 @@ ProcessRun run_job(const TempDir& dir, const std::string& topology, int n,
 }  // namespace
 
 TEST_SUITE("integration") {
-    TEST_CASE("examples/custom_loop: 4 processes over UCX finish and agree under allreduce and dpsgd") {
+    TEST_CASE(
+        "examples/custom_loop: 4 processes over UCX finish and agree under allreduce and dpsgd") {
         const int n = 4;
         for (const std::string algorithm : {"allreduce", "dpsgd"}) {
             CAPTURE(algorithm);
             TempDir dir;
-            std::string peers;
-            for (int port : free_ports(n))
-                peers += fmt::format("{}{{\"host\": \"127.0.0.1\", \"port\": {}}}",
-                                     peers.empty() ? "" : ", ", port);
-            const auto topology = dir.write(
-                "ring4.json",
-                fmt::format(R"({{"version": 1, "peers": [{}], "graph": {{"family": "ring"}},
-                                "weights": "uniform"}})",
-                            peers));
+            const auto topology = ring_file(dir, n);
             const auto res = run_job(dir, topology, n, "--steps 200 --algorithm " + algorithm);
             const std::regex line(
                 R"(rank (\d): 200 steps, test loss ([0-9.]+) -> ([0-9.]+), accuracy ([0-9.]+), model checksum ([-0-9.]+); \w+: (\d+) rounds)");
@@ -131,5 +144,31 @@ TEST_SUITE("integration") {
         CHECK(r.err.find("7") != std::string::npos);
         CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
         CHECK(r.out.empty());
+    }
+}
+
+TEST_SUITE("integration") {
+    TEST_CASE("examples/custom_loop over UCX: a peer killed under allreduce stops every other") {
+        const int n = 4, dead = 2;
+        TempDir dir;
+        const auto topology = ring_file(dir, n);
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto res =
+            run_job(dir, topology, n, "--steps 1000000 --algorithm allreduce", dead, 1.5);
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        CHECK(res.status[dead] == 128 + 9);
+        bool named = false;
+        for (int r = 0; r < n; ++r) {
+            if (r == dead) continue;
+            CAPTURE(r);
+            CAPTURE(res.err[r]);
+            CHECK(res.status[r] == 1);  // the job failed, not a usage error and not a timeout
+            CHECK(res.err[r].find("custom_loop: peer ") != std::string::npos);
+            CHECK(res.err[r].find("failed: all-reduce on rank") != std::string::npos);
+            named = named || res.err[r].find("custom_loop: peer 2 failed") != std::string::npos;
+        }
+        CHECK(named);  // a neighbour of the dead peer names it
+        CHECK(seconds < 30);
     }
 }
