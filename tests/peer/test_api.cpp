@@ -70,7 +70,8 @@ double api_loss(const std::string& algorithm, const std::string& topology_path, 
 
 }  // namespace
 
-TEST_CASE("a user loop with plain SGD matches the built-in peers within 1e-4 under allreduce and dpsgd") {
+TEST_CASE(
+    "a user loop with plain SGD matches the built-in peers within 1e-4 under allreduce and dpsgd") {
     test::TempDir dir;
     const int n = 4;
     const auto path = topology_file(dir, "exponential", n, topology::WeightRule::uniform);
@@ -126,38 +127,43 @@ double spread(const std::vector<LoopOutcome>& out, const std::vector<double>& ce
 
 }  // namespace
 
-TEST_CASE("dpsgd: user loops on different objectives reach consensus near the mean optimum") {
-    test::TempDir dir;
+TEST_CASE("dpsgd and sgp and choco: user loops on different objectives reach consensus") {
     const int n = 4;
     const std::size_t size = 16;
-    const auto path = topology_file(dir, "ring", n, topology::WeightRule::uniform);
-    auto job = make_inproc_job(n);
-    const auto out = run_loops(n, [&](int r, LoopOutcome& me) {
-        std::vector<float> x(size, 0.0f);
-        const auto c = target(r, size);
-        Peer peer(inproc_options(path, r, "dpsgd", 300, job), x);
-        do quadratic_step(x, c, 0.02);
-        while (peer.step(0.0));
-        me.metrics = peer.finish();
-        me.params = x;
-    });
-    std::vector<double> mean_target(size, 0.0), mean_x(size, 0.0);
     std::vector<LoopOutcome> targets(static_cast<std::size_t>(n));
+    std::vector<double> mean_target(size, 0.0);
     for (int r = 0; r < n; ++r) {
-        const auto& o = out[static_cast<std::size_t>(r)];
-        REQUIRE(o.error == "");
         targets[static_cast<std::size_t>(r)].params = target(r, size);
-        for (std::size_t k = 0; k < size; ++k) {
-            mean_target[k] += target(r, size)[k] / n;
-            mean_x[k] += o.params[k] / n;
-        }
+        for (std::size_t k = 0; k < size; ++k) mean_target[k] += target(r, size)[k] / n;
     }
     const double apart = spread(targets, mean_target);  // where local training alone ends
-    const double together = spread(out, mean_x);
-    CAPTURE(apart);
-    CAPTURE(together);
-    CHECK(together < 0.1 * apart);
-    CHECK(spread(out, mean_target) < 0.1 * apart);  // and near the mean optimum
+    for (const std::string algorithm : {"dpsgd", "sgp", "choco"}) {
+        CAPTURE(algorithm);
+        test::TempDir dir;
+        const auto path = topology_file(
+            dir, "ring", n,
+            algorithm == "sgp" ? topology::WeightRule::push_sum : topology::WeightRule::uniform);
+        auto job = make_inproc_job(n);
+        const auto out = run_loops(n, [&](int r, LoopOutcome& me) {
+            std::vector<float> x(size, 0.0f);
+            const auto c = target(r, size);
+            Peer peer(inproc_options(path, r, algorithm.c_str(), 300, job), x);
+            do quadratic_step(x, c, 0.02);
+            while (peer.step(0.0));
+            me.metrics = peer.finish();
+            me.params = x;
+        });
+        std::vector<double> mean_x(size, 0.0);
+        for (const auto& o : out) {
+            REQUIRE(o.error == "");
+            for (std::size_t k = 0; k < size; ++k) mean_x[k] += o.params[k] / n;
+        }
+        const double together = spread(out, mean_x);
+        CAPTURE(apart);
+        CAPTURE(together);
+        CHECK(together < 0.1 * apart);
+        CHECK(spread(out, mean_target) < 0.1 * apart);  // and near the mean optimum
+    }
 }
 
 TEST_CASE("async: one slow user loop does not stall the others") {
