@@ -9,7 +9,8 @@
 //   custom_loop --topology ring4.json --rank 2 --algorithm sgp  # one peer of a real job (UCX)
 //
 // Options: --algorithm NAME (dpsgd), --steps N (300), --rank R (or OMPI_COMM_WORLD_RANK,
-// PMI_RANK, SLURM_PROCID), --threads. Exit status: 0 done, 1 the job failed, 2 bad input.
+// PMI_RANK, SLURM_PROCID), --threads, --average (every peer ends with the exact average of all
+// models). Exit status: 0 done, 1 the job failed, 2 bad input.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -147,7 +148,7 @@ void train(const gossamer::PeerOptions& options) {
 int usage(const std::string& why) {
     std::fprintf(stderr,
                  "custom_loop: %s\nusage: custom_loop --topology FILE [--rank R] "
-                 "[--algorithm NAME] [--steps N] [--threads]\n",
+                 "[--algorithm NAME] [--steps N] [--threads] [--average]\n",
                  why.c_str());
     return 2;
 }
@@ -163,6 +164,8 @@ int main(int argc, char** argv) {
         try {
             if (arg == "--threads") {
                 a.threads = true;
+            } else if (arg == "--average") {
+                a.peer.exact_average = true;  // every peer ends with the survivors' mean model
             } else if (!has_value) {
                 return usage("unknown option or missing value: " + arg);
             } else if (arg == "--topology") {

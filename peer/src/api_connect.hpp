@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gossamer/core/partition.hpp"
 #include "gossamer/peer.hpp"
@@ -37,6 +38,14 @@ class Connection {
     virtual void close(bool finished, Clock::time_point deadline) = 0;
     /// On the joining thread, whenever the driver's loop wakes (DriverOptions::poll).
     virtual void poll() {}
+    /// On the joining thread: the ranks not lost so far, ascending, this one among them.
+    virtual std::vector<int> survivors() {
+        std::vector<int> out;
+        auto& t = transport();
+        for (int q = 0; q < t.size(); ++q)
+            if (q == t.rank() || !t.peer_failed(q)) out.push_back(q);
+        return out;
+    }
 };
 
 /// Joins over the in-process fabric of `job`: every peer checks the others' model size and

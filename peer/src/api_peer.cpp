@@ -12,6 +12,7 @@
 #include "gossamer/core/log.hpp"
 #include "gossamer/optimizers/multirate.hpp"
 #include "gossamer/peer.hpp"
+#include "gossamer/peer/average.hpp"
 #include "gossamer/peer/driver.hpp"
 
 namespace gossamer {
@@ -81,6 +82,8 @@ struct Peer::Impl {
     Clock::time_point returned = Clock::now();
 
     void run_comm();
+    std::vector<float> average(api::Connection& conn, std::span<const float> x,
+                               std::vector<transport::Message> early);
     void snapshot(const transport::Transport* t, const peer::DriverResult* r);
     [[noreturn]] void rethrow_end();
 };
@@ -108,6 +111,21 @@ void Peer::Impl::snapshot(const transport::Transport* t, const peer::DriverResul
     }
 }
 
+// The exact average of the survivors' models (peer/average.hpp), on the communication thread.
+std::vector<float> Peer::Impl::average(api::Connection& conn, std::span<const float> x,
+                                       std::vector<transport::Message> early) {
+    conn.poll();
+    const std::vector<int> survivors = conn.survivors();
+    peer::AverageOptions o;
+    o.timeout = std::chrono::duration_cast<transport::Duration>(options.run_timeout);
+    o.poll = [&conn] { conn.poll(); };
+    auto avg =
+        peer::exact_average(conn.transport(), survivors, x, protocol->mass(), std::move(early), o);
+    std::lock_guard lock(metrics_mutex);
+    metrics.average_of = survivors;
+    return std::move(avg.model);
+}
+
 void Peer::Impl::run_comm() {
     std::unique_ptr<api::Connection> conn;
     bool finished = false;
@@ -124,6 +142,12 @@ void Peer::Impl::run_comm() {
             if (leave) throw Error(fmt::format("rank {} left the job early", rank));
             c->poll();
         };
+        std::vector<transport::Message> early;  // the exact average's, while training
+        d.intercept = [&early](transport::Message& m) {
+            if (!peer::is_average_message(m)) return false;
+            early.push_back(std::move(m));
+            return true;
+        };
         const transport::Transport* t = &conn->transport();
         d.on_step = [this, t](const peer::StepRecord&) { snapshot(t, nullptr); };
         peer::Driver driver(*protocol, *worker, conn->transport(), d);
@@ -132,6 +156,8 @@ void Peer::Impl::run_comm() {
         finished = !r.failed;
         std::vector<float> final_model(params.size());
         protocol->current_model(final_model);
+        if (finished && options.exact_average)
+            final_model = average(*conn, final_model, std::move(early));
         {
             std::lock_guard lock(metrics_mutex);
             metrics.finished = finished;

@@ -3,6 +3,8 @@
 // the UCX transport connects every pair.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "api_connect.hpp"
 #include "gossamer/core/error.hpp"
 
@@ -26,6 +28,17 @@ class UcxConnection final : public Connection {
     transport::Transport& transport() override { return joined_->transport(); }
 
     void poll() override { joined_->apply_peer_losses(); }
+
+    // Also without the peers the bootstrap lost (a goodbye included: it left before averaging).
+    std::vector<int> survivors() override {
+        auto out = Connection::survivors();
+        const auto losses = joined_->losses();
+        std::erase_if(out, [&](int q) {
+            return std::any_of(losses.begin(), losses.end(),
+                               [q](const auto& l) { return l.rank == q; });
+        });
+        return out;
+    }
 
     void close(bool finished, Clock::time_point) override {
         // Finished: a goodbye, the others see this peer leave, not fail. Otherwise the others

@@ -256,3 +256,38 @@ TEST_CASE("dpsgd: a partition with a gossip period of 4 sends a quarter of the b
         CHECK(body / head == doctest::Approx(4.0).epsilon(0.25));
     }
 }
+
+TEST_CASE("exact_average: every peer ends with the mean of the models it would have had") {
+    test::TempDir dir;
+    const int n = 4;
+    const std::size_t size = 16;
+    const auto path = topology_file(dir, "ring", n, topology::WeightRule::uniform);
+    const auto train = [&](bool average) {
+        auto job = make_inproc_job(n);
+        return run_loops(n, [&](int r, LoopOutcome& me) {
+            std::vector<float> x(size, 0.0f);
+            const auto c = target(r, size);
+            auto o = inproc_options(path, r, "dpsgd", 50, job);
+            o.exact_average = average;
+            Peer peer(o, x);
+            do quadratic_step(x, c, 0.05);
+            while (peer.step(0.0));
+            me.metrics = peer.finish();
+            me.params = x;
+        });
+    };
+    const auto plain = train(false);  // dpsgd in-process is deterministic: the same models
+    const auto averaged = train(true);
+    std::vector<double> mean(size, 0.0);
+    for (const auto& o : plain) {
+        REQUIRE(o.error == "");
+        for (std::size_t k = 0; k < size; ++k) mean[k] += o.params[k] / n;
+    }
+    CHECK(plain[0].params != plain[1].params);  // gossip alone leaves them apart
+    for (const auto& o : averaged) {
+        REQUIRE(o.error == "");
+        CHECK(o.params == averaged[0].params);  // bitwise the same on every peer
+        CHECK(o.metrics.average_of == std::vector<int>{0, 1, 2, 3});
+        for (std::size_t k = 0; k < size; ++k) CHECK(o.params[k] == doctest::Approx(mean[k]));
+    }
+}

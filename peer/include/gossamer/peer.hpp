@@ -79,6 +79,9 @@ struct PeerOptions {
     std::chrono::milliseconds run_timeout{std::chrono::hours(24)};
     /// JSON-lines metrics per step and a summary at the end (docs/peer.md, "Metrics"); "" none.
     std::string metrics_path;
+    /// After the last step, every surviving peer ends with the exact average of the survivors'
+    /// models (push-sum mass weighted; one ring all-reduce, docs/peer.md): step() waits for it.
+    bool exact_average = false;
 };
 
 /// What the peer has done so far (a snapshot at the last step boundary; final after the last
@@ -100,7 +103,8 @@ struct PeerMetrics {
     double mass_lost = 0;        ///< push-sum mass that went with failed peers
     std::vector<int> failed_peers;
     json::Json edges;  ///< per neighbour: weights in use, staleness (the protocol's edge metrics)
-    bool finished = false;  ///< the last step is done
+    bool finished = false;        ///< the last step is done
+    std::vector<int> average_of;  ///< exact_average: the ranks averaged (the survivors)
 };
 
 class Peer {
