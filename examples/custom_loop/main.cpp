@@ -147,10 +147,18 @@ void train(const gossamer::PeerOptions& options) {
 
 int usage(const std::string& why) {
     std::fprintf(stderr,
-                 "custom_loop: %s\nusage: custom_loop --topology FILE [--rank R] "
-                 "[--algorithm NAME] [--steps N] [--threads] [--average]\n",
+                 "custom_loop: %s (usage: custom_loop --topology FILE [--rank R] "
+                 "[--algorithm NAME] [--steps N] [--threads] [--average])\n",
                  why.c_str());
     return 2;
+}
+
+// The whole of `text` as an integer; throws std::invalid_argument otherwise.
+long long integer(const std::string& text) {
+    std::size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+    return v;
 }
 
 }  // namespace
@@ -171,11 +179,13 @@ int main(int argc, char** argv) {
             } else if (arg == "--topology") {
                 a.peer.topology = argv[++i];
             } else if (arg == "--rank") {
-                a.peer.rank = std::stoi(argv[++i]);
+                const long long rank = integer(argv[++i]);
+                if (rank < 0 || rank > 1'000'000) return usage("--rank needs a rank from 0");
+                a.peer.rank = static_cast<int>(rank);
             } else if (arg == "--algorithm") {
                 a.peer.algorithm = argv[++i];
             } else if (arg == "--steps") {
-                a.peer.steps = std::stoll(argv[++i]);
+                a.peer.steps = integer(argv[++i]);
             } else {
                 return usage("unknown option: " + arg);
             }
