@@ -2,6 +2,8 @@
 // job can see, at the start-up handshake), and step() after the last step is an error.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 #include "api_peers.hpp"
 #include "support/errors.hpp"
 
@@ -119,4 +121,22 @@ TEST_CASE("Peer: step() after the last step throws and finish() returns the fina
     CHECK(m.steps == 2);
     CHECK(m.loss == 2.0);
     CHECK(m.finished);
+}
+
+TEST_CASE("Peer: without a rank it comes from the launcher's environment") {
+    test::TempDir dir;
+    if (std::getenv("OMPI_COMM_WORLD_RANK") || std::getenv("PMI_RANK")) return;  // under mpirun
+    setenv("SLURM_PROCID", "5", 1);
+    const auto msg = refused(dir, [](PeerOptions& o) { o.rank.reset(); });
+    CHECK(contains(msg, "SLURM_PROCID"));
+    CHECK(contains(msg, "5"));
+    setenv("SLURM_PROCID", "0", 1);
+    const auto path = topology_file(dir, "ring", 1, topology::WeightRule::uniform);
+    auto o = inproc_options(path, 0, "dpsgd", 1, make_inproc_job(1));
+    o.rank.reset();
+    std::vector<float> x(3, 1.0f);
+    Peer peer(o, x);
+    unsetenv("SLURM_PROCID");
+    CHECK(peer.rank() == 0);
+    CHECK_FALSE(peer.step(0.0));
 }
