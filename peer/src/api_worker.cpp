@@ -18,8 +18,9 @@ double UserWorker::compute_gradient(std::span<const float> at) {
         published_ = true;
         taken_ = false;
         cv_.notify_all();
-        // Ends when the user hands over the step, or leaves (skip_rest, or end() when the
-        // communication loop stopped and the driver is joining this thread).
+        // Ends when the user hands over the step or leaves (skip_rest). An error of the
+        // communication loop cannot end it: the driver joins this thread before run() throws,
+        // so the user's next step() or finish() (or ~Peer) is what lets it go.
         cv_.wait(lock, [&] { return handed_ || skip_ || ended_; });
         published_ = false;
         at_ = {};
