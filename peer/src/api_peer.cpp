@@ -82,8 +82,8 @@ struct Peer::Impl {
     Clock::time_point returned = Clock::now();
 
     void run_comm();
-    std::vector<float> average(api::Connection& conn, std::span<const float> x,
-                               std::vector<transport::Message> early);
+    peer::AverageResult average(api::Connection& conn, std::span<const float> x, double mass,
+                                std::vector<transport::Message> early);
     void snapshot(const transport::Transport* t, const peer::DriverResult* r);
     [[noreturn]] void rethrow_end();
 };
@@ -111,19 +111,19 @@ void Peer::Impl::snapshot(const transport::Transport* t, const peer::DriverResul
     }
 }
 
-// The exact average of the survivors' models (peer/average.hpp), on the communication thread.
-std::vector<float> Peer::Impl::average(api::Connection& conn, std::span<const float> x,
-                                       std::vector<transport::Message> early) {
+// The exact average of (x, mass) over the survivors (peer/average.hpp), on the communication
+// thread: the final model with exact_average, else one float as the job's end barrier.
+peer::AverageResult Peer::Impl::average(api::Connection& conn, std::span<const float> x,
+                                        double mass, std::vector<transport::Message> early) {
     conn.poll();
     const std::vector<int> survivors = conn.survivors();
     peer::AverageOptions o;
     o.timeout = std::chrono::duration_cast<transport::Duration>(options.run_timeout);
     o.poll = [&conn] { conn.poll(); };
-    auto avg =
-        peer::exact_average(conn.transport(), survivors, x, protocol->mass(), std::move(early), o);
+    auto avg = peer::exact_average(conn.transport(), survivors, x, mass, std::move(early), o);
     std::lock_guard lock(metrics_mutex);
-    metrics.average_of = survivors;
-    return std::move(avg.model);
+    if (x.size() == params.size()) metrics.average_of = survivors;
+    return avg;
 }
 
 void Peer::Impl::run_comm() {
@@ -157,12 +157,18 @@ void Peer::Impl::run_comm() {
         std::vector<float> final_model(params.size());
         protocol->current_model(final_model);
         if (finished && options.exact_average)
-            final_model = average(*conn, final_model, std::move(early));
+            final_model = average(*conn, final_model, protocol->mass(), std::move(early)).model;
         {
             std::lock_guard lock(metrics_mutex);
             metrics.finished = finished;
         }
         worker->end(finished ? std::move(final_model) : std::vector<float>{}, nullptr);
+        if (finished && !options.exact_average) {
+            // The end barrier (the exact average is one too): no peer closes its endpoints while
+            // another still waits for its last messages, which a UCX peer's goodbye can overtake.
+            const float one = 1.0f;
+            average(*conn, std::span(&one, 1), 1.0, std::move(early));
+        }
         conn->close(finished, Clock::now() + options.run_timeout);
     } catch (...) {
         const auto error = std::current_exception();
