@@ -83,7 +83,7 @@ struct Peer::Impl {
 
     void run_comm();
     peer::AverageResult average(api::Connection& conn, std::span<const float> x, double mass,
-                                std::vector<transport::Message> early);
+                                std::vector<transport::Message>& early);
     void snapshot(const transport::Transport* t, const peer::DriverResult* r);
     [[noreturn]] void rethrow_end();
 };
@@ -114,13 +114,13 @@ void Peer::Impl::snapshot(const transport::Transport* t, const peer::DriverResul
 // The exact average of (x, mass) over the survivors (peer/average.hpp), on the communication
 // thread: the final model with exact_average, else one float as the job's end barrier.
 peer::AverageResult Peer::Impl::average(api::Connection& conn, std::span<const float> x,
-                                        double mass, std::vector<transport::Message> early) {
+                                        double mass, std::vector<transport::Message>& early) {
     conn.poll();
     const std::vector<int> survivors = conn.survivors();
     peer::AverageOptions o;
     o.timeout = std::chrono::duration_cast<transport::Duration>(options.run_timeout);
     o.poll = [&conn] { conn.poll(); };
-    auto avg = peer::exact_average(conn.transport(), survivors, x, mass, std::move(early), o);
+    auto avg = peer::exact_average(conn.transport(), survivors, x, mass, early, o);
     std::lock_guard lock(metrics_mutex);
     if (x.size() == params.size()) metrics.average_of = survivors;
     return avg;
@@ -157,7 +157,7 @@ void Peer::Impl::run_comm() {
         std::vector<float> final_model(params.size());
         protocol->current_model(final_model);
         if (finished && options.exact_average)
-            final_model = average(*conn, final_model, protocol->mass(), std::move(early)).model;
+            final_model = average(*conn, final_model, protocol->mass(), early).model;
         {
             std::lock_guard lock(metrics_mutex);
             metrics.finished = finished;
@@ -167,7 +167,7 @@ void Peer::Impl::run_comm() {
             // The end barrier (the exact average is one too): no peer closes its endpoints while
             // another still waits for its last messages, which a UCX peer's goodbye can overtake.
             const float one = 1.0f;
-            average(*conn, std::span(&one, 1), 1.0, std::move(early));
+            average(*conn, std::span(&one, 1), 1.0, early);
         }
         conn->close(finished, Clock::now() + options.run_timeout);
     } catch (...) {
