@@ -11,8 +11,9 @@ packages=(
   libopenblas-dev zlib1g-dev libucx-dev
   python3 python3-matplotlib
   dataset-fashion-mnist
+  pybind11-dev python3-pybind11 python3-pytest python3-torch python3-torchvision
 )
-bench_packages=(python3-torch libopenmpi-dev openmpi-bin ucx-utils)
+bench_packages=(libopenmpi-dev openmpi-bin ucx-utils)
 
 for arg in "$@"; do
   case "$arg" in

@@ -1,0 +1,171 @@
+"""Gossamer from Python: join a gossip job from your own training loop (docs/python.md).
+
+    import gossamer, gossamer.torch
+    flat = gossamer.torch.flatten(model)              # parameters become views into flat.buffer
+    peer = gossamer.Peer(flat.buffer, topology="ring4.json", algorithm="async",
+                         options={"straggler": {...}}, steps=500, layout=flat.layout)
+    opt = gossamer.torch.GossipOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), peer)
+    ...; loss.backward(); more = opt.step(loss)       # local step, then gossip
+
+The C++ core (gossamer._native) does the work; errors are the CLI's one-line messages.
+"""
+
+import json as _json
+import os as _os
+
+from . import _native
+from ._native import ConfigError, Error, InprocJob, PeerFailure, Timeout, TransportError
+
+__all__ = ["Topology", "Peer", "InprocJob", "Error", "ConfigError", "PeerFailure", "Timeout",
+           "TransportError", "peer_count", "load_data", "shard", "train_builtin", "ALGORITHMS"]
+
+ALGORITHMS = ("allreduce", "dpsgd", "sgp", "async", "choco")
+
+Topology = _native.Topology
+peer_count = _native.peer_count
+
+
+def _json_text(value, name):
+    """A dict (or JSON text) as JSON text; None as ""."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name}: a {type(value).__name__} is not a JSON object; "
+                          "give a dict or JSON text")
+    return _json.dumps(value)
+
+
+def _env_int(name):
+    text = _os.environ.get(name)
+    if text is None or text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"{name}: \"{text}\" is not an integer; the launcher sets the rank "
+                          "as a number") from None
+
+
+class Peer:
+    """One peer of a gossip job over a flat float32 buffer (gossamer::Peer, docs/api.md).
+
+    params: a 1-D float32 buffer: a NumPy array or a CPU torch tensor (gossamer.torch.flatten's
+        buffer). The peer writes the first point into it now and the next point at every step().
+    topology: a topology file path or a gossamer.Topology (default $GOSSAMER_TOPOLOGY).
+    rank: this peer's rank (default $GOSSAMER_RANK, else OMPI_COMM_WORLD_RANK, PMI_RANK,
+        SLURM_PROCID).
+    algorithm: allreduce, dpsgd, sgp, async or choco; options: its options (dict, docs/algorithms.md).
+    partitions: per-partition gossip (the training config's "multirate" section as a dict).
+    layout: [(name, offset, size), ...] covering the buffer (gossamer.torch.flatten's layout).
+    steps: local steps this peer takes. transport: "ucx" (processes) or "inproc" (threads of
+        this process sharing job=gossamer.InprocJob(n)). Timeouts are in seconds.
+    """
+
+    def __init__(self, params, topology=None, *, rank=None, algorithm="dpsgd", options=None,
+                 partitions=None, layout=None, steps, transport="ucx", job=None, token_file="",
+                 job_id=1, join_timeout=30.0, step_timeout=180.0, stall_timeout=120.0,
+                 run_timeout=86400.0, metrics_path="", exact_average=False):
+        if topology is None:
+            topology = _os.environ.get("GOSSAMER_TOPOLOGY")
+            if not topology:
+                raise ConfigError("topology: no topology file given and GOSSAMER_TOPOLOGY is not "
+                                  "set; pass topology=PATH or start the script with gossamer launch")
+        if isinstance(topology, Topology):
+            topology = _topology_file(topology)
+        if rank is None:
+            rank = _env_int("GOSSAMER_RANK")
+        if not token_file:
+            token_file = _os.environ.get("GOSSAMER_TOKEN_FILE", "")
+        buffer = _as_buffer(params)
+        self._params = params  # the caller's object stays alive as long as the peer
+        self._peer = _native.Peer(
+            buffer, str(topology), rank, algorithm, _json_text(options, "options"),
+            _json_text(partitions, "partitions"), list(layout or []), int(steps), transport, job,
+            token_file, int(job_id), float(join_timeout), float(step_timeout),
+            float(stall_timeout), float(run_timeout), str(metrics_path), bool(exact_average))
+
+    def step(self, loss):
+        """Hands over this step's update (params before - params now) and returns with the next
+        point in params; False after the last step (params then hold the final model)."""
+        return self._peer.step(float(loss))
+
+    def finish(self):
+        """Takes the remaining steps with a zero update, waits for the others; final metrics."""
+        return self._peer.finish()
+
+    def close(self):
+        """Leaves the job (after the last step: waits for the others, as finish() does)."""
+        self._peer.close()
+
+    def metrics(self):
+        return self._peer.metrics()
+
+    @property
+    def rank(self):
+        return self._peer.rank
+
+    @property
+    def size(self):
+        return self._peer.size
+
+    @property
+    def steps_left(self):
+        return self._peer.steps_left
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def _topology_file(topology):
+    if not _os.path.isfile(topology.source):
+        raise ConfigError("topology: a generated topology has no file; call "
+                          "topology.save(path) and pass the path")
+    return topology.source
+
+
+def _save(self, path):
+    """Writes this topology's file (what `gossamer topo gen` prints) and returns it loaded."""
+    with open(path, "w") as f:
+        f.write(self.json_text + "\n")
+    return Topology.load(str(path))
+
+
+Topology.save = _save
+
+
+def _as_buffer(params):
+    """A writable buffer-protocol view of params (a torch tensor becomes its NumPy view: the
+    same memory, no copy)."""
+    if hasattr(params, "numpy") and hasattr(params, "data_ptr"):
+        if params.device.type != "cpu":
+            raise ConfigError(f"params: the tensor is on {params.device}; Gossamer's buffer lives "
+                              "in CPU memory (keep a CPU copy, or use gossamer.torch.flatten)")
+        return params.detach().numpy()
+    return params
+
+
+def load_data(config):
+    """Gossamer's data set of a training config (dict, docs/data.md) as NumPy arrays:
+    {"train": {"x", "y", "classes", "name"}, "test": {...}}; images are [N, C, H, W]."""
+    return _native.load_data(_json_text(config, "config"))
+
+
+def shard(config, rank, n):
+    """Peer rank's shard of a training config's data (as a built-in peer gets it), with the
+    model's first parameters ("params"), its local "steps" and "batch_size"."""
+    return _native.shard(_json_text(config, "config"), int(rank), int(n))
+
+
+def train_builtin(config, topology, algorithm, options=None):
+    """The built-in peers of a training config as threads (`gossamer run --local`'s code): the
+    test loss and accuracy of the average model, for comparisons with a Python loop."""
+    if isinstance(topology, Topology):
+        topology = _topology_file(topology)
+    return _native.train_builtin(_json_text(config, "config"), str(topology), algorithm,
+                                 _json_text(options, "options"))

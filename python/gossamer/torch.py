@@ -1,0 +1,157 @@
+"""PyTorch integration: a model's parameters as views into one flat buffer that a gossamer.Peer
+mixes in place, and an optimizer wrapper that gossips after each step (docs/python.md)."""
+
+import fnmatch
+
+import torch
+
+from . import ConfigError
+
+
+class FlatParameters:
+    """The flat float32 buffer a model's parameters view, and its partition layout.
+
+    buffer: the torch tensor (CPU, float32) to hand to gossamer.Peer; every parameter's .data is
+        a view into it, so the point Gossamer writes into the buffer is the model's, with no copy.
+    layout: [(partition, offset, size)] for gossamer.Peer(layout=...); [] for one partition.
+    slices: {parameter name: (offset, size)}.
+    """
+
+    def __init__(self, buffer, layout, slices, params):
+        self.buffer = buffer
+        self.layout = layout
+        self.slices = slices
+        self._params = params  # [(name, parameter)]
+
+    def check(self):
+        """Raises gossamer.Error unless every parameter still views the buffer at its offset
+        (assigning p.data = ... elsewhere would make gossip silently miss that parameter)."""
+        base = self.buffer.data_ptr()
+        size = self.buffer.element_size()
+        for name, p in self._params:
+            offset, _ = self.slices[name]
+            if p.data_ptr() != base + offset * size or not p.is_contiguous():
+                raise ConfigError(f"parameter {name}: it no longer views gossamer's flat buffer "
+                                  "(its .data was replaced); update it in place (p.data.copy_)")
+
+
+def _group_of(name, groups):
+    for group, patterns in groups.items():
+        for pat in patterns:
+            if pat != "*" and (name == pat or name.startswith(pat + ".") or
+                               fnmatch.fnmatchcase(name, pat)):
+                return group
+    for group, patterns in groups.items():
+        if "*" in patterns:
+            return group
+    return None
+
+
+def flatten(module, partitions=None):
+    """Moves module's parameters into one flat float32 CPU buffer and makes each a view into it.
+
+    partitions: {partition: [module or parameter names, glob patterns, "*" for the rest]}, e.g.
+    {"fast": ["classifier"], "slow": ["*"]}; each partition becomes one contiguous range (the
+    buffer is ordered partition by partition). Returns FlatParameters.
+    """
+    named = [(n, p) for n, p in module.named_parameters()]
+    if not named:
+        raise ConfigError("model: it has no parameters; give a torch.nn.Module with parameters")
+    for name, p in named:
+        if p.dtype != torch.float32 or p.device.type != "cpu":
+            raise ConfigError(f"parameter {name}: {p.dtype} on {p.device}; gossamer gossips "
+                              "float32 parameters in CPU memory (model.float().cpu())")
+    order = named
+    groups = dict(partitions or {})
+    assignment = {}
+    if groups:
+        names = ", ".join(n for n, _ in named)
+        for group, patterns in groups.items():
+            if isinstance(patterns, str) or not list(patterns):
+                raise ConfigError(f"partitions.{group}: give a list of module names "
+                                  f"(or \"*\"); the model's parameters are {names}")
+        for name, _ in named:
+            g = _group_of(name, groups)
+            if g is None:
+                raise ConfigError(f"partitions: parameter {name} is in no partition; add it to "
+                                  "one, or put \"*\" in one partition for the rest")
+            assignment[name] = g
+        for group in groups:
+            if group not in assignment.values():
+                raise ConfigError(f"partitions.{group}: its names match no parameter of the "
+                                  f"model; the model's parameters are {names}")
+        rank = {g: i for i, g in enumerate(groups)}
+        order = sorted(named, key=lambda np_: rank[assignment[np_[0]]])  # stable
+    total = sum(p.numel() for _, p in order)
+    buffer = torch.empty(total, dtype=torch.float32)
+    slices = {}
+    layout = []
+    offset = 0
+    with torch.no_grad():
+        for name, p in order:
+            n = p.numel()
+            view = buffer[offset:offset + n]
+            view.copy_(p.detach().reshape(-1))
+            p.data = view.view_as(p)
+            slices[name] = (offset, n)
+            if groups:
+                g = assignment[name]
+                if layout and layout[-1][0] == g:
+                    layout[-1] = (g, layout[-1][1], layout[-1][2] + n)
+                else:
+                    layout.append((g, offset, n))
+            offset += n
+    return FlatParameters(buffer, layout, slices, order)
+
+
+class GossipOptimizer:
+    """Wraps any torch.optim optimizer: step() takes the optimizer's local step, then hands the
+    update to the gossamer.Peer, which mixes and writes the next point into the parameters.
+
+    Gradients, the optimizer's state and state_dict() are the wrapped optimizer's and survive
+    every round (only the parameter values change). step() returns the loss, as torch's do;
+    done is True after the peer's last step (the parameters then hold the final model).
+    An LR scheduler is attached to the wrapped optimizer (opt.optimizer).
+    """
+
+    def __init__(self, optimizer, peer, flat=None):
+        self.optimizer = optimizer
+        self.peer = peer
+        self.flat = flat
+        self.done = False
+
+    def step(self, loss=None, closure=None):
+        if self.done:
+            raise ConfigError("step: the peer took its last step; stop the loop when "
+                              "GossipOptimizer.done is True")
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        self.optimizer.step()
+        if self.flat is not None:
+            self.flat.check()
+        value = float(loss.detach()) if torch.is_tensor(loss) else float(loss or 0.0)
+        self.done = not self.peer.step(value)
+        return loss
+
+    def zero_grad(self, set_to_none=True):
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def state_dict(self):
+        return self.optimizer.state_dict()
+
+    def load_state_dict(self, state):
+        self.optimizer.load_state_dict(state)
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    @property
+    def state(self):
+        return self.optimizer.state
+
+    def finish(self):
+        """Ends this peer's part (remaining steps with a zero update); the final metrics."""
+        self.done = True
+        return self.peer.finish()

@@ -1,0 +1,23 @@
+#pragma once
+// The parts of the gossamer._native module, each defined in its own file (module.cpp calls them).
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "gossamer/core/json.hpp"
+
+namespace gossamer::python {
+
+namespace py = pybind11;
+
+void bind_errors(py::module_& m);
+void bind_peer(py::module_& m);
+void bind_topology(py::module_& m);
+void bind_data(py::module_& m);
+
+/// A Python value (dict, list, number, str, None) as JSON text, through Python's json module.
+std::string to_json_text(const py::handle& value);
+/// JSON as the Python value json.loads makes of it.
+py::object from_json(const json::Json& value);
+
+}  // namespace gossamer::python

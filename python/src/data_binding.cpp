@@ -1,0 +1,119 @@
+// gossamer._native data and reference training: Gossamer's data sets and shards as NumPy arrays
+// (the same samples a built-in peer trains on), and the built-in peers of a training config, so
+// Python code can be compared with them step for step (docs/python.md).
+#include <fmt/format.h>
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "gossamer/core/model.hpp"
+#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/peer/local.hpp"
+#include "gossamer/peer/worker_setup.hpp"
+#include "gossamer/topology/topology_file.hpp"
+
+namespace gossamer::python {
+namespace {
+
+optim::TrainingConfig config_from(const std::string& text) {
+    return optim::parse_training_config(json::parse_text(text, "config"));
+}
+
+// Features as [N, C, H, W] for images and [N, F] otherwise; labels (or targets) as [N].
+py::dict arrays(const Dataset& d) {
+    const auto n = static_cast<py::ssize_t>(d.size());
+    std::vector<py::ssize_t> shape{n, d.features};
+    if (d.height > 0 && d.width > 0 && d.channels * d.height * d.width == d.features)
+        shape = {n, d.channels, d.height, d.width};
+    py::array_t<float> x(shape);
+    std::copy(d.x.begin(), d.x.end(), x.mutable_data());
+    py::dict out;
+    out["x"] = x;
+    if (d.classes > 0) {
+        py::array_t<std::int64_t> y(n);
+        std::copy(d.labels.begin(), d.labels.end(), y.mutable_data());
+        out["y"] = y;
+    } else {
+        py::array_t<float> y(n);
+        std::copy(d.targets.begin(), d.targets.end(), y.mutable_data());
+        out["y"] = y;
+    }
+    out["classes"] = d.classes;
+    out["name"] = d.name;
+    return out;
+}
+
+}  // namespace
+
+void bind_data(py::module_& m) {
+    m.def(
+        "load_data",
+        [](const std::string& config) {
+            const auto cfg = config_from(config);
+            optim::TrainingData data;
+            {
+                py::gil_scoped_release unlocked;
+                data = optim::load_training_data(cfg);
+            }
+            py::dict out;
+            out["train"] = arrays(data.train);
+            out["test"] = arrays(data.test);
+            return out;
+        },
+        py::arg("config"));
+    m.def(
+        "shard",
+        [](const std::string& config, int rank, int n) {
+            const auto cfg = config_from(config);
+            const auto data = optim::load_training_data(cfg);
+            if (n < 1 || rank < 0 || rank >= n)
+                throw ConfigError("", "rank",
+                                  fmt::format("rank {} is out of range for {} peers", rank, n),
+                                  "give 0 <= rank < n");
+            auto w = peer::make_training_worker(cfg, data.train, rank, n, cfg.epochs);
+            py::dict out = arrays(*w.shard);
+            const auto p = w.trainer->params();
+            py::array_t<float> params(static_cast<py::ssize_t>(p.size()));
+            std::copy(p.begin(), p.end(), params.mutable_data());
+            out["params"] = params;
+            out["steps"] = w.steps;
+            out["batch_size"] = w.trainer->batch_size();
+            return out;
+        },
+        py::arg("config"), py::arg("rank"), py::arg("n"));
+    m.def(
+        "train_builtin",
+        [](const std::string& config, const std::string& topology, const std::string& algorithm,
+           const std::string& options) {
+            const auto cfg = config_from(config);
+            const auto topo = topology::load_topology(topology);
+            std::optional<json::Document> opts;
+            if (!options.empty()) opts = json::parse_text(options, "options");
+            std::optional<json::Node> node;
+            if (opts) node.emplace(*opts);
+            peer::LocalTrainingResult res;
+            {
+                py::gil_scoped_release unlocked;
+                const auto data = optim::load_training_data(cfg);
+                peer::LocalTraining job;
+                job.algorithm = algorithm;
+                job.algorithm_options = node ? &*node : nullptr;
+                job.topology = topo.schedule;
+                job.config = &cfg;
+                job.train = &data.train;
+                job.test = &data.test;
+                job.epochs = cfg.epochs;
+                res = peer::run_local_training(job);
+            }
+            py::dict out;
+            out["loss"] = res.loss;
+            out["accuracy"] = res.accuracy;
+            std::vector<std::string> errors;
+            for (const auto& o : res.peers) errors.push_back(o.error);
+            out["errors"] = errors;
+            return out;
+        },
+        py::arg("config"), py::arg("topology"), py::arg("algorithm"), py::arg("options") = "");
+}
+
+}  // namespace gossamer::python
