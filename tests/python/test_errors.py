@@ -1,0 +1,99 @@
+"""Bad input from Python raises a gossamer exception with the CLI's one-line message."""
+
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+import gossamer
+import gossamer.torch
+from conftest import cli, run_threads
+
+
+def cli_error(*args):
+    """The line the gossamer CLI prints for args (without "error: "), and its exit status."""
+    r = subprocess.run([cli(), *args], capture_output=True, text=True, timeout=30)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0][len("error: "):], r.returncode
+
+
+def test_a_missing_topology_file_is_the_cli_line(tmp_path):
+    missing = str(tmp_path / "nope.json")
+    line, status = cli_error("topo", "show", missing)
+    assert status == 2
+    with pytest.raises(gossamer.ConfigError) as e:
+        gossamer.Topology.load(missing)
+    assert str(e.value) == line
+    with pytest.raises(gossamer.ConfigError) as e:
+        gossamer.Peer(np.zeros(10, np.float32), missing, rank=0, steps=5, transport="inproc",
+                      job=gossamer.InprocJob(4))
+    assert str(e.value) == line
+    assert isinstance(e.value, ValueError)  # ConfigError is also a ValueError
+
+
+def test_an_unknown_protocol_is_the_cli_line(ring4, tmp_path):
+    config = tmp_path / "train.json"
+    config.write_text('{"data": {"name": "logreg_synthetic"}, "model": {"name": "softmax"}}')
+    line, status = cli_error("peer", "--topology", ring4.source, "--config", str(config),
+                             "--rank", "0", "--algorithm", "gosip")
+    assert status == 2
+    with pytest.raises(gossamer.ConfigError) as e:
+        gossamer.Peer(np.zeros(10, np.float32), ring4, rank=0, algorithm="gosip", steps=5,
+                      transport="inproc", job=gossamer.InprocJob(4))
+    # the option is called --algorithm on the command line and algorithm= in Python
+    assert line.startswith("--algorithm: ")
+    assert str(e.value) == line[len("--"):]
+
+
+def test_different_parameter_layouts_on_two_peers_are_refused(tmp_path):
+    ring2 = gossamer.Topology.generate("ring", 2).save(tmp_path / "ring2.json")
+    job = gossamer.InprocJob(2)
+    models = [torch.nn.Linear(4, 2), torch.nn.Linear(4, 3)]  # 10 and 15 parameters
+
+    def peer(rank):
+        flat = gossamer.torch.flatten(models[rank])
+        gossamer.Peer(flat.buffer, ring2, rank=rank, steps=5, transport="inproc", job=job,
+                      join_timeout=10)
+
+    _, errors = run_threads(2, peer)
+    for e in errors:
+        assert isinstance(e, gossamer.ConfigError), repr(e)
+        assert "\n" not in str(e)
+    # the C++ API's handshake line (docs/api.md), on both peers
+    assert [str(e) for e in errors] == [
+        "params: rank 1 hands over 15 parameters, rank 0 hands over 10; every peer must hand "
+        "over the same parameter vector"] * 2
+
+
+def test_different_partitions_on_two_peers_are_refused(tmp_path):
+    ring2 = gossamer.Topology.generate("ring", 2).save(tmp_path / "ring2.json")
+    job = gossamer.InprocJob(2)
+    groups = [{"a": ["weight"], "b": ["*"]}, {"a": ["bias"], "b": ["*"]}]
+
+    def peer(rank):
+        flat = gossamer.torch.flatten(torch.nn.Linear(4, 2), groups[rank])
+        gossamer.Peer(flat.buffer, ring2, rank=rank, steps=5, transport="inproc", job=job,
+                      layout=flat.layout, join_timeout=10)
+
+    _, errors = run_threads(2, peer)
+    for e in errors:
+        assert isinstance(e, gossamer.ConfigError), repr(e)
+        assert "\n" not in str(e)
+
+
+def test_bad_partitions_and_buffers_are_one_line(ring4):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+    with pytest.raises(gossamer.ConfigError, match=r"partitions.fast: its names match no "):
+        gossamer.torch.flatten(model, {"fast": ["classifier"], "slow": ["*"]})
+    with pytest.raises(gossamer.ConfigError, match=r"parameter 1.weight is in no partition"):
+        gossamer.torch.flatten(model, {"fast": ["0"]})
+    with pytest.raises(gossamer.ConfigError, match=r"not one contiguous float32 vector"):
+        gossamer.Peer(np.zeros(10, np.float64), ring4, rank=0, steps=5, transport="inproc",
+                      job=gossamer.InprocJob(4))
+    with pytest.raises(gossamer.ConfigError, match=r"unknown transport \"tcp\""):
+        gossamer.Peer(np.zeros(10, np.float32), ring4, rank=0, steps=5, transport="tcp")
+    with pytest.raises(gossamer.ConfigError, match=r"unknown family \"rign\""):
+        gossamer.Topology.generate("rign", 4)
