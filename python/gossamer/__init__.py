@@ -151,8 +151,12 @@ def _as_buffer(params):
 
 
 def load_data(config):
-    """Gossamer's data set of a training config (dict, docs/data.md) as NumPy arrays:
-    {"train": {"x", "y", "classes", "name"}, "test": {...}}; images are [N, C, H, W]."""
+    """Gossamer's data set as NumPy arrays: {"train": {"x", "y", "classes", "name"}, "test":
+    {...}}; images are [N, C, H, W]. config: a training config (dict with "data") or only its
+    "data" section, e.g. {"name": "fashion-mnist", "train_limit": 12000} (docs/data.md)."""
+    if isinstance(config, dict) and "data" not in config:
+        # only the data section: the smallest config around it (model and optimizer unused)
+        config = {"data": config, "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.1}}
     return _native.load_data(_json_text(config, "config"))
 
 

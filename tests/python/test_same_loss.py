@@ -24,7 +24,6 @@ def python_loss(topology, algorithm, options=None):
     n = topology.n
     job = gossamer.InprocJob(n)
     data = gossamer.load_data(CONFIG)
-    models = [None] * n
 
     def peer(rank):
         s = gossamer.shard(CONFIG, rank, n)
@@ -46,9 +45,13 @@ def python_loss(topology, algorithm, options=None):
 
     results, errors = run_threads(n, peer)
     assert errors == [None] * n
-    mean = torch.stack(results).mean(0)
+    first = torch.from_numpy(gossamer.shard(CONFIG, 0, n)["params"])
+    return eval_loss(data, torch.stack(results).mean(0)), eval_loss(data, first)
+
+
+def eval_loss(data, params):
     model = torch.nn.Linear(data["test"]["x"].shape[1], data["test"]["classes"])
-    gossamer.torch.flatten(model).buffer.copy_(mean)
+    gossamer.torch.flatten(model).buffer.copy_(params)
     with torch.no_grad():
         return float(torch.nn.functional.cross_entropy(
             model(torch.from_numpy(data["test"]["x"])), torch.from_numpy(data["test"]["y"])))
@@ -58,7 +61,8 @@ def python_loss(topology, algorithm, options=None):
 def test_python_peers_match_the_builtin_peers(ring4, algorithm):
     builtin = gossamer.train_builtin(CONFIG, ring4, algorithm)
     assert builtin["errors"] == [""] * 4
-    ours = python_loss(ring4, algorithm)
-    print(f"{algorithm}: C++ peers {builtin['loss']:.6f}, Python peers {ours:.6f}")
+    ours, first = python_loss(ring4, algorithm)
+    print(f"{algorithm}: first point {first:.6f}, C++ peers {builtin['loss']:.6f}, "
+          f"Python peers {ours:.6f}")
     assert ours == pytest.approx(builtin["loss"], rel=0.01)
-    assert builtin["loss"] < 0.9 * 1.0986  # it trained: below log(3)... of the first point
+    assert builtin["loss"] < 0.8 * first  # it trained

@@ -46,10 +46,11 @@ def test_partitions_order_the_buffer_by_group():
 def test_views_grads_and_optimizer_state_survive_rounds(ring4, algorithm, optimizer):
     n, steps = 4, 12
     job = gossamer.InprocJob(n)
+    models = [Net() for _ in range(n)]  # the same first point (threads share torch's generator)
 
     def peer(rank):
         torch.set_num_threads(1)
-        model = Net()
+        model = models[rank]
         flat = gossamer.torch.flatten(model, {"fast": ["classifier"], "slow": ["*"]})
         ptrs = pointers(model)
         if optimizer == "adam":
