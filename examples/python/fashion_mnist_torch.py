@@ -70,6 +70,16 @@ def evaluate(model, test):
                 float((out.argmax(1) == test["y"]).float().mean()))
 
 
+_print_lock = threading.Lock()
+
+
+def say(line):
+    """One whole line on stdout (peers are threads: print's pieces would interleave)."""
+    with _print_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
 def first_model(seed):
     """Every peer must start from the same point: the same seed, and (threads share torch's
     generator) the models built before the threads start."""
@@ -113,9 +123,9 @@ def train_peer(rank, n, args, train, test, topology, job, slow, model):
     seconds = time.monotonic() - start
     m = peer.finish()  # waits for the others
     tl, acc = evaluate(model, test)
-    print(f"rank {rank}: {m['steps']} steps done after {seconds:.1f} s (waited {m['wait_seconds']:.1f} s)"
+    say(f"rank {rank}: {m['steps']} steps done after {seconds:.1f} s (waited {m['wait_seconds']:.1f} s)"
           f", last batch loss {m['loss']:.3f}, test loss {tl:.3f}, accuracy {100 * acc:.1f}%, "
-          f"sent {m['bytes_sent'] / 1e6:.1f} MB", flush=True)
+          f"sent {m['bytes_sent'] / 1e6:.1f} MB")
     return flat.buffer.clone(), m, seconds
 
 
