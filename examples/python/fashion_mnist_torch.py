@@ -6,7 +6,10 @@
 
 By default the peers are threads of this process (the inproc transport). Started with a rank
 (--rank, or GOSSAMER_RANK / OMPI_COMM_WORLD_RANK from a launcher) it is one peer of a job of
-processes over UCX, and the topology comes from --topology or GOSSAMER_TOPOLOGY.
+processes over UCX, and the topology comes from --topology or GOSSAMER_TOPOLOGY. Started by
+`gossamer launch --script` it takes the algorithm, epochs and output folder from the launcher,
+ends with the exact average of the survivors' models, and the lowest surviving rank writes
+OUT/average.json for the launcher's table.
 """
 
 import argparse
@@ -38,7 +41,8 @@ class SmallCNN(torch.nn.Module):
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--algorithm", default="async", choices=gossamer.ALGORITHMS)
+    p.add_argument("--algorithm", default=None, choices=gossamer.ALGORITHMS,
+                   help="default: the launcher's (GOSSAMER_ALGORITHM), else async")
     p.add_argument("--options", default="", help="the algorithm's options as JSON text "
                    "(default for async: straggler-aware weights, {\"straggler_aware\": true})")
     p.add_argument("--topology", default=None, help="topology file (default: a ring of --peers)")
@@ -87,7 +91,7 @@ def first_model(seed):
     return SmallCNN()
 
 
-def train_peer(rank, n, args, train, test, topology, job, slow, model):
+def train_peer(rank, n, args, train, test, topology, job, slow, model, launch=None):
     """One peer: its shard (every n-th image), the CNN as views into Gossamer's buffer, SGD with
     momentum wrapped by GossipOptimizer. Returns (final buffer, metrics, seconds to the last
     step)."""
@@ -100,9 +104,12 @@ def train_peer(rank, n, args, train, test, topology, job, slow, model):
     if options is None and args.algorithm == "async":
         options = {"straggler_aware": True}
     metrics = os.path.join(args.metrics_dir, f"peer{rank}.jsonl") if args.metrics_dir else ""
+    if launch:
+        metrics = launch.metrics_path
     peer = gossamer.Peer(flat.buffer, topology, rank=rank, algorithm=args.algorithm,
                          options=options, layout=flat.layout, steps=steps,
-                         transport="inproc" if job else "ucx", job=job, metrics_path=metrics)
+                         transport="inproc" if job else "ucx", job=job, metrics_path=metrics,
+                         exact_average=launch is not None)
     opt = gossamer.torch.GossipOptimizer(
         torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9), peer, flat)
     g = torch.Generator().manual_seed(args.seed * 1000 + rank)
@@ -123,6 +130,9 @@ def train_peer(rank, n, args, train, test, topology, job, slow, model):
     seconds = time.monotonic() - start
     m = peer.finish()  # waits for the others
     tl, acc = evaluate(model, test)
+    if launch and launch.write_average(m, tl, acc):
+        say(f"rank {rank}: average of ranks {m['average_of']}: test loss {tl:.4f}, accuracy "
+            f"{acc:.4f}; wrote {os.path.join(launch.out, 'average.json')}")
     say(f"rank {rank}: {m['steps']} steps done after {seconds:.1f} s (waited {m['wait_seconds']:.1f} s)"
           f", last batch loss {m['loss']:.3f}, test loss {tl:.3f}, accuracy {100 * acc:.1f}%, "
           f"sent {m['bytes_sent'] / 1e6:.1f} MB")
@@ -135,6 +145,11 @@ def main():
     if args.slow:
         r, f = args.slow.split(":")
         slow[int(r)] = float(f)
+    launch = gossamer.launched()
+    if args.algorithm is None:
+        args.algorithm = launch.algorithm if launch else "async"
+    if launch and launch.epochs:
+        args.epochs = launch.epochs
     train, test = load(args)
     rank = args.rank
     if rank is None:
@@ -147,7 +162,8 @@ def main():
     if rank is not None:  # one process of a job over UCX
         topology = args.topology or os.environ.get("GOSSAMER_TOPOLOGY")
         n = gossamer.peer_count(topology)
-        train_peer(rank, n, args, train, test, topology, None, slow, first_model(args.seed))
+        train_peer(rank, n, args, train, test, topology, None, slow, first_model(args.seed),
+                   launch)
         return 0
     topology = args.topology
     if topology is None:

@@ -16,7 +16,7 @@ import os as _os
 from . import _native
 from ._native import ConfigError, Error, InprocJob, PeerFailure, Timeout, TransportError
 
-__all__ = ["Topology", "Peer", "InprocJob", "Error", "ConfigError", "PeerFailure", "Timeout",
+__all__ = ["Topology", "Peer", "InprocJob", "Launch", "launched", "Error", "ConfigError", "PeerFailure", "Timeout",
            "TransportError", "peer_count", "load_data", "shard", "train_builtin", "ALGORITHMS"]
 
 ALGORITHMS = ("allreduce", "dpsgd", "sgp", "async", "choco")
@@ -78,6 +78,8 @@ class Peer:
             rank = _env_int("GOSSAMER_RANK")
         if not token_file:
             token_file = _os.environ.get("GOSSAMER_TOKEN_FILE", "")
+        if job_id == 1 and _env_int("GOSSAMER_JOB_ID") is not None:
+            job_id = _env_int("GOSSAMER_JOB_ID")
         buffer = _as_buffer(params)
         self._params = params  # the caller's object stays alive as long as the peer
         self._peer = _native.Peer(
@@ -173,3 +175,50 @@ def train_builtin(config, topology, algorithm, options=None):
         topology = _topology_file(topology)
     return _native.train_builtin(_json_text(config, "config"), str(topology), algorithm,
                                  _json_text(options, "options"))
+
+
+class Launch:
+    """What `gossamer launch --script` hands a Python peer through its environment
+    (docs/python.md): rank, topology file, algorithm, output folder, epochs, training config."""
+
+    def __init__(self, env):
+        self.rank = int(env["GOSSAMER_RANK"])
+        self.topology = env["GOSSAMER_TOPOLOGY"]
+        self.algorithm = env.get("GOSSAMER_ALGORITHM", "dpsgd")
+        self.out = env.get("GOSSAMER_OUT", "")
+        self.epochs = int(env["GOSSAMER_EPOCHS"]) if env.get("GOSSAMER_EPOCHS") else None
+        self.config = env.get("GOSSAMER_CONFIG", "")
+
+    @property
+    def metrics_path(self):
+        """OUT/peer<rank>.jsonl, the file launch follows and its table and plots read."""
+        return _os.path.join(self.out, f"peer{self.rank}.jsonl") if self.out else ""
+
+    def write_average(self, metrics, loss, accuracy=None):
+        """After an exact_average run: the lowest surviving rank writes OUT/average.json (the
+        test loss and accuracy of the average model, as `gossamer peer` does); True if it did."""
+        survivors = list(metrics.get("average_of") or [])
+        if not self.out or not survivors or self.rank != min(survivors):
+            return False
+        n = metrics.get("n", 0)
+        record = {"algorithm": metrics.get("algorithm", self.algorithm), "survivors": survivors,
+                  "lost": [r for r in range(n) if r not in survivors], "loss": float(loss),
+                  "accuracy": None if accuracy is None else float(accuracy),
+                  "steps": metrics.get("steps", 0)}
+        path = _os.path.join(self.out, "average.json")
+        with open(path + ".tmp", "w") as f:
+            f.write(_json.dumps(record, indent=2) + "\n")
+        _os.replace(path + ".tmp", path)  # whole file or nothing
+        return True
+
+
+def launched():
+    """The Launch of a script started by `gossamer launch --script` (GOSSAMER_RANK and
+    GOSSAMER_TOPOLOGY set), else None."""
+    if not _os.environ.get("GOSSAMER_RANK") or not _os.environ.get("GOSSAMER_TOPOLOGY"):
+        return None
+    try:
+        return Launch(_os.environ)
+    except ValueError as e:
+        raise ConfigError(f"GOSSAMER_RANK/GOSSAMER_EPOCHS: {e}; gossamer launch sets numbers") \
+            from None
