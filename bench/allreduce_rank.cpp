@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -41,6 +43,9 @@ class BenchWorker final : public proto::LocalWorker {
   public:
     BenchWorker(int rank, std::size_t floats) : g_(floats) {
         for (std::size_t i = 0; i < floats; ++i) g_[i] = input(rank, i);
+        // For the test that the result check can fail: one wrong input on the last rank.
+        if (const char* c = std::getenv("GOSSAMER_BENCH_CORRUPT_RANK"); c && std::atoi(c) == rank)
+            g_.back() += 1.0f;
     }
     std::size_t size() const override { return g_.size(); }
     bool math() const override { return true; }
@@ -137,7 +142,10 @@ std::vector<double> time_allreduce(const RankJob& job, int rank, std::size_t byt
         if (!comm.completed.empty()) {
             const auto id = comm.completed.front();
             comm.completed.pop_front();
-            in_flight.erase(id);
+            // As a driver should: the sent payload goes back to the transport's receive pool.
+            auto it = in_flight.find(id);
+            comm.transport().recycle(std::move(it->second.payload));
+            in_flight.erase(it);
             protocol.send_completed(since(start), id, true, a);
         } else if (!comm.arrived.empty()) {
             tr::Message m = std::move(comm.arrived.front());
@@ -272,6 +280,9 @@ void run_rank(const RankJob& job, RankChannel& channel) {
         at += len;
     }
     t->connect(addresses);
+    // For the test that a dead rank is reported, not waited for.
+    if (const char* k = std::getenv("GOSSAMER_BENCH_KILL_RANK"); k && std::atoi(k) == rank)
+        ::raise(SIGKILL);
     Comm comm(*t, rank, job.timeout);
     std::vector<double> times;
     for (const auto bytes : job.sizes) {

@@ -198,10 +198,10 @@ Frame ForkedRanks::receive(int rank, char expect, std::chrono::milliseconds time
         throw Error(
             fmt::format("rank {} {} while the bench waited for {}", rank, died(rank), what));
     }
-    if (f.type == 'E')
-        throw Error(
-            fmt::format("rank {}: {}", rank,
-                        std::string(reinterpret_cast<const char*>(f.data.data()), f.data.size())));
+    if (f.type == 'E') {
+        const std::string text(reinterpret_cast<const char*>(f.data.data()), f.data.size());
+        throw Error(text.rfind("rank ", 0) == 0 ? text : fmt::format("rank {}: {}", rank, text));
+    }
     if (f.type == 0)
         throw Timeout(
             fmt::format("rank {} sent nothing within {:.1f} s while the bench waited "

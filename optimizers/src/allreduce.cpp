@@ -108,9 +108,16 @@ void AllreduceProtocol::send_chunk(int k, int c, Actions& out) {
     msg.chunk = static_cast<std::uint32_t>(k * options_.chunks + c);
     msg.offset = r.begin;
     msg.elements = r.size();
-    if (math_)
+    if (math_) {
+        // A payload absorbed earlier lends its memory: no allocation and no page faults per
+        // message once the first round has run (at n = 2 and 64 MiB these doubled the time).
+        if (!spare_.empty()) {
+            msg.payload = std::move(spare_.back());
+            spare_.pop_back();
+        }
         msg.payload.assign(acc_.begin() + static_cast<std::ptrdiff_t>(r.begin),
                            acc_.begin() + static_cast<std::ptrdiff_t>(r.end));
+    }
     send(out, std::move(msg));
 }
 
@@ -169,6 +176,8 @@ void AllreduceProtocol::progress(Actions& out) {
                 pending_.find({round_, static_cast<std::uint32_t>(k * options_.chunks + c)});
             if (it == pending_.end()) continue;
             absorb(it->second);
+            if (spare_.size() < static_cast<std::size_t>(options_.chunks))
+                spare_.push_back(std::move(it->second.payload));
             pending_.erase(it);
             if (k + 1 < steps_) send_chunk(k + 1, c, out);
             moved = true;
