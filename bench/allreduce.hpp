@@ -20,7 +20,8 @@ struct AllreduceBenchOptions {
     std::vector<std::size_t> sizes = {1u << 20, 4u << 20, 16u << 20, 64u << 20};  ///< bytes
     int iterations = 20;       ///< timed operations per size
     int warmup = 5;            ///< untimed operations before them
-    int chunks = 1;            ///< AllreduceOptions::chunks (pipelining along the ring)
+    int chunks = 8;            ///< AllreduceOptions::chunks (pipelining along the ring)
+    int repeats = 3;           ///< runs of each side, alternated; the lowest median counts
     bool peer_errors = false;  ///< UCX error handling (TCP on one host) instead of shared memory
     bool reference = true;     ///< run the MPI reference program
     std::string mpirun = "mpirun";
@@ -46,7 +47,7 @@ struct AllreduceRow {
 
 struct AllreduceReport {
     std::vector<AllreduceRow> rows;
-    int iterations = 0, warmup = 0, chunks = 1;
+    int iterations = 0, warmup = 0, chunks = 1, repeats = 1;
     bool peer_errors = false;
     unsigned cores = 0;
     std::string reference_error;  ///< why MPI did not run ("" when it did)

@@ -38,6 +38,7 @@ json::Json AllreduceReport::to_json() const {
                     {"iterations", iterations},
                     {"warmup", warmup},
                     {"chunks", chunks},
+                    {"repeats", repeats},
                     {"ucx_error_handling", peer_errors ? "peer" : "none"},
                     {"cores", cores},
                     {"rows", json::Json::array()}};
@@ -66,9 +67,9 @@ std::string AllreduceReport::to_text() const {
         "Ring all-reduce of fp32 (our AllreduceProtocol over UCX, one process per rank; UCX "
         "error handling {}) beside OpenMPI MPI_Allreduce (mpirun --oversubscribe), and one "
         "round of the one-peer exponential exchange; median of {} iterations after {} warm-up, "
-        "each the slowest rank's time; {} cores{}\n",
-        peer_errors ? "peer: TCP loopback" : "none: shared memory", iterations, warmup, cores,
-        chunks > 1 ? fmt::format("; {} chunks per segment", chunks) : "");
+        "each the slowest rank's time; best of {} runs per side; {} cores{}\n",
+        peer_errors ? "peer: TCP loopback" : "none: shared memory", iterations, warmup, repeats,
+        cores, chunks > 1 ? fmt::format("; {} chunks per segment", chunks) : "");
     if (!reference_error.empty())
         out += "MPI reference not run: " + reference_error + "; showing ours only\n";
     out += fmt::format("{:>5} {:>9} {:>9} {:>7} {:>9} {:>9} {:>6} {:>7}  {:>11} {:>8}\n", "procs",
