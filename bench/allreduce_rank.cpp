@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -91,14 +92,17 @@ class Comm {
     // Progresses until handle() (called for each queued event, false when none) and done()
     // say so; throws after the timeout, or when a peer failed.
     template <class Handle, class Done>
-    void run(Handle handle, Done done, const std::string& what) {
+    void run(Handle handle, Done done, const std::function<std::string()>& what) {
         const auto deadline = Clock::now() + timeout_;
         while (!done()) {
-            if (!failure.empty()) throw Error(fmt::format("{}: {}", what, failure));
+            if (!failure.empty()) throw Error(fmt::format("{}: {}", what(), failure));
             if (handle()) continue;
             if (Clock::now() > deadline)
-                throw Timeout(
-                    fmt::format("{}: not done within {:.1f} s", what, timeout_.count() / 1000.0));
+                throw Timeout(fmt::format(
+                    "{}: not done within {:.1f} s ({} messages received, {} sent; {} dropped by "
+                    "header checks)",
+                    what(), timeout_.count() / 1000.0, t_.counters().messages_received,
+                    t_.counters().messages_sent, t_.drops().total()));
             t_.wait(std::chrono::milliseconds(5));
         }
     }
@@ -164,7 +168,7 @@ std::vector<double> time_allreduce(const RankJob& job, int rank, std::size_t byt
     }
     std::vector<double> times;
     for (int it = 0; it < total; ++it) {
-        channel.barrier(job.timeout);
+        channel.barrier(job.timeout, [&] { comm.transport().progress(); });
         const auto t0 = Clock::now();
         ready = false;
         proto::Actions a;
@@ -172,7 +176,13 @@ std::vector<double> time_allreduce(const RankJob& job, int rank, std::size_t byt
         apply(a);
         comm.run(
             handle, [&] { return ready && in_flight.empty(); },
-            fmt::format("rank {}: all-reduce {} of {} bytes", rank, it, bytes));
+            [&] {
+                return fmt::format(
+                    "rank {}: all-reduce {} of {} bytes ({}, {} of its sends in flight, {} "
+                    "messages held for later)",
+                    rank, it, bytes, ready ? "result complete" : "result incomplete",
+                    in_flight.size(), protocol.buffered());
+            });
         times.push_back(since(t0));
         const auto r = worker.result();
         if (r.size() != floats)
@@ -207,7 +217,7 @@ std::vector<double> time_exchange(const RankJob& job, int rank, std::size_t byte
         const int to = g.out_neighbors(rank)[0], from = g.in_neighbors(rank)[0];
         const std::string what =
             fmt::format("rank {}: exchange round {} of {} bytes", rank, t, bytes);
-        channel.barrier(job.timeout);
+        channel.barrier(job.timeout, [&] { comm.transport().progress(); });
         const auto t0 = Clock::now();
         tr::Message h;
         h.kind = tr::MessageKind::full_model;
@@ -223,7 +233,7 @@ std::vector<double> time_exchange(const RankJob& job, int rank, std::size_t byte
             return true;
         };
         comm.run(
-            handle, [&] { return sent && !comm.arrived.empty(); }, what);
+            handle, [&] { return sent && !comm.arrived.empty(); }, [&] { return what; });
         tr::Message m = std::move(comm.arrived.front());
         comm.arrived.pop_front();
         if (m.sender != from || m.round != t || m.payload.size() != floats)
@@ -294,7 +304,7 @@ void run_rank(const RankJob& job, RankChannel& channel) {
     }
     // Every rank is done sending once the parent has everybody's times.
     channel.send('T', times.data(), times.size() * sizeof(double));
-    channel.barrier(job.timeout);
+    channel.barrier(job.timeout, [&] { comm.transport().progress(); });
 }
 
 }  // namespace gossamer::bench

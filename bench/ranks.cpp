@@ -110,9 +110,19 @@ Frame RankChannel::receive(std::chrono::milliseconds timeout) const {
     return f;
 }
 
-void RankChannel::barrier(std::chrono::milliseconds timeout) const {
+void RankChannel::barrier(std::chrono::milliseconds timeout,
+                          const std::function<void()>& idle) const {
     send('R');
-    const Frame f = receive(timeout);
+    // While the others catch up, `idle` keeps this rank's transport going: a peer may still
+    // wait for an acknowledgement (a UCX rendezvous completion) that only this rank can send.
+    const auto deadline = Clock::now() + timeout;
+    while (idle) {
+        pollfd pfd{in_, POLLIN, 0};
+        if (::poll(&pfd, 1, 1) > 0 || Clock::now() > deadline) break;
+        idle();
+    }
+    const Frame f = receive(std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::max(deadline - Clock::now(), Clock::duration(std::chrono::milliseconds(1)))));
     if (f.type != 'G') throw Error(fmt::format("rank {}: expected a go, got '{}'", rank_, f.type));
 }
 

@@ -35,8 +35,9 @@ class RankChannel {
     void send(char type, const void* data = nullptr, std::size_t bytes = 0) const;
     /// The next frame from the parent; throws Timeout after `timeout`, Error when it is gone.
     Frame receive(std::chrono::milliseconds timeout) const;
-    /// Tells the parent this rank is ready ('R'), then waits for its go ('G').
-    void barrier(std::chrono::milliseconds timeout) const;
+    /// Tells the parent this rank is ready ('R'), then waits for its go ('G'), calling `idle`
+    /// (when given) about every millisecond meanwhile.
+    void barrier(std::chrono::milliseconds timeout, const std::function<void()>& idle = {}) const;
 
   private:
     int rank_, in_, out_;
