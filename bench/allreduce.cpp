@@ -105,6 +105,11 @@ OpStats op_stats(const std::vector<std::vector<double>>& per_rank) {
     return s;
 }
 
+int chunks_for(std::size_t bytes, int n) {
+    const std::size_t segment = bytes / static_cast<std::size_t>(n);
+    return static_cast<int>(std::clamp<std::size_t>((segment + (1u << 20) - 1) >> 20, 1, 64));
+}
+
 double AllreduceRow::best_mpi() const {
     if (mpi_default.measured() && mpi_ring.measured())
         return std::min(mpi_default.median, mpi_ring.median);
@@ -151,6 +156,7 @@ AllreduceReport run_allreduce_bench(const AllreduceBenchOptions& options) {
             row.procs = n;
             row.bytes = options.sizes[s];
             row.target = n == 2 ? 1.1 : 0.0;
+            row.chunks = options.chunks > 0 ? options.chunks : chunks_for(row.bytes, n);
         }
         for (int rep = 0; rep < options.repeats; ++rep) {
             const RankTimes ours = run_ours(options, n);

@@ -18,9 +18,11 @@ namespace gossamer::bench {
 struct AllreduceBenchOptions {
     std::vector<int> procs = {2, 4, 8};
     std::vector<std::size_t> sizes = {1u << 20, 4u << 20, 16u << 20, 64u << 20};  ///< bytes
-    int iterations = 20;       ///< timed operations per size
-    int warmup = 5;            ///< untimed operations before them
-    int chunks = 8;            ///< AllreduceOptions::chunks (pipelining along the ring)
+    int iterations = 20;  ///< timed operations per size
+    int warmup = 5;       ///< untimed operations before them
+    /// AllreduceOptions::chunks (pipelining along the ring); 0: per size, messages of about
+    /// 1 MiB (chunks_for())
+    int chunks = 0;
     int repeats = 3;           ///< runs of each side, alternated; the lowest median counts
     bool peer_errors = false;  ///< UCX error handling (TCP on one host) instead of shared memory
     bool reference = true;     ///< run the MPI reference program
@@ -39,6 +41,7 @@ struct OpStats {
 struct AllreduceRow {
     int procs = 0;
     std::size_t bytes = 0;
+    int chunks = 1;  ///< chunks per ring segment ours ran with
     OpStats ours, mpi_default, mpi_ring;
     OpStats exchange;   ///< one-peer-exponential round; unmeasured when procs is no power of 2
     double target = 0;  ///< maximum ratio ours / faster MPI (1.1 at 2 processes; 0: none)
@@ -57,6 +60,9 @@ struct AllreduceReport {
 
 /// The MPI reference program built with this binary, or "" when CMake found no MPI.
 std::string default_mpi_program();
+
+/// Chunks per ring segment that make messages of about 1 MiB (1 .. 64): the bench's default.
+int chunks_for(std::size_t bytes, int n);
 
 /// Runs every (procs, size). Throws gossamer::Error naming the rank when a rank fails, dies,
 /// times out or computes a wrong sum.

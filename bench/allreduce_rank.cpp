@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <map>
 #include <thread>
 
+#include "allreduce.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/mixing.hpp"
 #include "gossamer/optimizers/allreduce.hpp"
@@ -69,9 +71,13 @@ class BenchWorker final : public proto::LocalWorker {
 // The transport's callbacks only queue; the loops below handle one event at a time.
 class Comm {
   public:
-    Comm(tr::UcxTransport& t, int rank, std::chrono::milliseconds timeout)
-        : t_(t), rank_(rank), timeout_(timeout) {
-        t_.on_receive([this](tr::Message&& m) { arrived.push_back(std::move(m)); });
+    Comm(tr::UcxTransport& t, int rank, int n, std::chrono::milliseconds timeout)
+        : t_(t), rank_(rank), n_(n), timeout_(timeout) {
+        t_.on_receive([this](tr::Message&& m) {
+            if (m.kind != tr::MessageKind::control) return arrived.push_back(std::move(m));
+            ++synced_;
+            t_.recycle(std::move(m.payload));
+        });
         t_.on_peer_failed([this](const tr::Status& s) {
             if (failure.empty()) failure = s.reason;
         });
@@ -88,6 +94,28 @@ class Comm {
             if (!s.ok() && failure.empty()) failure = s.reason;
             completed.push_back(id);
         });
+    }
+    // Every rank tells every other one it is here and waits to hear from all: the ranks start
+    // an operation within one message latency of each other, as after MPI_Barrier. (The
+    // parent's barrier before it releases the ranks one pipe write after the other.)
+    void sync() {
+        static const std::array<float, 2> word{};
+        ++rounds_;
+        for (int p = 0; p < n_; ++p) {
+            if (p == rank_) continue;
+            tr::Message h;
+            h.kind = tr::MessageKind::control;
+            h.receiver = p;
+            h.round = rounds_;
+            h.elements = word.size();
+            ++sync_sends_;
+            t_.send(h, std::as_bytes(std::span(word)), [this](const tr::Status& s) {
+                if (!s.ok() && failure.empty()) failure = s.reason;
+                --sync_sends_;
+            });
+        }
+        run([] { return false; }, [&] { return synced_ >= rounds_ * (n_ - 1) && sync_sends_ == 0; },
+            [&] { return fmt::format("rank {}: start of operation {}", rank_, rounds_); });
     }
     // Progresses until handle() (called for each queued event, false when none) and done()
     // say so; throws after the timeout, or when a peer failed.
@@ -113,8 +141,10 @@ class Comm {
 
   private:
     tr::UcxTransport& t_;
-    int rank_;
+    int rank_, n_;
     std::chrono::milliseconds timeout_;
+    std::int64_t rounds_ = 0, synced_ = 0;
+    int sync_sends_ = 0;
 };
 
 // warmup + iterations all-reduces of `bytes`; seconds each.
@@ -129,7 +159,7 @@ std::vector<double> time_allreduce(const RankJob& job, int rank, std::size_t byt
     ctx.worker = &worker;
     ctx.max_steps = total;
     proto::AllreduceOptions o;
-    o.chunks = job.chunks;
+    o.chunks = job.chunks > 0 ? job.chunks : chunks_for(bytes, job.n);
     proto::AllreduceProtocol protocol(ctx, o);
     const auto start = Clock::now();
     std::map<std::uint64_t, tr::Message> in_flight;  // the transport reads these payloads
@@ -148,6 +178,8 @@ std::vector<double> time_allreduce(const RankJob& job, int rank, std::size_t byt
             comm.completed.pop_front();
             // As a driver should: the sent payload goes back to the transport's receive pool.
             auto it = in_flight.find(id);
+            if (it == in_flight.end())
+                throw Error(fmt::format("rank {}: completion of unknown send {}", rank, id));
             comm.transport().recycle(std::move(it->second.payload));
             in_flight.erase(it);
             protocol.send_completed(since(start), id, true, a);
@@ -169,6 +201,7 @@ std::vector<double> time_allreduce(const RankJob& job, int rank, std::size_t byt
     std::vector<double> times;
     for (int it = 0; it < total; ++it) {
         channel.barrier(job.timeout, [&] { comm.transport().progress(); });
+        comm.sync();
         const auto t0 = Clock::now();
         ready = false;
         proto::Actions a;
@@ -218,6 +251,7 @@ std::vector<double> time_exchange(const RankJob& job, int rank, std::size_t byte
         const std::string what =
             fmt::format("rank {}: exchange round {} of {} bytes", rank, t, bytes);
         channel.barrier(job.timeout, [&] { comm.transport().progress(); });
+        comm.sync();
         const auto t0 = Clock::now();
         tr::Message h;
         h.kind = tr::MessageKind::full_model;
@@ -293,7 +327,7 @@ void run_rank(const RankJob& job, RankChannel& channel) {
     // For the test that a dead rank is reported, not waited for.
     if (const char* k = std::getenv("GOSSAMER_BENCH_KILL_RANK"); k && std::atoi(k) == rank)
         ::raise(SIGKILL);
-    Comm comm(*t, rank, job.timeout);
+    Comm comm(*t, rank, job.n, job.timeout);
     std::vector<double> times;
     for (const auto bytes : job.sizes) {
         const auto ar = time_allreduce(job, rank, bytes, comm, channel);

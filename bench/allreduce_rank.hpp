@@ -12,7 +12,8 @@ namespace gossamer::bench {
 struct RankJob {
     int n = 2;
     std::vector<std::size_t> sizes;  ///< bytes, whole floats
-    int iterations = 0, warmup = 0, chunks = 1;
+    int iterations = 0, warmup = 0;
+    int chunks = 1;  ///< 0: chunks_for() per size (allreduce.hpp)
     bool peer_errors = false;
     bool exchange = true;  ///< also time the one-peer-exponential exchange (n a power of 2)
     std::chrono::milliseconds timeout{120'000};

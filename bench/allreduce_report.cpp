@@ -31,20 +31,23 @@ std::string ms(const OpStats& s) {
 }  // namespace
 
 json::Json AllreduceReport::to_json() const {
-    json::Json j = {{"operation", "all-reduce, fp32, sum (ours: average)"},
-                    {"ours", "proto::AllreduceProtocol over UCX, one process per rank"},
-                    {"reference", "OpenMPI MPI_Allreduce (default algorithm; ring forced)"},
-                    {"statistic", "median over iterations of the slowest rank's time"},
-                    {"iterations", iterations},
-                    {"warmup", warmup},
-                    {"chunks", chunks},
-                    {"repeats", repeats},
-                    {"ucx_error_handling", peer_errors ? "peer" : "none"},
-                    {"cores", cores},
-                    {"rows", json::Json::array()}};
+    json::Json j = {
+        {"operation", "all-reduce, fp32, sum (ours: average)"},
+        {"ours", "proto::AllreduceProtocol over UCX, one process per rank"},
+        {"reference", "OpenMPI MPI_Allreduce (default algorithm; ring forced)"},
+        {"statistic", "median over iterations of the slowest rank's time"},
+        {"iterations", iterations},
+        {"warmup", warmup},
+        {"chunks", chunks > 0 ? json::Json(chunks) : json::Json("about 1 MiB per message")},
+        {"repeats", repeats},
+        {"ucx_error_handling", peer_errors ? "peer" : "none"},
+        {"cores", cores},
+        {"rows", json::Json::array()}};
     for (const auto& r : rows) {
-        json::Json row = {
-            {"procs", r.procs}, {"bytes", r.bytes}, {"ours", stats_json(r.ours, r.procs, r.bytes)}};
+        json::Json row = {{"procs", r.procs},
+                          {"bytes", r.bytes},
+                          {"chunks", r.chunks},
+                          {"ours", stats_json(r.ours, r.procs, r.bytes)}};
         if (r.mpi_default.measured())
             row["mpi_default"] = stats_json(r.mpi_default, r.procs, r.bytes);
         if (r.mpi_ring.measured()) row["mpi_ring"] = stats_json(r.mpi_ring, r.procs, r.bytes);
@@ -69,20 +72,22 @@ std::string AllreduceReport::to_text() const {
         "round of the one-peer exponential exchange; median of {} iterations after {} warm-up, "
         "each the slowest rank's time; best of {} runs per side; {} cores{}\n",
         peer_errors ? "peer: TCP loopback" : "none: shared memory", iterations, warmup, repeats,
-        cores, chunks > 1 ? fmt::format("; {} chunks per segment", chunks) : "");
+        cores,
+        chunks > 0 ? fmt::format("; {} chunks per ring segment", chunks)
+                   : "; chunks per ring segment: messages of about 1 MiB");
     if (!reference_error.empty())
         out += "MPI reference not run: " + reference_error + "; showing ours only\n";
-    out += fmt::format("{:>5} {:>9} {:>9} {:>7} {:>9} {:>9} {:>6} {:>7}  {:>11} {:>8}\n", "procs",
-                       "size", "ours[ms]", "busbw", "MPI[ms]", "ring[ms]", "ratio", "target",
-                       "exchange[ms]", "exch/ar");
+    out += fmt::format("{:>5} {:>9} {:>6} {:>9} {:>7} {:>9} {:>9} {:>6} {:>7}  {:>11} {:>8}\n",
+                       "procs", "size", "chunks", "ours[ms]", "busbw", "MPI[ms]", "ring[ms]",
+                       "ratio", "target", "exchange[ms]", "exch/ar");
     for (const auto& r : rows) {
         const double best = r.best_mpi();
         const double ratio = best > 0 ? r.ours.median / best : 0.0;
         std::string verdict;
         if (r.target > 0 && best > 0) verdict = ratio <= r.target ? "ok" : "ABOVE TARGET";
         out += fmt::format(
-            "{:>5} {:>9} {:>9} {:>7.2f} {:>9} {:>9} {:>6} {:>7}  {:>11} {:>8}  {}\n", r.procs,
-            format_bytes(static_cast<double>(r.bytes)), ms(r.ours),
+            "{:>5} {:>9} {:>6} {:>9} {:>7.2f} {:>9} {:>9} {:>6} {:>7}  {:>11} {:>8}  {}\n", r.procs,
+            format_bytes(static_cast<double>(r.bytes)), r.chunks, ms(r.ours),
             busbw(r.procs, r.bytes, r.ours.median), ms(r.mpi_default), ms(r.mpi_ring),
             best > 0 ? fmt::format("{:.2f}", ratio) : "-",
             r.target > 0 ? fmt::format("<= {:.1f}", r.target) : "", ms(r.exchange),

@@ -196,31 +196,32 @@ std::vector<std::size_t> parse_size_list(const std::string& option, const std::s
 }
 
 int run_allreduce_bench(const std::vector<std::string>& args) {
-    ArgParser p(
-        "gossamer bench allreduce", "[options]",
-        "Our ring all-reduce (the allreduce protocol training runs) of fp32 between real "
-        "processes over UCX, beside OpenMPI's MPI_Allreduce run by mpirun with its "
-        "default algorithm and with its ring forced, and one round of the one-peer "
-        "exponential neighbour exchange of the same size. Each result is checked. Time "
-        "per op: median over iterations of the slowest rank's time, each after a "
-        "barrier. Target at 2 processes: ours / the faster MPI <= 1.1.",
-        {{"procs", "LIST", "process counts (default 2,4,8)"},
-         {"sizes", "LIST", "sizes in MiB (1,4,16,64, the default) or with a unit (64KiB)"},
-         {"iters", "N", "timed iterations per size (default 20)"},
-         {"warmup", "N", "untimed iterations before them (default 5)"},
-         {"chunks", "N", "chunks per ring segment, pipelined (default 8; training default 1)"},
-         {"repeats", "N",
-          "runs of each side, alternated; the lowest median counts "
-          "(default 3)"},
-         {"errors", "MODE",
-          "UCX error handling: none (default; shared memory) or peer "
-          "(TCP loopback)"},
-         {"no-reference", "", "skip MPI"},
-         {"mpirun", "PROGRAM", "the mpirun to use (default mpirun)"},
-         {"mpi-program", "PROGRAM", "the MPI reference (default the one built here)"},
-         {"timeout", "S", "longest wait for one operation or barrier (default 120)"},
-         {"json", "FILE", "also write the report as JSON to FILE"}},
-        0);
+    ArgParser p("gossamer bench allreduce", "[options]",
+                "Our ring all-reduce (the allreduce protocol training runs) of fp32 between real "
+                "processes over UCX, beside OpenMPI's MPI_Allreduce run by mpirun with its "
+                "default algorithm and with its ring forced, and one round of the one-peer "
+                "exponential neighbour exchange of the same size. Each result is checked. Time "
+                "per op: median over iterations of the slowest rank's time, each after a "
+                "barrier. Target at 2 processes: ours / the faster MPI <= 1.1.",
+                {{"procs", "LIST", "process counts (default 2,4,8)"},
+                 {"sizes", "LIST", "sizes in MiB (1,4,16,64, the default) or with a unit (64KiB)"},
+                 {"iters", "N", "timed iterations per size (default 20)"},
+                 {"warmup", "N", "untimed iterations before them (default 5)"},
+                 {"chunks", "N",
+                  "chunks per ring segment, pipelined (default: per size, messages of about "
+                  "1 MiB; training default 1)"},
+                 {"repeats", "N",
+                  "runs of each side, alternated; the lowest median counts "
+                  "(default 3)"},
+                 {"errors", "MODE",
+                  "UCX error handling: none (default; shared memory) or peer "
+                  "(TCP loopback)"},
+                 {"no-reference", "", "skip MPI"},
+                 {"mpirun", "PROGRAM", "the mpirun to use (default mpirun)"},
+                 {"mpi-program", "PROGRAM", "the MPI reference (default the one built here)"},
+                 {"timeout", "S", "longest wait for one operation or barrier (default 120)"},
+                 {"json", "FILE", "also write the report as JSON to FILE"}},
+                0);
     auto a = p.parse(args);
     if (a.help) return std::cout << p.help(), 0;
     bench::AllreduceBenchOptions o;
@@ -240,7 +241,7 @@ int run_allreduce_bench(const std::vector<std::string>& args) {
     if (auto list = a.value("sizes")) o.sizes = parse_size_list("--sizes", *list);
     o.iterations = static_cast<int>(a.integer("iters", o.iterations, 1, 100000));
     o.warmup = static_cast<int>(a.integer("warmup", o.warmup, 0, 100000));
-    o.chunks = static_cast<int>(a.integer("chunks", o.chunks, 1, 65536));
+    o.chunks = static_cast<int>(a.integer("chunks", 0, 1, 65536));
     o.repeats = static_cast<int>(a.integer("repeats", o.repeats, 1, 100));
     if (auto e = a.value("errors")) {
         if (*e != "peer" && *e != "none") throw UsageError("--errors: use none or peer");

@@ -156,13 +156,14 @@ void AllreduceProtocol::absorb(const Message& msg) {
         std::copy(v, v + m, a);
         return;
     }
-    for (std::size_t i = 0; i < m; ++i) a[i] = v[i] + a[i];
     // The last reduce-scatter step completes this peer's owned segment: its owner alone divides,
-    // and the all-gather hands out exactly these bytes.
+    // and the all-gather hands out exactly these bytes. (One pass: the same two roundings.)
     if (k == n() - 2) {
         const auto div = static_cast<float>(n());
-        for (std::size_t i = 0; i < m; ++i) a[i] /= div;
+        for (std::size_t i = 0; i < m; ++i) a[i] = (v[i] + a[i]) / div;
+        return;
     }
+    for (std::size_t i = 0; i < m; ++i) a[i] = v[i] + a[i];
 }
 
 void AllreduceProtocol::progress(Actions& out) {
