@@ -4,7 +4,7 @@
 # `bench mix` needs 9 buffers of max(128 MiB, 4x the last-level cache) and about a minute.
 # `bench transport` runs beside ucx_perftest twice: with UCX error handling (TCP on one host)
 # and without (shared memory); UCX_TLS, when set, applies to both sides.
-# `bench allreduce` (2, 4 and 8 processes, 1..64 MiB, beside mpirun) takes about 5 minutes on 2
+# `bench allreduce` (2, 4 and 8 processes, 1..64 MiB, beside mpirun) takes about 7 minutes on 2
 # cores; `bench calibrate` writes out/bench/cluster.json for `gossamer sim --cluster`.
 #   scripts/bench.sh [--seconds S]
 set -euo pipefail
