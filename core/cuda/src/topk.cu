@@ -180,8 +180,10 @@ __global__ void decode_kernel(const std::uint32_t* in, std::size_t k, std::size_
 
 }  // namespace
 
-TopKWorkspace::TopKWorkspace(std::size_t capacity)
-    : capacity_(capacity), buffer_(4 * (kTiles + 2 * tiles_of(capacity))) {}
+std::uint32_t* TopKWorkspace::scratch() {
+    if (buffer_.size() == 0) buffer_ = DeviceBuffer(4 * (kTiles + 2 * tiles_of(capacity_)));
+    return buffer_.as<std::uint32_t>();
+}
 
 void topk_encode(const float* x, std::size_t n, std::size_t k, std::byte* out, TopKWorkspace& ws,
                  void* stream) {

@@ -32,13 +32,14 @@ void int8_encode(const float* x, std::size_t n, std::size_t block, std::uint64_t
 void int8_decode_add(const std::byte* in, std::size_t n, std::size_t block, float* y,
                      void* stream = nullptr);
 
-/// Scratch memory of the top-k selection for vectors of up to `capacity` values.
+/// Scratch memory of the top-k selection for vectors of up to `capacity` values, allocated on
+/// the device at first use (about 2 bytes per 1,000 values).
 class TopKWorkspace {
   public:
-    explicit TopKWorkspace(std::size_t capacity);
+    explicit TopKWorkspace(std::size_t capacity) : capacity_(capacity) {}
     std::size_t capacity() const noexcept { return capacity_; }
-    /// Device scratch (internal to topk_encode).
-    std::uint32_t* scratch() const noexcept { return buffer_.as<std::uint32_t>(); }
+    /// Device scratch (internal to topk_encode and topk_decode_add); allocates it when needed.
+    std::uint32_t* scratch();
 
   private:
     std::size_t capacity_;
