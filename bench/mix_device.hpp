@@ -42,8 +42,8 @@ struct MixDeviceReport {
 /// Whether this build holds the CUDA kernels (GOSSAMER_USE_CUDA).
 bool cuda_built() noexcept;
 
-/// Runs the device rows. ConfigError (exit 2) when `device` is not "cuda" or this build has no
-/// CUDA support; Error when there is no device or a kernel fails.
+/// Runs the device rows. ConfigError (exit 2) when `device` is not "cuda", this build has no
+/// CUDA support or there is no device here; Error when a kernel fails.
 MixDeviceReport run_mix_device(const MixDeviceOptions& options);
 
 }  // namespace gossamer::bench

@@ -4,7 +4,6 @@
 
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -14,9 +13,8 @@ namespace gossamer::test {
 
 inline bool cuda_device_or_skip() {
     if (cuda::device_count() > 0) return true;
-    const std::string why = cuda::device_description();
-    std::printf("skipped: no CUDA device (%s)\n", why.c_str());
-    MESSAGE("skipped: no CUDA device (" << why << ")");
+    // device_description() starts with "no CUDA device: " and says why.
+    MESSAGE("skipped: " << cuda::device_description());
     return false;
 }
 
