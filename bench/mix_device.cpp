@@ -98,8 +98,9 @@ MixDeviceReport run_mix_device(const MixDeviceOptions& o) {
         throw ConfigError("", "--device", fmt::format("unknown device '{}'", o.device),
                           "use cpu or cuda");
     if (cuda::device_count() == 0)
-        throw ConfigError("", "--device", cuda::device_description(),
-                          "run on a machine with an NVIDIA GPU and its driver, or use --device cpu");
+        throw ConfigError(
+            "", "--device", cuda::device_description(),
+            "run on a machine with an NVIDIA GPU and its driver, or use --device cpu");
     MixDeviceReport report;
     report.device = cuda::device_description();
     report.transfer_path = cuda::transfer_path(cuda::probe_ucx_memory());
