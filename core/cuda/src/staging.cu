@@ -82,6 +82,12 @@ void DeviceStaging::send_from_device(const void* src, std::size_t bytes, const C
         check(cudaEventRecord(static_cast<cudaEvent_t>(done_[slot]), s),
               "staging: cudaEventRecord");
     };
+    // The copies run on a non-blocking stream, which does not wait for the legacy default
+    // stream by itself: order them after everything already queued there (and so on every
+    // blocking stream), which is where the kernels that wrote src ran.
+    auto ready = static_cast<cudaEvent_t>(done_[0]);
+    check(cudaEventRecord(ready, cudaStreamLegacy), "staging: cudaEventRecord");
+    check(cudaStreamWaitEvent(s, ready, 0), "staging: cudaStreamWaitEvent");
     // Keep `slots` copies queued; hand each chunk over as soon as its copy is done, then reuse
     // its slot for the chunk `slots` places later.
     const std::size_t depth = static_cast<std::size_t>(options_.slots);

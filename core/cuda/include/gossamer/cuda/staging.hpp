@@ -50,7 +50,9 @@ class DeviceStaging {
     /// Fills each pinned chunk in order (e.g. from a received message) before it goes up.
     using ChunkSource = std::function<void(std::span<std::byte> chunk, std::size_t offset)>;
 
-    /// Device -> host: the copy of chunk i+1 runs while `sink` handles chunk i. Throws Timeout
+    /// Device -> host: the copy of chunk i+1 runs while `sink` handles chunk i. The copies start
+    /// after all work queued on the default stream and blocking streams (what wrote src); work
+    /// on a non-blocking stream must be synchronized by the caller first. Throws Timeout
     /// when one chunk's copy takes longer than options.timeout, Error when a copy fails.
     void send_from_device(const void* device_src, std::size_t bytes, const ChunkSink& sink);
     /// Host -> device: `source` fills chunk i+1 while chunk i is copied up. Returns when the
