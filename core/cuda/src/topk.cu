@@ -42,8 +42,12 @@ __global__ void histogram_kernel(const float* x, std::size_t n, std::uint32_t* w
     const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
     for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
         const std::uint32_t key = key_of(__ldg(x + i));
-        if (high >= 32 || (key >> high) == (prefix >> high))
-            atomicAdd(&bins[(key >> shift) & 0xffu], 1u);
+        const bool counted = high >= 32 || (key >> high) == (prefix >> high);
+        // Lanes with the same bin add once (magnitudes crowd into few bins in the first pass).
+        const std::uint32_t bin = counted ? (key >> shift) & 0xffu : kBins;
+        const unsigned peers = __match_any_sync(__activemask(), bin);
+        if (counted && (threadIdx.x & 31u) == static_cast<unsigned>(__ffs(peers) - 1))
+            atomicAdd(&bins[bin], static_cast<std::uint32_t>(__popc(peers)));
     }
     __syncthreads();
     for (int b = threadIdx.x; b < kBins; b += blockDim.x)
@@ -102,21 +106,43 @@ __global__ void init_kernel(std::uint32_t* ws, std::uint32_t k) {
     if (threadIdx.x < 4) ws[kState + threadIdx.x] = threadIdx.x == 1 ? k : 0;
 }
 
-// Counts of keys above T and equal to T in this thread's kPerThread consecutive values.
-__device__ void count_run(const float* x, std::size_t begin, std::size_t n, std::uint32_t t,
+// This thread's run of kPerThread consecutive values from `begin` (16-byte loads when x is
+// aligned and the run is whole); returns how many are inside the vector.
+__device__ int load_run(const float* x, std::size_t begin, std::size_t n, bool vec,
+                        float (&v)[kPerThread]) {
+    if (begin >= n) return 0;
+    if (vec && begin + kPerThread <= n) {
+#pragma unroll
+        for (int j = 0; j < kPerThread; j += 4) {
+            const float4 q = __ldg(reinterpret_cast<const float4*>(x + begin + j));
+            v[j] = q.x, v[j + 1] = q.y, v[j + 2] = q.z, v[j + 3] = q.w;
+        }
+        return kPerThread;
+    }
+    const int count = static_cast<int>(min(n - begin, std::size_t{kPerThread}));
+    for (int j = 0; j < count; ++j) v[j] = __ldg(x + begin + j);
+    return count;
+}
+
+// Counts of keys above T and equal to T among the first `count` values.
+__device__ void count_run(const float (&v)[kPerThread], int count, std::uint32_t t,
                           std::uint32_t& gt, std::uint32_t& eq) {
     gt = eq = 0;
-    for (int j = 0; j < kPerThread && begin + j < n; ++j) {
-        const std::uint32_t key = key_of(__ldg(x + begin + j));
-        gt += key > t;
-        eq += key == t;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+        const std::uint32_t key = key_of(v[j]);
+        gt += j < count && key > t;
+        eq += j < count && key == t;
     }
 }
 
-__global__ void count_kernel(const float* x, std::size_t n, std::uint32_t* ws) {
+__global__ void count_kernel(const float* x, std::size_t n, std::uint32_t* ws, bool vec) {
     const std::uint32_t t = ws[kState];
+    float v[kPerThread];
+    const int count =
+        load_run(x, blockIdx.x * kTile + std::size_t{threadIdx.x} * kPerThread, n, vec, v);
     std::uint32_t gt, eq, ea, eb, ta, tb;
-    count_run(x, blockIdx.x * kTile + std::size_t{threadIdx.x} * kPerThread, n, t, gt, eq);
+    count_run(v, count, t, gt, eq);
     block_scan2(gt, eq, ea, eb, ta, tb);
     if (threadIdx.x == 0) {
         ws[kTiles + 2 * std::size_t{blockIdx.x}] = ta;
@@ -140,16 +166,18 @@ __global__ void scan_tiles_kernel(std::uint32_t* ws, std::size_t tiles) {
 }
 
 __global__ void write_kernel(const float* x, std::size_t n, std::size_t k, std::uint32_t* ws,
-                             std::uint32_t* out) {
+                             std::uint32_t* out, bool vec) {
     const std::uint32_t t = ws[kState], need = ws[kState + 1];
     const std::size_t begin = blockIdx.x * kTile + std::size_t{threadIdx.x} * kPerThread;
+    float vals[kPerThread];
+    const int count = load_run(x, begin, n, vec, vals);
     std::uint32_t gt, eq, ea, eb, ta, tb;
-    count_run(x, begin, n, t, gt, eq);
+    count_run(vals, count, t, gt, eq);
     block_scan2(gt, eq, ea, eb, ta, tb);
     std::uint32_t gt_before = ws[kTiles + 2 * std::size_t{blockIdx.x}] + ea;
     std::uint32_t eq_before = ws[kTiles + 2 * std::size_t{blockIdx.x} + 1] + eb;
-    for (int j = 0; j < kPerThread && begin + j < n; ++j) {
-        const float v = __ldg(x + begin + j);
+    for (int j = 0; j < count; ++j) {
+        const float v = vals[j];
         const std::uint32_t key = key_of(v);
         std::size_t pos = k;  // not kept
         if (key > t) {
@@ -207,9 +235,10 @@ void topk_encode(const float* x, std::size_t n, std::size_t k, std::byte* out, T
         select_kernel<<<1, 1, 0, s>>>(w, shift);
     }
     const auto tiles = static_cast<unsigned>(tiles_of(n));
-    count_kernel<<<tiles, kThreads, 0, s>>>(x, n, w);
+    const bool vec = detail::aligned16(x);
+    count_kernel<<<tiles, kThreads, 0, s>>>(x, n, w, vec);
     scan_tiles_kernel<<<1, 1024, 0, s>>>(w, tiles);
-    write_kernel<<<tiles, kThreads, 0, s>>>(x, n, k, w, reinterpret_cast<std::uint32_t*>(out));
+    write_kernel<<<tiles, kThreads, 0, s>>>(x, n, k, w, reinterpret_cast<std::uint32_t*>(out), vec);
     detail::check_launch("cuda::topk_encode");
 }
 
