@@ -93,7 +93,8 @@ __device__ __forceinline__ std::int8_t quantize(float x, float scale, std::uint6
 }
 
 // One warp per int8 block: the max |x| by shuffles, then the codes (the block is in L1/L2 by
-// then). Lanes take float4s when the block starts 16-byte aligned and has a multiple of 4 values.
+// then). With `vec` (x 16-byte aligned, block a multiple of 4, so every block starts aligned)
+// lanes take float4s up to the last multiple of 4 in the block, then single values.
 __global__ void int8_encode_kernel(const float* x, std::size_t n, std::size_t block,
                                    std::uint64_t seed, std::byte* out, std::size_t nb, bool vec) {
     const unsigned lane = threadIdx.x & 31u;
@@ -102,33 +103,28 @@ __global__ void int8_encode_kernel(const float* x, std::size_t n, std::size_t bl
     for (std::size_t b = (std::size_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; b < nb;
          b += warps) {
         const std::size_t lo = b * block, hi = min(n, lo + block);
+        const std::size_t body = vec ? lo + ((hi - lo) & ~std::size_t{3}) : lo;
         float m = 0.f;
-        if (vec) {
-            for (std::size_t k = lo + 4 * lane; k < hi; k += 128) {
-                const float4 v = __ldg(reinterpret_cast<const float4*>(x + k));
-                m = fmaxf(m, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
-            }
-        } else {
-            for (std::size_t k = lo + lane; k < hi; k += 32) m = fmaxf(m, fabsf(x[k]));
+        for (std::size_t k = lo + 4 * lane; k < body; k += 128) {
+            const float4 v = __ldg(reinterpret_cast<const float4*>(x + k));
+            m = fmaxf(m, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
         }
+        for (std::size_t k = body + lane; k < hi; k += 32) m = fmaxf(m, fabsf(x[k]));
 #pragma unroll
         for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
         const float scale = m / 127.0f;
         if (lane == 0) reinterpret_cast<float*>(out)[b] = scale;
-        if (vec) {
-            for (std::size_t k = lo + 4 * lane; k < hi; k += 128) {
-                const float4 v = __ldg(reinterpret_cast<const float4*>(x + k));
-                char4 q;
-                q.x = quantize(v.x, scale, seed, k);
-                q.y = quantize(v.y, scale, seed, k + 1);
-                q.z = quantize(v.z, scale, seed, k + 2);
-                q.w = quantize(v.w, scale, seed, k + 3);
-                *reinterpret_cast<char4*>(codes + k) = q;
-            }
-        } else {
-            for (std::size_t k = lo + lane; k < hi; k += 32)
-                codes[k] = quantize(x[k], scale, seed, k);
+        for (std::size_t k = lo + 4 * lane; k < body; k += 128) {
+            const float4 v = __ldg(reinterpret_cast<const float4*>(x + k));
+            char4 q;
+            q.x = quantize(v.x, scale, seed, k);
+            q.y = quantize(v.y, scale, seed, k + 1);
+            q.z = quantize(v.z, scale, seed, k + 2);
+            q.w = quantize(v.w, scale, seed, k + 3);
+            *reinterpret_cast<char4*>(codes + k) = q;
         }
+        for (std::size_t k = body + lane; k < hi; k += 32)
+            codes[k] = quantize(x[k], scale, seed, k);
     }
 }
 
@@ -142,7 +138,7 @@ __global__ void int8_decode_kernel(const std::byte* in, std::size_t n, std::size
 }
 
 // Same, four values per thread: a char4 of codes and a float4 of y (block % 4 == 0 keeps the
-// four under one scale).
+// four under one scale), then the last n % 4 one by one.
 __global__ void int8_decode4_kernel(const std::byte* in, std::size_t n, std::size_t block,
                                     std::size_t nb, float* y) {
     const auto* scales = reinterpret_cast<const float*>(in);
@@ -159,6 +155,10 @@ __global__ void int8_decode4_kernel(const std::byte* in, std::size_t n, std::siz
         v.w = __fadd_rn(v.w, __fmul_rn(static_cast<float>(q.w), s));
         y4[i] = v;
     }
+    const auto* code = reinterpret_cast<const std::int8_t*>(codes);
+    for (std::size_t k = 4 * n4 + std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; k < n;
+         k += stride)
+        y[k] = __fadd_rn(y[k], __fmul_rn(static_cast<float>(code[k]), __ldg(scales + k / block)));
 }
 
 __global__ void gather_kernel(const float* x, const std::uint32_t* idx, std::size_t k, float* out) {
@@ -213,7 +213,7 @@ void int8_encode(const float* x, std::size_t n, std::size_t block, std::uint64_t
     require(x && out, "cuda::int8_encode: a null pointer");
     require(aligned(out, 4), "cuda::int8_encode: the output is not 4-byte aligned");
     const std::size_t nb = (n + block - 1) / block;
-    const bool vec = detail::aligned16(x) && block % 4 == 0 && n % 4 == 0;
+    const bool vec = detail::aligned16(x) && block % 4 == 0;
     const std::size_t warps_per_block = kThreads / 32;
     const std::size_t blocks = std::min<std::size_t>((nb + warps_per_block - 1) / warps_per_block,
                                                      detail::grid_for(nb * 32));
@@ -230,8 +230,8 @@ void int8_decode_add(const std::byte* in, std::size_t n, std::size_t block, floa
     require(aligned(in, 4), "cuda::int8_decode_add: the input is not 4-byte aligned");
     const std::size_t nb = (n + block - 1) / block;
     const auto s = detail::as_stream(stream);
-    if (detail::aligned16(y) && block % 4 == 0 && n % 4 == 0)
-        int8_decode4_kernel<<<detail::grid_for(n / 4), kThreads, 0, s>>>(in, n, block, nb, y);
+    if (detail::aligned16(y) && block % 4 == 0)
+        int8_decode4_kernel<<<detail::grid_for((n + 3) / 4), kThreads, 0, s>>>(in, n, block, nb, y);
     else
         int8_decode_kernel<<<detail::grid_for(n), kThreads, 0, s>>>(in, n, block, nb, y);
     detail::check_launch("cuda::int8_decode_add");
