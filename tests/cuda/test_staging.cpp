@@ -78,3 +78,23 @@ TEST_CASE("DeviceStaging moves a buffer down and up through pinned chunks") {
     cuda::copy_to_host(check.data(), back.data(), bytes);
     CHECK(check == data);
 }
+
+TEST_CASE("DeviceStaging works again after a sink gave up in the middle of a transfer") {
+    if (!gossamer::test::cuda_device_or_skip()) return;
+    const std::size_t bytes = 5000;
+    std::vector<std::byte> data(bytes, std::byte{3});
+    cuda::DeviceBuffer dev(bytes);
+    cuda::copy_to_device(dev.data(), data.data(), bytes);
+    cuda::DeviceStaging staging({1000, 2, std::chrono::milliseconds(10000)});
+    int chunks = 0;
+    CHECK_THROWS_AS(staging.send_from_device(dev.data(), bytes,
+                                             [&](std::span<const std::byte>, std::size_t) {
+                                                 if (++chunks == 2) throw gossamer::Error("gone");
+                                             }),
+                    gossamer::Error);
+    std::vector<std::byte> received;
+    staging.send_from_device(dev.data(), bytes, [&](std::span<const std::byte> c, std::size_t) {
+        received.insert(received.end(), c.begin(), c.end());
+    });
+    CHECK(received == data);
+}

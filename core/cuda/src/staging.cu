@@ -71,8 +71,15 @@ void DeviceStaging::wait_slot(int slot, const char* what) {
     }
 }
 
+// A transfer that a sink or source left by throwing may still have copies in flight: the slots
+// are free again only when they are done.
+void DeviceStaging::wait_all(const char* what) {
+    for (int slot = 0; slot < options_.slots; ++slot) wait_slot(slot, what);
+}
+
 void DeviceStaging::send_from_device(const void* src, std::size_t bytes, const ChunkSink& sink) {
     const auto plan = staging_plan(bytes, options_.chunk_bytes, options_.slots);
+    wait_all("finishing an earlier transfer");
     const auto s = static_cast<cudaStream_t>(stream_);
     const auto* from = static_cast<const std::byte*>(src);
     auto issue = [&](const StagedChunk& c) {
@@ -102,6 +109,7 @@ void DeviceStaging::send_from_device(const void* src, std::size_t bytes, const C
 
 void DeviceStaging::receive_to_device(void* dst, std::size_t bytes, const ChunkSource& source) {
     const auto plan = staging_plan(bytes, options_.chunk_bytes, options_.slots);
+    wait_all("finishing an earlier transfer");
     const auto s = static_cast<cudaStream_t>(stream_);
     auto* to = static_cast<std::byte*>(dst);
     const std::size_t depth = static_cast<std::size_t>(options_.slots);

@@ -63,6 +63,7 @@ class DeviceStaging {
 
   private:
     void wait_slot(int slot, const char* what);
+    void wait_all(const char* what);
     void release() noexcept;
     Options options_;
     std::vector<std::byte*> pinned_;
