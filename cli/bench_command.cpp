@@ -11,6 +11,7 @@
 #include "compute.hpp"
 #include "gossamer/core/units.hpp"
 #include "mix.hpp"
+#include "mix_device.hpp"
 #include "progress.hpp"
 #ifdef GOSSAMER_HAVE_UCX
 #include "allreduce.hpp"
@@ -41,6 +42,7 @@ int run_mix_bench(const std::vector<std::string>& args) {
                  {"repeats", "N", "timed calls per k and side (default 5)"},
                  {"isa", "NAME", "kernels: scalar, avx2 or avx512 (default the best here)"},
                  {"stores", "HOW", "auto, regular or streaming (non-temporal) (default auto)"},
+                 {"device", "NAME", "cpu (default) or cuda: the device kernels (docs/gpu.md)"},
                  {"save", "FILE", "also write the JSON report to FILE"},
                  {"json", "", "print JSON"}},
                 0);
@@ -55,6 +57,10 @@ int run_mix_bench(const std::vector<std::string>& args) {
     }
     o.max_neighbours = static_cast<int>(a.integer("neighbours", o.max_neighbours, 1, 64));
     o.repeats = static_cast<int>(a.integer("repeats", o.repeats, 1, 1000));
+    if (auto d = a.value("device"); d && *d != "cpu") {  // bench/mix_device.hpp
+        auto r = bench::run_mix_device({*d, o.bytes, a.value("repeats") ? o.repeats : 20, {}});
+        return print_and_save(a, r.to_json(), r.to_text()), 0;
+    }
     if (auto isa = a.value("isa"); isa && !parse_simd_isa(isa->c_str(), o.isa))
         throw UsageError("--isa: use scalar, avx2 or avx512");
     if (auto isa = a.value("isa"); isa && !simd_isa_supported(o.isa))
