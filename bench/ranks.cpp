@@ -183,6 +183,22 @@ ForkedRanks::~ForkedRanks() {
     }
 }
 
+std::string ForkedRanks::killed_rank() {
+    // Up to half a second for a dying child to be reaped; only deaths by a signal count.
+    for (int i = 0; i < 25; ++i) {
+        for (int r = 0; r < size(); ++r) {
+            pid_t& pid = pids_[static_cast<std::size_t>(r)];
+            int status = 0;
+            if (pid <= 0 || ::waitpid(pid, &status, WNOHANG) != pid) continue;
+            pid = -1;
+            if (WIFSIGNALED(status))
+                return fmt::format("rank {} was killed by signal {}", r, WTERMSIG(status));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return {};
+}
+
 std::string ForkedRanks::died(int rank) {
     int status = 0;
     pid_t& pid = pids_[static_cast<std::size_t>(rank)];
@@ -209,8 +225,14 @@ Frame ForkedRanks::receive(int rank, char expect, std::chrono::milliseconds time
             fmt::format("rank {} {} while the bench waited for {}", rank, died(rank), what));
     }
     if (f.type == 'E') {
-        const std::string text(reinterpret_cast<const char*>(f.data.data()), f.data.size());
-        throw Error(text.rfind("rank ", 0) == 0 ? text : fmt::format("rank {}: {}", rank, text));
+        std::string text(reinterpret_cast<const char*>(f.data.data()), f.data.size());
+        if (text.rfind("rank ", 0) != 0) text = fmt::format("rank {}: {}", rank, text);
+        // A rank that reports an error often does so because another one died: name the dead
+        // one first (the parent reads ranks in order, so rank 0's report comes before rank 1's
+        // death is seen).
+        if (const auto dead = killed_rank(); !dead.empty())
+            throw Error(fmt::format("{} ({})", dead, text));
+        throw Error(text);
     }
     if (f.type == 0)
         throw Timeout(

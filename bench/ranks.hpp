@@ -67,6 +67,9 @@ class ForkedRanks {
 
   private:
     std::string died(int rank);
+    /// "rank R was killed by signal S" for a child that died by a signal (waits up to 0.5 s), or
+    /// "" when none did.
+    std::string killed_rank();
 
     std::vector<pid_t> pids_;
     std::vector<int> to_, from_;
