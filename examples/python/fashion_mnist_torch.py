@@ -39,6 +39,17 @@ class SmallCNN(torch.nn.Module):
         return self.classifier(self.features(x))
 
 
+def slow_spec(text):
+    """--slow RANK:FACTOR, checked by argparse (one line and exit 2 when wrong)."""
+    try:
+        rank, factor = text.split(":")
+        if int(rank) >= 0 and float(factor) >= 1:
+            return text
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"\"{text}\" is not RANK:FACTOR with FACTOR >= 1, e.g. 0:3")
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--algorithm", default=None, choices=gossamer.ALGORITHMS,
@@ -53,7 +64,7 @@ def parse_args():
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--slow", default="", help="RANK:FACTOR, e.g. 0:3: that peer's steps take "
+    p.add_argument("--slow", default=None, type=slow_spec, help="RANK:FACTOR, e.g. 0:3: that peer's steps take "
                    "FACTOR times as long (a straggler)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--metrics-dir", default="", help="write DIR/peer<R>.jsonl (metrics)")
@@ -204,4 +215,11 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except gossamer.ConfigError as e:  # bad input: one line, status 2 (as the CLI)
+        print(f"fashion_mnist_torch.py: {e}", file=sys.stderr)
+        sys.exit(2)
+    except gossamer.Error as e:
+        print(f"fashion_mnist_torch.py: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -77,6 +77,11 @@ void bind_topology(py::module_& m) {
         .def_property_readonly("period",
                                [](const PyTopology& t) { return t.topology.schedule->period(); })
         .def_property_readonly("json_text", [](const PyTopology& t) { return t.text; })
+        .def("__repr__",
+             [](const PyTopology& t) {
+                 return fmt::format("<gossamer.Topology {} from {}>",
+                                    t.topology.schedule->describe(), t.topology.source);
+             })
         .def(
             "analyse",
             [](const PyTopology& t, std::uint64_t model_bytes, std::int64_t max_rounds,
