@@ -8,6 +8,7 @@ By default the peers are threads of this process (the inproc transport). Started
 (--rank, or GOSSAMER_RANK / OMPI_COMM_WORLD_RANK from a launcher) it is one peer of a job of
 processes over UCX, and the topology comes from --topology or GOSSAMER_TOPOLOGY. Started by
 `gossamer launch --script` it takes the algorithm, epochs and output folder from the launcher,
+reads the data section, batch size and learning rate of its training config (GOSSAMER_CONFIG),
 ends with the exact average of the survivors' models, and the lowest surviving rank writes
 OUT/average.json for the launcher's table.
 """
@@ -71,9 +72,10 @@ def parse_args():
     return p.parse_args()
 
 
-def load(args):
-    d = gossamer.load_data({"name": "fashion-mnist", "train_limit": args.train,
-                            "test_limit": args.test})  # Gossamer's loader (normalised, [N, 1, 28, 28])
+def load(args, data=None):
+    """Gossamer's loader (normalised, [N, 1, 28, 28]); data: a training config's data section."""
+    d = gossamer.load_data(data or {"name": "fashion-mnist", "train_limit": args.train,
+                                    "test_limit": args.test})
     return ({k: torch.from_numpy(v) for k, v in d["train"].items() if k in ("x", "y")},
             {k: torch.from_numpy(v) for k, v in d["test"].items() if k in ("x", "y")})
 
@@ -159,9 +161,17 @@ def main():
     launch = gossamer.launched()
     if args.algorithm is None:
         args.algorithm = launch.algorithm if launch else "async"
+    data = None
+    if launch and launch.config:  # the launcher's training config: its data, batch and rate
+        import json
+        with open(launch.config) as f:
+            cfg = json.load(f)
+        data = cfg.get("data")
+        args.batch = cfg.get("training", {}).get("batch_size", args.batch)
+        args.lr = cfg.get("optimizer", {}).get("lr", args.lr)
     if launch and launch.epochs:
         args.epochs = launch.epochs
-    train, test = load(args)
+    train, test = load(args, data)
     rank = args.rank
     if rank is None:
         for var in ("GOSSAMER_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
