@@ -59,13 +59,14 @@ class Peer:
     algorithm: allreduce, dpsgd, sgp, async or choco; options: its options (dict, docs/algorithms.md).
     partitions: per-partition gossip (the training config's "multirate" section as a dict).
     layout: [(name, offset, size), ...] covering the buffer (gossamer.torch.flatten's layout).
-    steps: local steps this peer takes. transport: "ucx" (processes) or "inproc" (threads of
+    token_file: the job token's file ("": $GOSSAMER_JOB_TOKEN); job_id: default $GOSSAMER_JOB_ID,
+        else 1. steps: local steps this peer takes. transport: "ucx" (processes) or "inproc" (threads of
         this process sharing job=gossamer.InprocJob(n)). Timeouts are in seconds.
     """
 
     def __init__(self, params, topology=None, *, rank=None, algorithm="dpsgd", options=None,
                  partitions=None, layout=None, steps, transport="ucx", job=None, token_file="",
-                 job_id=1, join_timeout=30.0, step_timeout=180.0, stall_timeout=120.0,
+                 job_id=None, join_timeout=30.0, step_timeout=180.0, stall_timeout=120.0,
                  run_timeout=86400.0, metrics_path="", exact_average=False):
         if topology is None:
             topology = _os.environ.get("GOSSAMER_TOPOLOGY")
@@ -76,10 +77,8 @@ class Peer:
             topology = _topology_file(topology)
         if rank is None:
             rank = _env_int("GOSSAMER_RANK")
-        if not token_file:
-            token_file = _os.environ.get("GOSSAMER_TOKEN_FILE", "")
-        if job_id == 1 and _env_int("GOSSAMER_JOB_ID") is not None:
-            job_id = _env_int("GOSSAMER_JOB_ID")
+        if job_id is None:
+            job_id = _env_int("GOSSAMER_JOB_ID") or 1
         buffer = _as_buffer(params)
         self._params = params  # the caller's object stays alive as long as the peer
         self._peer = _native.Peer(
