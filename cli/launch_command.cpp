@@ -43,7 +43,8 @@ void write_plots(const fs::path& out) {
     Children plot;
     plot.start({python.string(), script.string(), out.string()}, {}, log);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (!plot.running().empty() && std::chrono::steady_clock::now() < deadline) {
+    while (!plot.running().empty() && std::chrono::steady_clock::now() < deadline &&
+           !InterruptGuard::received()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         plot.poll();
     }

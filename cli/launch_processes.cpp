@@ -156,9 +156,10 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
         const double wall = elapsed();
         if (const int sig = InterruptGuard::received()) {
             progress.done();
-            std::cerr << fmt::format("{}: interrupted ({}): stopping peers {}\n", algo,
-                                     sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal",
-                                     join(running));
+            std::cerr << fmt::format(
+                "{}: interrupted ({}): stopping peers {}\n", algo,
+                sigabbrev_np(sig) ? fmt::format("SIG{}", sigabbrev_np(sig)) : "a signal",
+                join(running));
             kids.kill_all(5.0);
             throw Interrupted{sig};
         }

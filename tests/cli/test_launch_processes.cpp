@@ -142,4 +142,24 @@ TEST_SUITE("integration") {
         CHECK(topo["graph"]["family"] == "ring");
     }
 
+    TEST_CASE("Ctrl-C stops the launch and its peers: exit 130, no peer left running") {
+        LaunchJob job;
+        job.cluster = job.dir.write("slow.json", R"({"defaults": {"base_time": 1.0},
+        "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+        const auto out = (job.dir.path() / "i").string();
+        // Waits (at most 10 s) for the peers' first steps, interrupts the launcher, then looks for
+        // peers of this job ("[p]eer" does not match this script's own command line).
+        auto r = run("sh -c '" + kBin + " launch --no-plots --topology " + job.topology +
+                     " --config " + job.config + " --cluster " + job.cluster +
+                     " --algorithms dpsgd --out " + out + " & p=$!; i=0; while [ ! -s " + out +
+                     "/dpsgd/peer3.jsonl ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; "
+                     "kill -INT $p; wait $p; echo rc=$?; sleep 0.2; "
+                     "if pgrep -f \"[p]eer --topology .*--out " +
+                     out + "\" >/dev/null; then echo orphans; else echo clean; fi'");
+        CAPTURE(r.err);
+        CHECK(r.out == "rc=130\nclean\n");
+        CHECK(r.err.find("dpsgd: interrupted (SIGINT): stopping peers 0, 1, 2, 3") !=
+              std::string::npos);
+    }
+
 }  // TEST_SUITE
