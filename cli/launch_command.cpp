@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 
 /// Runs scripts/plot.py on OUT (GOSSAMER_PLOT_SCRIPT overrides where it is); a missing Python or
 /// matplotlib is one warning line, never a failure of the launch.
-void write_plots(const fs::path& out) {
+void write_plots(const fs::path& out, std::optional<double> target) {
     const char* env = std::getenv("GOSSAMER_PLOT_SCRIPT");
     const fs::path script = env ? fs::path(env) : fs::path(GOSSAMER_SOURCE_DIR) / "scripts/plot.py";
     const fs::path python = "/usr/bin/python3";
@@ -41,7 +41,9 @@ void write_plots(const fs::path& out) {
         return;
     }
     Children plot;
-    plot.start({python.string(), script.string(), out.string()}, {}, log);
+    std::vector<std::string> argv = {python.string(), script.string(), out.string()};
+    if (target) argv.insert(argv.end(), {"--target", fmt::format("{}", *target)});
+    plot.start(argv, {}, log);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (!plot.running().empty() && std::chrono::steady_clock::now() < deadline &&
            !InterruptGuard::received()) {
@@ -191,7 +193,7 @@ int run_launch(const std::vector<std::string>& args) {
         f << summary.dump(2) << "\n";
         if (!f) throw Error(fmt::format("cannot write {}", (job.out / "result.json").string()));
     }
-    if (!a.flag("no-plots")) write_plots(job.out);
+    if (!a.flag("no-plots")) write_plots(job.out, cfg.target_accuracy);
     if (a.flag("json"))
         std::cout << summary.dump(2) << "\n";
     else

@@ -151,6 +151,7 @@ def plot_launch(root, target):
     save(fig, root / "loss.png")
     if target:
         ax_acc.axhline(100 * target, color="grey", linestyle=":", linewidth=1)
+    ax_acc.set_xlim(left=0)
     ax_acc.set_xlabel("wall-clock time [s]")
     ax_acc.set_ylabel("test accuracy [%]")
     ax_acc.set_title(f"{root.name}: test accuracy of the averaged model against time")
