@@ -117,12 +117,12 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     const std::string token = hex_token();
     std::mt19937_64 rng(std::random_device{}());
     const auto job_id = std::uniform_int_distribution<std::uint64_t>(1, 1ULL << 62)(rng);
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::pair<std::string, std::string>> env = {
+    // Blocking communication when the peers outnumber the cores needs nothing here: each peer
+    // counts the topology's peers on its host (UcxOptions::local_peers) and its automatic mode
+    // then sleeps on UCX's event fd instead of spinning.
+    const std::vector<std::pair<std::string, std::string>> env = {
         {"GOSSAMER_JOB_TOKEN", token},
-        {"OPENBLAS_NUM_THREADS", std::to_string(job.threads_per_peer)},
-        // peers outnumbering the cores sleep on UCX's event fd instead of spinning
-        {"GOSSAMER_UCX_PROGRESS", n > cores ? "block" : "auto"}};
+        {"OPENBLAS_NUM_THREADS", std::to_string(job.threads_per_peer)}};
 
     Children kids;
     std::vector<Follower> follow(static_cast<std::size_t>(n));

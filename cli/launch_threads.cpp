@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "cluster_options.hpp"
 #include "gossamer/peer/local.hpp"
 #include "gossamer/sim/cluster.hpp"
 #include "gossamer/sim/compute_model.hpp"
@@ -19,26 +20,6 @@
 
 namespace gossamer::cli {
 namespace {
-
-/// The cluster file mapped onto one peer's driver options: steps padded to the compute model's
-/// duration (base time x factor x jitter, slow periods by start time), sends paced by the
-/// cluster's links, the failure time.
-peer::DriverOptions options_for(int rank, const std::shared_ptr<const sim::Cluster>& cluster,
-                                const std::shared_ptr<const sim::ComputeModel>& compute,
-                                const std::string& metrics_path) {
-    peer::DriverOptions o;
-    o.metrics_path = metrics_path;
-    if (!cluster) return o;
-    o.declared_step_time = [compute, rank](std::int64_t step, double start) {
-        return compute->step_duration(rank, step, start);
-    };
-    o.link = [cluster, rank](int to) {
-        const auto& l = cluster->link(rank, to);
-        return peer::LinkPacing{l.latency, l.bandwidth};
-    };
-    o.fail_at = compute->failure_time(rank);
-    return o;
-}
 
 /// Calls `tick` every 0.5 s on its own thread until destroyed: the progress line while the
 /// peers run (run_local_training blocks this thread).

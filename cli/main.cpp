@@ -27,6 +27,7 @@ commands:
   train     train one model in one process from a training config
   sim       simulate many peers with heterogeneous speeds in virtual time
   launch    run the local peers of a topology for real, as gossamer peer processes
+  peer      run one real peer of a job over UCX (one process per rank; mpirun, srun)
   bench     benchmarks with a reference measured in the same run (compute)
 
 'gossamer COMMAND --help' describes a command. Exit status: 0 success, 1 internal error,
@@ -47,6 +48,7 @@ int dispatch(const std::vector<std::string>& args) {
     if (cmd == "bench") return gossamer::cli::run_bench(rest);
     if (cmd == "sim") return gossamer::cli::run_sim(rest);
     if (cmd == "launch") return gossamer::cli::run_launch(rest);
+    if (cmd == "peer") return gossamer::cli::run_peer(rest);
     throw gossamer::cli::UsageError(
         fmt::format("gossamer: unknown command '{}'; see 'gossamer --help'", cmd));
 }

@@ -155,6 +155,7 @@ void Loop::release_due() {
 void Loop::deliver(Event& e, proto::Actions& a) {
     const double t = now();
     if (auto* m = std::get_if<Arrived>(&e)) {
+        if (options_.intercept && options_.intercept(m->msg)) return;
         heard_[m->msg.sender] = {m->msg.round, t};
         protocol_.message_arrived(t, std::move(m->msg), a);
     } else if (auto* s = std::get_if<SendDone>(&e)) {
@@ -294,6 +295,7 @@ DriverResult Loop::run() {
             result_.failed = true;
             break;
         }
+        if (options_.poll) options_.poll();
         watch();
         release_due();
         if (deliver_one()) continue;

@@ -55,6 +55,8 @@ TEST_SUITE("bootstrap") {
         CHECK_MESSAGE(has(peers[1]->lost_peers().at(0).reason, "rank 3 ("), "");
         CHECK_MESSAGE(has(peers[1]->lost_peers().at(0).reason, "connection lost"),
                       peers[1]->lost_peers().at(0).reason);
+        CHECK_FALSE(peers[0]->lost_peers().at(0).left);  // a crash, seen directly
+        CHECK_FALSE(peers[1]->lost_peers().at(0).left);  // and forwarded by rank 0
     }
 
     TEST_CASE("a peer that closes its bootstrap is reported as having left") {
@@ -64,6 +66,8 @@ TEST_SUITE("bootstrap") {
         CHECK(took < 600ms);
         CHECK_MESSAGE(has(peers[2]->lost_peers().at(0).reason, "left the job"),
                       peers[2]->lost_peers().at(0).reason);
+        CHECK(peers[0]->lost_peers().at(0).left);  // the goodbye, seen directly
+        CHECK(peers[2]->lost_peers().at(0).left);  // and forwarded by rank 0
     }
 
     TEST_CASE("a silent rank 0 is reported by every other peer") {

@@ -80,7 +80,7 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
             case wire::Kind::bye:
                 if (!started) break;
                 lose(rank, fmt::format("{} left the job (it closed its bootstrap)", name(rank)),
-                     true);
+                     true, true);
                 conn->close();
                 co_return;
             case wire::Kind::peer_gone:
@@ -88,7 +88,8 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
                     try {
                         auto notice = wire::decode_notice(f.body);
                         if (notice.code < static_cast<std::uint32_t>(n))
-                            lose(static_cast<int>(notice.code), notice.text, false);
+                            lose(static_cast<int>(notice.code), notice.text, false,
+                                 !notice.ranks.empty());
                     } catch (const wire::Malformed& e) {
                         log::warn("{}: a malformed loss notice from {}: {}", name(opt.rank),
                                   name(rank), e.what());
@@ -102,16 +103,18 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
     }
 }
 
-void Bootstrap::Impl::lose(int rank, const std::string& line, bool forward) {
+void Bootstrap::Impl::lose(int rank, const std::string& line, bool forward, bool left) {
     auto index = static_cast<std::size_t>(rank);
     if (gone[index] || rank == opt.rank) return;
     gone[index] = true;
     if (members[index]) members[index]->close();
     std::string text = line;
     if (rank == 0 && opt.rank != 0) text += "; the other peers' liveness is no longer watched";
-    log::warn("{}: {}", name(opt.rank), text);
+    // A goodbye is the normal end of a job: worth a line, not a warning.
+    log::write(left ? log::Level::info : log::Level::warn,
+               fmt::format("{}: {}", name(opt.rank), text));
     std::function<void(const PeerLoss&)> callback;
-    PeerLoss loss{rank, text};
+    PeerLoss loss{rank, text, left};
     {
         std::lock_guard lock(mu);
         losses.push_back(loss);
@@ -119,9 +122,12 @@ void Bootstrap::Impl::lose(int rank, const std::string& line, bool forward) {
     }
     if (callback) callback(loss);
     if (!forward || opt.rank != 0) return;
+    // A notice about a goodbye lists the rank that left; one about a vanished peer lists none.
+    std::vector<std::uint32_t> left_ranks;
+    if (left) left_ranks.push_back(static_cast<std::uint32_t>(rank));
     auto notice =
         wire::frame(wire::Kind::peer_gone,
-                    wire::encode(wire::Notice{static_cast<std::uint32_t>(rank), {}, line}));
+                    wire::encode(wire::Notice{static_cast<std::uint32_t>(rank), left_ranks, line}));
     for (int r = 1; r < n; ++r) {
         auto& m = members[static_cast<std::size_t>(r)];
         if (m && !gone[static_cast<std::size_t>(r)]) m->send(notice);

@@ -74,7 +74,7 @@ struct Bootstrap::Impl {
     void start_heartbeats();
     void beat();
     asio::awaitable<void> watch(std::shared_ptr<Connection> conn, int rank);
-    void lose(int rank, const std::string& line, bool forward);
+    void lose(int rank, const std::string& line, bool forward, bool left = false);
 };
 
 /// Runs a coroutine on the bootstrap thread; an escaped exception is logged, never fatal.

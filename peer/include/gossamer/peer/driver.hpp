@@ -56,6 +56,14 @@ struct DriverOptions {
     /// Called on the communication thread after each finished local step (a launcher's
     /// progress line); with several peers in one process it must be thread-safe. Empty: none.
     std::function<void(const StepRecord&)> on_step;
+    /// Called on the communication thread each time the loop wakes, before it delivers events:
+    /// where work other threads queued for the transport is done (JoinedPeer::apply_peer_losses
+    /// fails the peers the bootstrap saw vanish). Empty: none.
+    std::function<void()> poll;
+    /// Called on the communication thread with each arrived message before the protocol sees
+    /// it; a message it returns true for was taken by the caller and never reaches the protocol
+    /// (the final average's messages from peers that finished training first). Empty: none.
+    std::function<bool(transport::Message&)> intercept;
 };
 
 /// One finished local step.

@@ -48,6 +48,9 @@ struct Options {
 struct PeerLoss {
     int rank = -1;
     std::string reason;  ///< one line: "rank 3 (127.0.0.1:29503) vanished: no heartbeat for 5 s"
+    /// True when the peer said goodbye (its Bootstrap was destroyed: it left on purpose), false
+    /// when it vanished (silence, a reset or closed connection: a crash or a hang).
+    bool left = false;
 };
 
 /// Counters of what the listener refused (it keeps serving after each).

@@ -1,0 +1,134 @@
+// gossamer peer: one real peer process over UCX (docs/cli.md, docs/peer.md). It joins the job
+// through the bootstrap, trains with the Driver, takes part in the exact average of the
+// survivors' models, and exits with a status a launcher can act on: 0 finished, 1 stopped,
+// 2 bad input, 3 the cluster file's emulated failure.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "algorithms.hpp"
+#include "args.hpp"
+#include "cluster_options.hpp"
+#include "commands.hpp"
+#include "gossamer/bootstrap/environment.hpp"
+#include "gossamer/core/blas.hpp"
+#include "gossamer/core/error.hpp"
+#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/peer/worker_setup.hpp"
+#include "gossamer/topology/topology_file.hpp"
+#include "peer_run.hpp"
+
+namespace gossamer::cli {
+namespace {
+
+const ArgParser& parser() {
+    static const ArgParser p(
+        "gossamer peer", "--topology T --config TRAIN [options]",
+        "Runs one real peer of a job over UCX: rank R of the topology file's peers (it listens "
+        "at peers[R]; rank 0 is the rendezvous). The rank comes from --rank, else from "
+        "OMPI_COMM_WORLD_RANK (mpirun), PMI_RANK or SLURM_PROCID (srun); the job token from "
+        "--token, else GOSSAMER_JOB_TOKEN. Every peer must be started with the same topology, "
+        "config, algorithm and job id. Writes OUT/peer<R>.jsonl (the driver's metrics, one "
+        "flushed line per step and a summary); the lowest surviving rank writes "
+        "OUT/average.json and OUT/model.bin (the exact average of the survivors' models). Exit "
+        "status: 0 finished, 1 stopped (a failed peer under all-reduce, a timeout, a transport "
+        "or start-up failure), 2 bad input, 3 the cluster file's failure time was reached.",
+        {{"topology", "FILE", "the topology file (rank r listens at its peers[r])"},
+         {"config", "FILE", "the training config"},
+         {"cluster", "FILE", "the cluster file to emulate (step times, links, failure time)"},
+         {"rank", "R", "this peer's rank (default: from the launcher's environment)"},
+         {"algorithm", "NAME", "allreduce, dpsgd, sgp, async, choco, ... (default dpsgd)"},
+         {"epochs", "N", "passes over this peer's shard (default: training.epochs)"},
+         {"out", "DIR", "output folder (default: out/peer)"},
+         {"token", "TOKEN", "the job token (default: $GOSSAMER_JOB_TOKEN)"},
+         {"job-id", "N", "the job id; peers of other jobs are refused (default 1)"},
+         {"checkpoint-every", "N",
+          "write OUT/checkpoint-<R>-<S>.bin every N steps (default: "
+          "output.checkpoint_every of the config; 0: none)"},
+         {"join-timeout", "S", "seconds to wait for all peers at start-up (default 30)"},
+         {"timeout", "S", "stop when nothing happens for S seconds (default 120)"},
+         {"average-timeout", "S",
+          "seconds for the final average, waiting for the survivors "
+          "still training included (default 600)"}},
+        0);
+    return p;
+}
+
+std::string check_algorithm(const std::string& name) {
+    const auto known = proto::protocol_names();
+    if (std::find(known.begin(), known.end(), name) != known.end()) return name;
+    std::string all;
+    for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
+    throw UsageError(
+        fmt::format("--algorithm: unknown algorithm \"{}\"; use one of {}", name, all));
+}
+
+std::chrono::milliseconds seconds_option(const ParsedArgs& a, const char* name, double fallback) {
+    const double s = a.number(name, fallback);
+    if (!(s > 0) || s > 1e6)
+        throw UsageError(fmt::format("--{}: {} is not a positive number of seconds", name, s));
+    return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000));
+}
+
+}  // namespace
+
+int run_peer(const std::vector<std::string>& args) {
+    const auto& p = parser();
+    auto a = p.parse(args);
+    if (a.help) return std::cout << p.help(), 0;
+    for (const char* req : {"topology", "config"})
+        if (!a.value(req))
+            throw UsageError(fmt::format("gossamer peer: --{} FILE is required", req));
+#ifndef GOSSAMER_HAVE_UCX
+    throw UsageError(
+        "gossamer peer: this build has no UCX backend; rebuild with "
+        "-DGOSSAMER_USE_UCX=ON");
+#else
+    // Everything is loaded and checked before the peer joins or writes anything (exit 2).
+    PeerJob job;
+    job.topology = topology::load_topology(*a.value("topology"));
+    const int n = job.topology.n();
+    std::optional<int> explicit_rank;
+    if (a.value("rank")) explicit_rank = static_cast<int>(a.integer("rank", 0, -1, 1 << 30));
+    job.rank = bootstrap::discover_rank(explicit_rank, n);
+    job.algorithm = check_algorithm(a.value("algorithm").value_or("dpsgd"));
+    if (a.value("cluster"))
+        job.cluster =
+            std::make_shared<const sim::Cluster>(sim::load_cluster(*a.value("cluster"), n));
+    job.config = optim::load_training_config(*a.value("config"));
+    const auto& cfg = job.config;
+    job.epochs = static_cast<int>(a.integer("epochs", cfg.epochs, 1, 100000));
+    job.out = a.value("out").value_or("out/peer");
+    job.token = a.value("token") ? *a.value("token") : bootstrap::job_token();
+    job.job_id = static_cast<std::uint64_t>(a.integer("job-id", 1, 0, INT64_MAX));
+    job.checkpoint_every = a.integer("checkpoint-every", cfg.checkpoint_every, 0, INT64_MAX);
+    job.join_timeout = seconds_option(a, "join-timeout", 30);
+    job.stall_timeout = seconds_option(a, "timeout", 120);
+    job.average_timeout = seconds_option(a, "average-timeout", 600);
+    set_blas_threads(cfg.threads);
+    job.data = optim::load_training_data(cfg);
+    check_algorithms({job.algorithm}, &cfg, &job.data.train, job.topology.schedule, 0);
+    job.worker = peer::make_training_worker(cfg, job.data.train, job.rank, n, job.epochs);
+    const auto options = cfg.algorithm_options(job.algorithm);
+    proto::PeerContext ctx{job.rank, n, job.topology.schedule, job.worker.trainer.get(),
+                           job.worker.steps};
+    job.protocol = proto::make_protocol(job.algorithm, options ? &*options : nullptr, ctx);
+    if (job.cluster)
+        job.compute = std::make_shared<const sim::ComputeModel>(*job.cluster, cfg.seed);
+    job.driver = options_for(job.rank, job.cluster, job.compute,
+                             (job.out / fmt::format("peer{}.jsonl", job.rank)).string());
+    job.driver.stall_timeout = job.stall_timeout;
+    return run_peer_job(job);
+#endif
+}
+
+}  // namespace gossamer::cli

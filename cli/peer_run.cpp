@@ -1,0 +1,187 @@
+// gossamer peer, after its inputs are checked: join over UCX, train with the Driver, the exact
+// average of the survivors' models, the files. Every way out is one line on stderr prefixed
+// with the rank, and an exit status (peer_run.hpp).
+#include "peer_run.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string_view>
+#include <vector>
+
+#include "gossamer/core/error.hpp"
+#include "gossamer/core/model_file.hpp"
+#include "gossamer/peer/average.hpp"
+#include "gossamer/peer/join.hpp"
+
+namespace gossamer::cli {
+namespace {
+
+void say(int rank, std::string_view line) {
+    std::fprintf(stderr, "[rank %d] %.*s\n", rank, static_cast<int>(line.size()), line.data());
+    std::fflush(stderr);
+}
+
+// Refusals that mean this peer's own inputs do not fit the job (exit 2); the others (nobody
+// answered, peers missing, rank 0 gone) are a start-up that stopped (exit 1).
+bool refused_for_input(bootstrap::Reason r) {
+    using R = bootstrap::Reason;
+    switch (r) {
+        case R::unreachable:
+        case R::missing_peers:
+        case R::connection_lost:
+            return false;
+        default:
+            return true;
+    }
+}
+
+std::string ranks_text(const std::vector<int>& ranks) {
+    if (ranks.empty()) return "none";
+    std::string s;
+    for (int r : ranks) s += fmt::format("{}{}", s.empty() ? "" : ", ", r);
+    return s;
+}
+
+peer::JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout,
+                               std::uint64_t model_size) {
+    peer::JoinOptions o;
+    auto& b = o.bootstrap;
+    b.rank = job.rank;
+    for (const auto& p : job.topology.peers) b.peers.push_back({p.host, p.port});
+    b.job_id = job.job_id;
+    b.token = job.token;
+    b.model_size = model_size;
+    b.layout = layout;
+    b.join_timeout = job.join_timeout;
+    const auto& host = b.peers[static_cast<std::size_t>(job.rank)].host;
+    o.ucx.local_peers = static_cast<int>(std::count_if(
+        b.peers.begin(), b.peers.end(), [&](const auto& e) { return e.host == host; }));
+    o.ucx.default_timeout = transport::Duration{10'000};
+    return o;
+}
+
+// The lowest surviving rank evaluates the average and writes average.json and model.bin.
+void write_average(const PeerJob& job, Model& model, const PartitionLayout& layout,
+                   const peer::AverageResult& avg, const std::vector<int>& survivors,
+                   const std::vector<int>& lost, std::int64_t steps) {
+    const EvalResult e = model.evaluate(avg.model, job.data.test, job.config.eval_batch);
+    json::Json rec = {{"algorithm", job.algorithm},
+                      {"survivors", survivors},
+                      {"lost", lost},
+                      {"loss", e.loss},
+                      {"accuracy", e.accuracy ? json::Json(*e.accuracy) : json::Json(nullptr)},
+                      {"total_mass", avg.total_mass},
+                      {"steps", steps}};
+    save_model_file((job.out / "model.bin").string(), model.describe(), steps, layout, avg.model);
+    const auto path = job.out / "average.json";
+    std::ofstream f(path.string() + ".tmp");
+    f << rec.dump(2) << "\n";
+    f.close();
+    if (!f) throw Error(fmt::format("cannot write {}", path.string()));
+    std::filesystem::rename(path.string() + ".tmp", path);
+    say(job.rank,
+        fmt::format("average of ranks {}: test loss {:.6f}{}; wrote {}", ranks_text(survivors),
+                    e.loss, e.accuracy ? fmt::format(", accuracy {:.4f}", *e.accuracy) : "",
+                    path.string()));
+}
+
+}  // namespace
+
+int run_peer_job(PeerJob& job) {
+    const int rank = job.rank, n = job.topology.n();
+    const auto model = optim::build_model(job.config, job.data.train);
+    const auto layout = optim::build_partitions(job.config, *model);
+    const std::size_t size = model->parameter_count();
+    std::unique_ptr<peer::JoinedPeer> me;
+    try {
+        me = peer::join(join_options(job, layout, size));
+    } catch (const bootstrap::BootstrapError& e) {
+        say(rank, fmt::format("could not join: {}", e.what()));
+        return refused_for_input(e.reason()) ? 2 : 1;
+    } catch (const TransportError& e) {
+        say(rank, fmt::format("could not join: {}", e.what()));
+        return 1;
+    }
+    say(rank, fmt::format("joined {} peers ({}, {} steps)", n, job.algorithm, job.worker.steps));
+
+    // Stops on an error leave like a crash (no goodbye), so no other peer waits on this one.
+    auto stop = [&](const std::string& line) {
+        say(rank, line);
+        me->abandon();
+        return 1;
+    };
+    std::vector<transport::Message> early;  // the average's messages that came while training
+    auto d = job.driver;
+    d.poll = [&] { me->apply_peer_losses(); };
+    d.intercept = [&](transport::Message& m) {
+        if (!peer::is_average_message(m)) return false;
+        early.push_back(std::move(m));
+        return true;
+    };
+    auto last_line = std::chrono::steady_clock::now();
+    std::vector<float> x(size);
+    d.on_step = [&](const peer::StepRecord& s) {
+        // Before step_finished reaches the protocol: its model holds s.step finished updates.
+        if (job.checkpoint_every > 0 && s.step > 0 && s.step % job.checkpoint_every == 0) {
+            job.protocol->current_model(x);
+            save_model_file((job.out / fmt::format("checkpoint-{}-{}.bin", rank, s.step)).string(),
+                            model->describe(), s.step, layout, x);
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_line < std::chrono::seconds(3)) return;
+        last_line = now;
+        say(rank, fmt::format("{}: step {}/{}, loss {:.4f}, {:.1f} s", job.algorithm, s.step + 1,
+                              job.worker.steps, s.loss, s.time));
+    };
+    peer::DriverResult r;
+    try {
+        peer::Driver driver(*job.protocol, *job.worker.trainer, me->transport(), d);
+        r = driver.run();
+    } catch (const PeerFailure& e) {
+        return stop(fmt::format("stopped: {}", e.what()));  // "peer R failed: ..."
+    } catch (const std::exception& e) {
+        return stop(fmt::format("stopped: {}", e.what()));
+    }
+    if (r.failed) {
+        say(rank, fmt::format("emulated failure at {:.2f} s (cluster file): exiting at once",
+                              r.end_time));
+        std::_Exit(3);  // as a crash: no goodbye, no average
+    }
+
+    // The survivors: every rank neither this transport nor the bootstrap has lost.
+    me->apply_peer_losses();
+    std::vector<int> survivors, lost;
+    const auto losses = me->losses();
+    for (int q = 0; q < n; ++q) {
+        const bool gone = q != rank && (me->transport().peer_failed(q) ||
+                                        std::any_of(losses.begin(), losses.end(),
+                                                    [q](const auto& l) { return l.rank == q; }));
+        (gone ? lost : survivors).push_back(q);
+    }
+    job.protocol->current_model(x);
+    peer::AverageOptions ao;
+    ao.timeout = job.average_timeout;
+    ao.poll = [&] { me->apply_peer_losses(); };
+    peer::AverageResult avg;
+    try {
+        avg = peer::exact_average(me->transport(), survivors, x, job.protocol->mass(),
+                                  std::move(early), ao);
+    } catch (const PeerFailure& e) {
+        return stop(
+            fmt::format("stopped in the final average: peer {} failed: {}", e.rank(), e.what()));
+    } catch (const std::exception& e) {
+        return stop(fmt::format("stopped in the final average: {}", e.what()));
+    }
+    say(rank, fmt::format("finished {} steps in {:.1f} s; lost peers: {}", r.steps, r.end_time,
+                          ranks_text(lost)));
+    if (survivors.front() == rank)
+        write_average(job, *model, layout, avg, survivors, lost, r.steps);
+    return 0;
+}
+
+}  // namespace gossamer::cli

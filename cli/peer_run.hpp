@@ -1,0 +1,47 @@
+#pragma once
+/// The running part of `gossamer peer`: join, train, average, write (peer_command.cpp loads
+/// and checks the inputs first).
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/peer/driver.hpp"
+#include "gossamer/peer/worker_setup.hpp"
+#include "gossamer/sim/cluster.hpp"
+#include "gossamer/sim/compute_model.hpp"
+#include "gossamer/topology/topology_file.hpp"
+
+namespace gossamer::cli {
+
+/// One peer's job, every input loaded and checked.
+struct PeerJob {
+    topology::Topology topology;
+    int rank = 0;
+    std::string algorithm;
+    optim::TrainingConfig config;
+    optim::TrainingData data;
+    int epochs = 1;
+    std::shared_ptr<const sim::Cluster> cluster;  ///< null: natural speed
+    std::shared_ptr<const sim::ComputeModel> compute;
+    std::filesystem::path out;
+    std::string token;
+    std::uint64_t job_id = 1;
+    std::int64_t checkpoint_every = 0;  ///< 0: none
+    std::chrono::milliseconds join_timeout{30'000}, stall_timeout{120'000},
+        average_timeout{600'000};
+    peer::TrainingWorker worker;
+    std::unique_ptr<proto::Protocol> protocol;
+    peer::DriverOptions driver;  ///< the cluster's emulation and the metrics path
+};
+
+/// Joins, trains, averages; returns the exit status (0 finished, 1 stopped, 2 refused by the
+/// job: a token, job, topology or model that does not match). Exits the process with status 3
+/// at the cluster file's failure time, without a goodbye.
+int run_peer_job(PeerJob& job);
+
+}  // namespace gossamer::cli

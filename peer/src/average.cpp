@@ -1,0 +1,187 @@
+#include "gossamer/peer/average.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gossamer/core/error.hpp"
+#include "gossamer/optimizers/ring.hpp"
+
+namespace gossamer::peer {
+namespace {
+
+namespace ring = proto::ring;
+using transport::Message;
+using transport::MessageKind;
+using transport::Status;
+
+constexpr std::uint32_t kAckChunk = 0xffffffffu;
+
+// The round every message of this average carries: negative, and a function of the survivor
+// set (FNV-1a), so two peers with different views never mix their sums.
+std::int64_t tag_of(std::span<const int> survivors) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (int r : survivors) {
+        h ^= static_cast<std::uint64_t>(r) + 1;
+        h *= 1099511628211ull;
+    }
+    return -1 - static_cast<std::int64_t>(h >> 2);
+}
+
+std::string list(std::span<const int> ranks) {
+    std::string s;
+    for (int r : ranks) s += fmt::format("{}{}", s.empty() ? "" : ", ", r);
+    return s;
+}
+
+struct State {
+    std::map<std::uint32_t, Message> got;  // schedule step -> the chunk from the predecessor
+    bool acked = false;                    // the successor has everything
+    std::optional<Status> failed;          // a survivor failed (or a send to one)
+    std::optional<std::string> mismatch;   // another survivor set
+    int sends_open = 0;
+    std::deque<std::vector<float>> buffers;  // payloads of sends in flight
+};
+
+}  // namespace
+
+bool is_average_message(const Message& m) noexcept {
+    return m.round < 0 && (m.kind == MessageKind::reduce || m.kind == MessageKind::control);
+}
+
+AverageResult exact_average(transport::Transport& t, std::span<const int> survivors,
+                            std::span<const float> x, double mass, std::vector<Message> early,
+                            const AverageOptions& options) {
+    const int n = static_cast<int>(survivors.size());
+    const auto me_it = std::find(survivors.begin(), survivors.end(), t.rank());
+    if (me_it == survivors.end() || !(mass > 0))
+        throw Error(
+            fmt::format("exact average: rank {} is not among the survivors ({}) or has "
+                        "no mass ({})",
+                        t.rank(), list(survivors), mass));
+    const int me = static_cast<int>(me_it - survivors.begin());
+    const int succ = survivors[static_cast<std::size_t>((me + 1) % n)];
+    const int pred = survivors[static_cast<std::size_t>((me + n - 1) % n)];
+    const std::int64_t tag = tag_of(survivors);
+    const std::size_t len = x.size() + 1;  // w·x, then w
+    std::vector<float> acc(len);
+    for (std::size_t k = 0; k < x.size(); ++k) acc[k] = static_cast<float>(mass * x[k]);
+    acc[x.size()] = static_cast<float>(mass);
+
+    auto st = std::make_shared<State>();
+    auto take = [st, tag, pred, succ, &t](Message&& m) {
+        if (!is_average_message(m)) return t.recycle(std::move(m.payload));
+        if (m.round != tag) {
+            st->mismatch = fmt::format("rank {} averages over another set of survivors", m.sender);
+        } else if (m.kind == MessageKind::control && m.chunk == kAckChunk && m.sender == succ) {
+            st->acked = true;
+        } else if (m.kind == MessageKind::reduce && m.sender == pred) {
+            st->got.emplace(m.chunk, std::move(m));
+        }
+    };
+    for (auto& m : early) take(std::move(m));
+    t.on_receive(take);
+    t.on_peer_failed([st, survivors](const Status& s) {
+        if (!st->failed && std::find(survivors.begin(), survivors.end(), s.peer) != survivors.end())
+            st->failed = s;
+    });
+    // However this ends, later messages go back to the transport.
+    struct Detach {
+        transport::Transport& t;
+        ~Detach() {
+            t.on_receive([&tr = t](Message&& m) { tr.recycle(std::move(m.payload)); });
+            t.on_peer_failed([](const Status&) {});
+        }
+    } detach{t};
+    for (int r : survivors)
+        if (t.peer_failed(r)) st->failed = t.peer_status(r);
+
+    auto send = [&](MessageKind kind, std::uint32_t chunk, ring::Range range) {
+        Message h;
+        h.kind = kind;
+        h.receiver = kind == MessageKind::reduce ? succ : pred;
+        h.round = tag;
+        h.chunk = chunk;
+        h.offset = range.begin;
+        h.elements = range.size();
+        auto& buf = st->buffers.emplace_back(acc.begin() + static_cast<std::ptrdiff_t>(range.begin),
+                                             acc.begin() + static_cast<std::ptrdiff_t>(range.end));
+        ++st->sends_open;
+        t.send(h, std::as_bytes(std::span<const float>(buf)), [st](const Status& s) {
+            --st->sends_open;
+            if (!s.ok() && !st->failed) st->failed = s;
+        });
+    };
+
+    const auto deadline = transport::Clock::now() + options.timeout;
+    auto wait_until = [&](auto&& ready, bool tolerate_failure) {
+        while (!ready()) {
+            if (options.poll) options.poll();
+            t.progress();
+            if (st->mismatch)
+                throw Error(
+                    fmt::format("exact average on rank {} over ranks {}: {}; the peers "
+                                "saw different failures",
+                                t.rank(), list(survivors), *st->mismatch));
+            if (st->failed && !tolerate_failure)
+                throw PeerFailure(st->failed->peer,
+                                  fmt::format("exact average on rank {} over ranks {} stops ({})",
+                                              t.rank(), list(survivors), st->failed->reason));
+            if (ready()) return true;
+            const auto now = transport::Clock::now();
+            if (now >= deadline) return false;
+            t.wait(std::min(std::chrono::duration_cast<transport::Duration>(deadline - now),
+                            transport::Duration{200}));
+        }
+        return true;
+    };
+
+    const int steps = ring::steps(n);
+    for (int k = 0; k < steps; ++k) {
+        const auto s = ring::step(me, n, k);
+        send(MessageKind::reduce, static_cast<std::uint32_t>(k),
+             ring::segment(len, n, s.send_segment));
+        const auto key = static_cast<std::uint32_t>(k);
+        if (!wait_until([&] { return st->got.contains(key); }, false))
+            throw Timeout(fmt::format(
+                "exact average on rank {} over ranks {}: no step {} of {} from rank {} within "
+                "{:.0f} s; it may still be training or be stuck",
+                t.rank(), list(survivors), k + 1, steps, pred,
+                std::chrono::duration<double>(options.timeout).count()));
+        Message m = std::move(st->got.at(key));
+        st->got.erase(key);
+        const auto range = ring::segment(len, n, s.recv_segment);
+        if (m.offset != range.begin || m.payload.size() != range.size())
+            throw Error(fmt::format(
+                "exact average on rank {}: rank {} sent elements [{}, {}) "
+                "for step {}, expected [{}, {}); the models differ in size",
+                t.rank(), pred, m.offset, m.offset + m.payload.size(), k, range.begin, range.end));
+        for (std::size_t j = 0; j < range.size(); ++j)
+            acc[range.begin + j] = s.reduce ? acc[range.begin + j] + m.payload[j] : m.payload[j];
+        t.recycle(std::move(m.payload));
+    }
+    AverageResult res;
+    res.total_mass = acc[x.size()];
+    res.model.resize(x.size());
+    for (std::size_t k = 0; k < x.size(); ++k)
+        res.model[k] = static_cast<float>(acc[k] / res.total_mass);
+    if (n == 1) return res;
+    // Tell the predecessor it may go; stay until the successor says the same (or is gone), so
+    // no endpoint closes under a last chunk. Failures no longer matter: the result is here.
+    send(MessageKind::control, kAckChunk, ring::Range{0, 0});
+    const auto linger_end = std::min(deadline, transport::Clock::now() + options.linger);
+    while (!(st->acked && st->sends_open == 0) && !(st->failed) &&
+           transport::Clock::now() < linger_end) {
+        if (options.poll) options.poll();
+        t.wait(transport::Duration{50});
+    }
+    return res;
+}
+
+}  // namespace gossamer::peer

@@ -1,0 +1,113 @@
+#include "gossamer/peer/join.hpp"
+
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace gossamer::peer {
+
+// What the bootstrap thread's callback reaches. It outlives neither side's use: the transport
+// pointer is cleared (under the lock) before the transport goes, so a late loss only queues.
+struct JoinedPeer::Relay {
+    std::mutex mu;
+    transport::Transport* transport = nullptr;  // for wake() only; null once it is gone
+    std::deque<bootstrap::PeerLoss> pending;    // vanished peers not yet failed in the transport
+    std::vector<int> vanished;
+
+    void lost(const bootstrap::PeerLoss& loss) {
+        if (loss.left) return;  // a goodbye: the peer finished, it did not fail
+        std::lock_guard lock(mu);
+        pending.push_back(loss);
+        vanished.push_back(loss.rank);
+        if (transport) transport->wake();  // thread-safe; the loop then calls apply_peer_losses
+    }
+};
+
+JoinedPeer::~JoinedPeer() {
+    if (relay_) {
+        std::lock_guard lock(relay_->mu);
+        relay_->transport = nullptr;
+    }
+    transport_.reset();  // closes the endpoints first ...
+    bootstrap_.reset();  // ... then the goodbye, so the others see this peer leave, not vanish
+}
+
+void JoinedPeer::abandon() {
+    if (!bootstrap_) return;
+    losses_ = bootstrap_->lost_peers();
+    bootstrap_->inject_fault(bootstrap::Fault::crash);  // sockets closed, no goodbye
+    {
+        std::lock_guard lock(relay_->mu);
+        relay_->transport = nullptr;
+    }
+    transport_.reset();
+    bootstrap_.reset();
+}
+
+int JoinedPeer::rank() const noexcept {
+    return rank_;
+}
+
+int JoinedPeer::size() const noexcept {
+    return size_;
+}
+
+std::size_t JoinedPeer::apply_peer_losses() {
+    if (!transport_) return 0;
+    std::deque<bootstrap::PeerLoss> todo;
+    {
+        std::lock_guard lock(relay_->mu);
+        if (relay_->pending.empty()) return 0;
+        todo.swap(relay_->pending);
+    }
+    std::size_t failed = 0;
+    for (auto& loss : todo) {
+        if (loss.rank < 0 || loss.rank >= size() || loss.rank == rank()) continue;
+        if (transport_->peer_failed(loss.rank)) continue;
+        transport_->fail_peer(loss.rank, std::move(loss.reason));
+        ++failed;
+    }
+    return failed;
+}
+
+std::vector<bootstrap::PeerLoss> JoinedPeer::losses() const {
+    return bootstrap_ ? bootstrap_->lost_peers() : losses_;
+}
+
+std::vector<int> JoinedPeer::vanished() const {
+    std::lock_guard lock(relay_->mu);
+    return relay_->vanished;
+}
+
+std::unique_ptr<JoinedPeer> join(JoinOptions options) {
+    auto& b = options.bootstrap;
+    auto& u = options.ucx;
+    u.rank = b.rank;
+    u.size = static_cast<int>(b.peers.size());
+    u.job_id = b.job_id;
+    std::unique_ptr<JoinedPeer> me(new JoinedPeer);
+    me->relay_ = std::make_shared<JoinedPeer::Relay>();
+    me->rank_ = u.rank;
+    me->size_ = u.size;
+    // The listener first: a port clash or a bad rank is reported before UCX starts.
+    me->bootstrap_ = std::make_unique<bootstrap::Bootstrap>(b);
+    me->transport_ = transport::make_ucx_transport(u);
+    me->bootstrap_->on_peer_lost(
+        [relay = me->relay_](const bootstrap::PeerLoss& loss) { relay->lost(loss); });
+    const auto table = me->bootstrap_->rendezvous(me->transport_->address());
+    std::map<int, std::vector<std::byte>> addresses;
+    for (std::size_t r = 0; r < table.size(); ++r)
+        if (static_cast<int>(r) != b.rank) addresses[static_cast<int>(r)] = table[r];
+    me->transport_->connect(addresses);
+    {
+        std::lock_guard lock(me->relay_->mu);
+        me->relay_->transport = me->transport_.get();
+    }
+    // A loss noticed between the rendezvous and now is already queued; the first
+    // apply_peer_losses() hands it over.
+    return me;
+}
+
+}  // namespace gossamer::peer

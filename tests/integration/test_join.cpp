@@ -1,0 +1,114 @@
+// peer::join: the bootstrap and the UCX transport joined into one peer, with the bootstrap's
+// lost peers relayed to the transport on its communication thread (goodbyes are not failures).
+#include <doctest/doctest.h>
+
+#include "cluster.hpp"
+// (cluster.hpp first: it includes <utility> before Boost.Asio)
+#include <atomic>
+#include <barrier>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gossamer/peer/join.hpp"
+
+using namespace gossamer::test;
+namespace tp = gossamer::transport;
+namespace gp = gossamer::peer;
+
+namespace {
+
+gp::JoinOptions join_options(int rank, const std::vector<bs::Endpoint>& endpoints) {
+    gp::JoinOptions o;
+    o.bootstrap = quick_options(rank, endpoints);
+    o.ucx.mode = tp::ProgressMode::block;
+    // No UCX error handling: only the bootstrap's relay can fail a peer in these tests.
+    o.ucx.errors = tp::ErrorHandling::none;
+    o.ucx.default_timeout = tp::Duration{10'000};
+    return o;
+}
+
+}  // namespace
+
+TEST_SUITE("integration") {
+    TEST_CASE("a vanished peer is failed in the others' transports and one that left is not") {
+        constexpr int n = 3;
+        const auto endpoints = free_endpoints(n);
+        std::barrier sync(n);
+        std::vector<std::string> errors(n);
+        std::vector<bool> saw_crash(n, false), failed_leaver(n, false), saw_leave(n, false);
+        std::vector<std::vector<int>> vanished(n);
+        std::vector<std::thread> threads;
+        for (int r = 0; r < n; ++r)
+            threads.emplace_back([&, r] {
+                std::unique_ptr<gp::JoinedPeer> me;
+                try {
+                    me = gp::join(join_options(r, endpoints));
+                    CHECK(me->rank() == r);
+                    CHECK(me->size() == n);
+                } catch (const std::exception& e) {
+                    errors[r] = e.what();
+                }
+                sync.arrive_and_wait();
+                if (!me) {
+                    sync.arrive_and_drop();
+                    return;
+                }
+                if (r == 2) {  // crashes: no goodbye
+                    me->abandon();
+                    sync.arrive_and_drop();
+                    return;
+                }
+                auto& t = me->transport();
+                saw_crash[r] = tp::progress_until(
+                    t, [&] { return me->apply_peer_losses(), t.peer_failed(2); },
+                    tp::Duration{3000});
+                if (saw_crash[r])
+                    CHECK_MESSAGE(has(t.peer_status(2).reason, "vanished"),
+                                  t.peer_status(2).reason);
+                sync.arrive_and_wait();
+                if (r == 1) {  // leaves on purpose
+                    me.reset();
+                    return;
+                }
+                auto left = [&] {
+                    for (const auto& l : me->losses())
+                        if (l.rank == 1 && l.left) return true;
+                    return false;
+                };
+                saw_leave[r] = tp::progress_until(
+                    t, [&] { return me->apply_peer_losses(), left(); }, tp::Duration{3000});
+                me->apply_peer_losses();
+                failed_leaver[r] = t.peer_failed(1);
+                vanished[r] = me->vanished();
+            });
+        for (auto& t : threads) t.join();
+        for (int r = 0; r < n; ++r) CHECK_MESSAGE(errors[r].empty(), errors[r]);
+        CHECK(saw_crash[0]);
+        CHECK(saw_crash[1]);
+        CHECK(saw_leave[0]);
+        CHECK_FALSE(failed_leaver[0]);
+        CHECK(vanished[0] == std::vector<int>{2});
+    }
+
+    TEST_CASE("a peer with the wrong job token is refused by join with one line") {
+        const auto endpoints = free_endpoints(2);
+        std::string refused;
+        std::thread rank0([&] {
+            auto o = join_options(0, endpoints);
+            o.bootstrap.join_timeout = std::chrono::milliseconds(1500);
+            CHECK_THROWS_AS(gp::join(o), bs::BootstrapError);  // rank 1 never joins rightly
+        });
+        try {
+            auto o = join_options(1, endpoints);
+            o.bootstrap.token = "not-the-secret";
+            gp::join(o);
+        } catch (const bs::BootstrapError& e) {
+            refused = e.what();
+            CHECK(e.reason() == bs::Reason::wrong_token);
+        }
+        rank0.join();
+        CHECK_MESSAGE(has(refused, "job token does not match"), refused);
+        CHECK(refused.find('\n') == std::string::npos);
+    }
+}
