@@ -1,5 +1,6 @@
 // gossamer launch with real peers: gossamer peer processes over UCX on loopback, a job of a few
-// seconds each (tests/cli/launch_job.hpp).
+// seconds each (tests/cli/launch_job.hpp). No ',' in test names: doctest's --test-case filter,
+// which labels the tests, splits at commas.
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -34,7 +35,7 @@ constexpr const char* kFailingCluster = R"({"defaults": {"base_time": 0.005},
 }  // namespace
 
 TEST_SUITE("integration") {
-    TEST_CASE("launch runs peer processes and writes the table, result.json, logs and plots") {
+    TEST_CASE("launch runs peer processes and writes the table and result.json and logs and plots") {
         LaunchJob job;
         const auto out = job.dir.path() / "launch";
         auto r = run(kBin + " launch --topology " + job.topology + " --config " + job.config +
@@ -69,7 +70,7 @@ TEST_SUITE("integration") {
         }
     }
 
-    TEST_CASE("launch names a failed allreduce peer with its exit status and log lines, exit 1") {
+    TEST_CASE("launch names a failed allreduce peer with its exit status and log lines and exits 1") {
         LaunchJob job;
         job.cluster = job.dir.write("fail.json", kFailingCluster);
         const auto out = job.dir.path() / "a";
@@ -142,7 +143,7 @@ TEST_SUITE("integration") {
         CHECK(topo["graph"]["family"] == "ring");
     }
 
-    TEST_CASE("Ctrl-C stops the launch and its peers: exit 130, no peer left running") {
+    TEST_CASE("Ctrl-C stops the launch and its peers with exit 130 and no peer left running") {
         LaunchJob job;
         job.cluster = job.dir.write("slow.json", R"({"defaults": {"base_time": 1.0},
         "network": {"latency": 1e-5, "bandwidth": 1e9}})");
