@@ -35,7 +35,8 @@ constexpr const char* kFailingCluster = R"({"defaults": {"base_time": 0.005},
 }  // namespace
 
 TEST_SUITE("integration") {
-    TEST_CASE("launch runs peer processes and writes the table and result.json and logs and plots") {
+    TEST_CASE(
+        "launch runs peer processes and writes the table and result.json and logs and plots") {
         LaunchJob job;
         const auto out = job.dir.path() / "launch";
         auto r = run(kBin + " launch --topology " + job.topology + " --config " + job.config +
@@ -70,7 +71,8 @@ TEST_SUITE("integration") {
         }
     }
 
-    TEST_CASE("launch names a failed allreduce peer with its exit status and log lines and exits 1") {
+    TEST_CASE(
+        "launch names a failed allreduce peer with its exit status and log lines and exits 1") {
         LaunchJob job;
         job.cluster = job.dir.write("fail.json", kFailingCluster);
         const auto out = job.dir.path() / "a";
@@ -161,6 +163,29 @@ TEST_SUITE("integration") {
         CHECK(r.out == "rc=130\nclean\n");
         CHECK(r.err.find("dpsgd: interrupted (SIGINT): stopping peers 0, 1, 2, 3") !=
               std::string::npos);
+    }
+
+    TEST_CASE(
+        "launch under dpsgd survives a peer killed with SIGKILL and names it with its signal") {
+        LaunchJob job;
+        job.cluster = job.dir.write("slow.json", R"({"defaults": {"base_time": 0.05},
+        "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+        const auto out = (job.dir.path() / "k").string();
+        // Kills rank 2 (found by its command line, which holds this test's own folder) once it
+        // logged a step.
+        auto r = run("sh -c '" + kBin + " launch --no-plots --json --timeout 60 --topology " +
+                     job.topology + " --config " + job.config + " --cluster " + job.cluster +
+                     " --algorithms dpsgd --out " + out + " & p=$!; i=0; while [ ! -s " + out +
+                     "/dpsgd/peer2.jsonl ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; "
+                     "kill -KILL $(pgrep -f \"[p]eer --topology .* --rank 2 .*--out " +
+                     out + "/dpsgd\"); wait $p; echo rc=$? >&2'");
+        CAPTURE(r.err);
+        CHECK(r.err.find("rc=0") != std::string::npos);
+        CHECK(r.err.find("dpsgd: peer 2 failed: killed by SIGKILL; last lines of") !=
+              std::string::npos);
+        const auto row = Json::parse(r.out)["algorithms"][0];
+        CHECK(row["failed_peers"].get<int>() == 1);
+        CHECK(row["final_accuracy"].is_number());
     }
 
 }  // TEST_SUITE
