@@ -20,12 +20,13 @@ extern char** environ;
 
 namespace gossamer::cli {
 
+std::string signal_name(int signal) {
+    const char* abbrev = sigabbrev_np(signal);
+    return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", signal);
+}
+
 std::string describe(const ExitStatus& s) {
-    if (s.signal != 0) {
-        const char* abbrev = sigabbrev_np(s.signal);
-        return abbrev ? fmt::format("killed by SIG{}", abbrev)
-                      : fmt::format("killed by signal {}", s.signal);
-    }
+    if (s.signal != 0) return "killed by " + signal_name(s.signal);
     return fmt::format("exit status {}", s.code);
 }
 

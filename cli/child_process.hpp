@@ -23,6 +23,8 @@ struct ExitStatus {
 };
 /// "exit status 3", "killed by SIGKILL".
 std::string describe(const ExitStatus& s);
+/// "SIGINT"; "signal 64" where the name is unknown.
+std::string signal_name(int signal);
 
 class Children {
   public:

@@ -163,6 +163,7 @@ int run_launch(const std::vector<std::string>& args) {
     std::optional<InterruptGuard> interrupts;  // Ctrl-C stops the peer processes first
     if (!inproc) interrupts.emplace();
     for (const auto& algo : algorithms) {
+        fs::remove_all(job.out / algo);  // no stale peer files of an earlier launch
         fs::create_directories(job.out / algo);
         LaunchRow row;
         try {

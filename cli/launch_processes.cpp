@@ -156,21 +156,23 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
         const double wall = elapsed();
         if (const int sig = InterruptGuard::received()) {
             progress.done();
-            std::cerr << fmt::format(
-                "{}: interrupted ({}): stopping peers {}\n", algo,
-                sigabbrev_np(sig) ? fmt::format("SIG{}", sigabbrev_np(sig)) : "a signal",
-                join(running));
+            std::cerr << fmt::format("{}: interrupted ({}): stopping peers {}\n", algo,
+                                     signal_name(sig), join(running));
             kids.kill_all(5.0);
             throw Interrupted{sig};
         }
-        bool hopeless = false;  // a peer that cannot run: the others would wait for it in vain
-        for (int r = 0; r < n; ++r)
+        // A peer that cannot run: the others would wait for it in vain.
+        std::optional<int> hopeless;
+        for (int r = 0; r < n && !hopeless; ++r)
             if (const auto& s = kids.status(r);
                 s && (s->code == kBadUsage || s->code == kCannotExec))
-                hopeless = true;
+                hopeless = r;
         if (wall > job.timeout || hopeless) {
             progress.done();
-            if (!hopeless)
+            if (hopeless)
+                std::cerr << fmt::format("{}: peer {} could not start ({}); stopping the others\n",
+                                         algo, *hopeless, describe(*kids.status(*hopeless)));
+            else
                 std::cerr << fmt::format(
                     "{}: job timeout after {:.0f} s (--timeout): peers {} still running; "
                     "stopping them\n",

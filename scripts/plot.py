@@ -47,7 +47,7 @@ def main(argv):
         print(f"plot.py: --x {x_name}: use time, bytes or backward", file=sys.stderr)
         return 2
     x_key, x_scale, x_label, x_file, x_title = X_AXES[x_name]
-    if sorted(root.glob("*/result.json")) and not sorted(root.glob("*/seed*/metrics.jsonl")):
+    if (root / "result.json").exists() and not sorted(root.glob("*/seed*/metrics.jsonl")):
         return plot_launch(root, target)
     runs = {}
     for metrics in sorted(root.glob("*/seed*/metrics.jsonl")):
@@ -113,9 +113,11 @@ def plot_launch(root, target):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # The algorithms of the last launch into root (older folders there may be stale).
+    summary = json.loads((root / "result.json").read_text())
     results = {}
-    for path in sorted(root.glob("*/result.json")):
-        results[path.parent.name] = json.loads(path.read_text())
+    for row in summary["algorithms"]:
+        results[row["algorithm"]] = json.loads((root / row["algorithm"] / "result.json").read_text())
     fig, ax = plt.subplots(figsize=(8, 5))
     fig_acc, ax_acc = plt.subplots(figsize=(8, 5))
     for algo, res in results.items():
