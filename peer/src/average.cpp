@@ -43,7 +43,7 @@ std::string list(std::span<const int> ranks) {
 struct State {
     std::map<std::uint32_t, Message> got;  // schedule step -> the chunk from the predecessor
     bool acked = false;                    // the successor has everything
-    std::optional<Status> failed;          // a survivor failed (or a send to one)
+    std::map<int, Status> failed;          // survivors that failed (or a send to one did)
     std::optional<std::string> mismatch;   // another survivor set
     int sends_open = 0;
     std::deque<std::vector<float>> buffers;  // payloads of sends in flight
@@ -87,10 +87,7 @@ AverageResult exact_average(transport::Transport& t, std::span<const int> surviv
     };
     for (auto& m : early) take(std::move(m));
     t.on_receive(take);
-    t.on_peer_failed([st, survivors](const Status& s) {
-        if (!st->failed && std::find(survivors.begin(), survivors.end(), s.peer) != survivors.end())
-            st->failed = s;
-    });
+    t.on_peer_failed([st](const Status& s) { st->failed.emplace(s.peer, s); });
     // However this ends, later messages go back to the transport.
     struct Detach {
         transport::Transport& t;
@@ -100,7 +97,7 @@ AverageResult exact_average(transport::Transport& t, std::span<const int> surviv
         }
     } detach{t};
     for (int r : survivors)
-        if (t.peer_failed(r)) st->failed = t.peer_status(r);
+        if (t.peer_failed(r)) st->failed.emplace(r, t.peer_status(r));
 
     auto send = [&](MessageKind kind, std::uint32_t chunk, ring::Range range) {
         Message h;
@@ -113,27 +110,37 @@ AverageResult exact_average(transport::Transport& t, std::span<const int> surviv
         auto& buf = st->buffers.emplace_back(acc.begin() + static_cast<std::ptrdiff_t>(range.begin),
                                              acc.begin() + static_cast<std::ptrdiff_t>(range.end));
         ++st->sends_open;
-        t.send(h, std::as_bytes(std::span<const float>(buf)), [st](const Status& s) {
-            --st->sends_open;
-            if (!s.ok() && !st->failed) st->failed = s;
-        });
+        t.send(h, std::as_bytes(std::span<const float>(buf)),
+               [st, to = h.receiver](const Status& s) {
+                   --st->sends_open;
+                   if (!s.ok()) st->failed.emplace(to, s);
+               });
     };
 
     const auto deadline = transport::Clock::now() + options.timeout;
-    auto wait_until = [&](auto&& ready, bool tolerate_failure) {
-        while (!ready()) {
+    const int steps = ring::steps(n);
+    // Waits for step k's chunk. Only two failures can spoil this peer's result: its predecessor
+    // (whose chunks it still needs) and, while it has steps left to send, its successor. Others
+    // that finish first and leave, or die after this peer's part is done, do not matter here.
+    auto wait_for = [&](int k) {
+        const auto key = static_cast<std::uint32_t>(k);
+        while (!st->got.contains(key)) {
             if (options.poll) options.poll();
             t.progress();
+            if (st->got.contains(key)) return true;
             if (st->mismatch)
                 throw Error(
                     fmt::format("exact average on rank {} over ranks {}: {}; the peers "
                                 "saw different failures",
                                 t.rank(), list(survivors), *st->mismatch));
-            if (st->failed && !tolerate_failure)
-                throw PeerFailure(st->failed->peer,
-                                  fmt::format("exact average on rank {} over ranks {} stops ({})",
-                                              t.rank(), list(survivors), st->failed->reason));
-            if (ready()) return true;
+            for (int bad : {pred, succ}) {
+                auto f = st->failed.find(bad);
+                if (f != st->failed.end() && (bad == pred || k < steps - 1))
+                    throw PeerFailure(bad,
+                                      fmt::format("exact average on rank {} over ranks {} "
+                                                  "stops ({})",
+                                                  t.rank(), list(survivors), f->second.reason));
+            }
             const auto now = transport::Clock::now();
             if (now >= deadline) return false;
             t.wait(std::min(std::chrono::duration_cast<transport::Duration>(deadline - now),
@@ -142,13 +149,12 @@ AverageResult exact_average(transport::Transport& t, std::span<const int> surviv
         return true;
     };
 
-    const int steps = ring::steps(n);
     for (int k = 0; k < steps; ++k) {
         const auto s = ring::step(me, n, k);
         send(MessageKind::reduce, static_cast<std::uint32_t>(k),
              ring::segment(len, n, s.send_segment));
         const auto key = static_cast<std::uint32_t>(k);
-        if (!wait_until([&] { return st->got.contains(key); }, false))
+        if (!wait_for(k))
             throw Timeout(fmt::format(
                 "exact average on rank {} over ranks {}: no step {} of {} from rank {} within "
                 "{:.0f} s; it may still be training or be stuck",
@@ -176,7 +182,7 @@ AverageResult exact_average(transport::Transport& t, std::span<const int> surviv
     // no endpoint closes under a last chunk. Failures no longer matter: the result is here.
     send(MessageKind::control, kAckChunk, ring::Range{0, 0});
     const auto linger_end = std::min(deadline, transport::Clock::now() + options.linger);
-    while (!(st->acked && st->sends_open == 0) && !(st->failed) &&
+    while (!(st->acked && st->sends_open == 0) && !st->failed.contains(succ) &&
            transport::Clock::now() < linger_end) {
         if (options.poll) options.poll();
         t.wait(transport::Duration{50});

@@ -36,6 +36,11 @@ JoinedPeer::~JoinedPeer() {
 
 void JoinedPeer::abandon() {
     if (!bootstrap_) return;
+    // Stay reachable for a moment first: a loss notice this peer's bootstrap is forwarding (the
+    // failure that made it stop) then reaches the others before they see this peer go, so they
+    // name the root cause instead of this peer.
+    transport::progress_until(
+        *transport_, [this] { return apply_peer_losses(), false; }, kAbandonLinger);
     losses_ = bootstrap_->lost_peers();
     bootstrap_->inject_fault(bootstrap::Fault::crash);  // sockets closed, no goodbye
     {

@@ -53,11 +53,15 @@ class JoinedPeer {
     /// (DriverOptions::poll).
     std::size_t apply_peer_losses();
 
-    /// Leaves without a goodbye, as a crash would: the others see this peer *vanish* and fail it
-    /// at once. For a peer that stops on an error (the all-reduce baseline on a failed peer, a
-    /// timeout), so that no other peer waits on it until a timeout. The transport and the
-    /// bootstrap are gone afterwards; only losses() and vanished() may still be called.
+    /// Communication thread: leaves without a goodbye, as a crash would: the others see this
+    /// peer *vanish* and fail it at once. For a peer that stops on an error (the all-reduce
+    /// baseline on a failed peer, a timeout), so that no other peer waits on it until a timeout.
+    /// It first keeps the transport and the bootstrap running for kAbandonLinger, so that the
+    /// loss that made it stop (which rank 0 forwards) reaches the others before its own. The
+    /// transport and the bootstrap are gone afterwards; only losses() and vanished() may still
+    /// be called.
     void abandon();
+    static constexpr transport::Duration kAbandonLinger{500};
 
     /// Any thread: every loss the bootstrap reported so far, goodbyes included, in order.
     std::vector<bootstrap::PeerLoss> losses() const;

@@ -1,0 +1,194 @@
+// gossamer peer as users start it: one process per rank over UCX on 127.0.0.1 with free
+// ports, a wrong job token, a peer killed with SIGKILL, bad input.
+#include <doctest/doctest.h>
+
+#include "cluster.hpp"
+// (cluster.hpp first: it includes <utility> before Boost.Asio)
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "processes.hpp"
+#include "support/run.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace gossamer::test;
+using namespace std::chrono_literals;
+using Json = nlohmann::json;
+
+namespace {
+
+const std::string kBin = GOSSAMER_BINARY;
+
+// 4 peers on a ring with free ports, synthetic logistic regression (10 steps per epoch and
+// peer), steps padded to `base_time` by the cluster file.
+struct Job {
+    TempDir dir;
+    std::string topology, config, cluster, out;
+    explicit Job(int epochs = 3, double base_time = 0.005) {
+        std::string peers;
+        for (const auto& e : free_endpoints(4))
+            peers += (peers.empty() ? "" : ", ") +
+                     fmt::format(R"({{"host": "{}", "port": {}}})", e.host, e.port);
+        topology = dir.write("ring4.json",
+                             R"({"peers": [)" + peers + R"(], "graph": {"family": "ring"}})");
+        config = dir.write("train.json", fmt::format(R"({{"seed": 3,
+            "data": {{"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10, "seed": 5}},
+            "model": {{"name": "softmax"}}, "optimizer": {{"name": "sgd", "lr": 0.2}},
+            "training": {{"epochs": {}, "batch_size": 20}}}})",
+                                                     epochs));
+        cluster = dir.write("cluster.json", fmt::format(R"({{"defaults": {{"base_time": {}}},
+            "network": {{"latency": 1e-5, "bandwidth": 1e9}}}})",
+                                                        base_time));
+        out = (dir.path() / "out").string();
+    }
+    std::vector<std::string> args(int rank, const std::string& algo,
+                                  const std::string& token = "right") const {
+        return {kBin,          "peer",      "--topology", topology, "--config",
+                config,        "--cluster", cluster,      "--rank", std::to_string(rank),
+                "--algorithm", algo,        "--out",      out,      "--token",
+                token,         "--job-id",  "9"};
+    }
+    std::unique_ptr<Process> start(int rank, const std::string& algo,
+                                   const std::string& token = "right") const {
+        return std::make_unique<Process>(
+            args(rank, algo, token),
+            (dir.path() / fmt::format("log-{}-{}.txt", rank, token)).string());
+    }
+    std::string metrics(int rank) const { return out + fmt::format("/peer{}.jsonl", rank); }
+    // The summary line of a peer's metrics.
+    Json summary(int rank) const {
+        std::ifstream in(metrics(rank));
+        Json last;
+        for (std::string line; std::getline(in, line);)
+            if (!line.empty()) last = Json::parse(line);
+        return last;
+    }
+    Json average() const {
+        std::ifstream in(out + "/average.json");
+        return Json::parse(in);
+    }
+};
+
+int lines_of(const std::string& text) {
+    int n = 0;
+    for (char c : text) n += c == '\n';
+    return n;
+}
+
+}  // namespace
+
+TEST_SUITE("integration") {
+    TEST_CASE("4 peers over UCX train dpsgd to the final loss of gossamer sim") {
+        Job job;
+        std::vector<std::unique_ptr<Process>> peers;
+        for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, "dpsgd"));
+        for (int r = 0; r < 4; ++r) {
+            CAPTURE(peers[r]->log());
+            CHECK(peers[r]->wait(60s) == 0);
+        }
+        const Json avg = job.average();
+        CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
+        CHECK(std::filesystem::file_size(job.out + "/model.bin") > 0);
+        CHECK(job.summary(1)["steps"] == 30);
+
+        const auto sim_out = (job.dir.path() / "sim").string();
+        auto s = run(kBin + " sim --topology " + job.topology + " --config " + job.config +
+                     " --cluster " + job.cluster + " --algorithms dpsgd --out " + sim_out);
+        REQUIRE_MESSAGE(s.status == 0, s.err);
+        double sim_loss = -1;
+        for (const auto& d : std::filesystem::directory_iterator(sim_out + "/dpsgd")) {
+            std::ifstream in(d.path() / "metrics.jsonl");
+            for (std::string line; std::getline(in, line);)
+                if (!line.empty()) sim_loss = Json::parse(line)["loss"].get<double>();
+        }
+        REQUIRE(sim_loss > 0);
+        const double loss = avg["loss"].get<double>();
+        CHECK_MESSAGE(std::abs(loss - sim_loss) <= 0.01 * sim_loss,
+                      "peers " << loss << ", sim " << sim_loss);
+    }
+
+    TEST_CASE("a peer with the wrong job token is refused while the right peers train on") {
+        Job job;
+        std::vector<std::unique_ptr<Process>> peers;
+        for (int r = 0; r < 3; ++r) peers.push_back(job.start(r, "dpsgd"));
+        auto intruder = job.start(3, "dpsgd", "wrong");
+        const int refused = intruder->wait(20s);
+        CHECK(refused == 2);
+        CHECK_MESSAGE(intruder->log().find("job token does not match") != std::string::npos,
+                      intruder->log());
+        peers.push_back(job.start(3, "dpsgd"));
+        for (int r = 0; r < 4; ++r) {
+            CAPTURE(peers[r]->log());
+            CHECK(peers[r]->wait(60s) == 0);
+        }
+        CHECK(job.average()["survivors"].size() == 4);
+    }
+
+    TEST_CASE("a peer killed with SIGKILL: gossip finishes without it and all-reduce stops") {
+        for (const std::string algo : {"async", "dpsgd", "allreduce"}) {
+            CAPTURE(algo);
+            Job job(20, 0.01);  // 200 steps of 10 ms
+            std::vector<std::unique_ptr<Process>> peers;
+            for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, algo));
+            // Kill rank 2 mid-run: its metrics (flushed per step) show how far it got.
+            const auto until = std::chrono::steady_clock::now() + 30s;
+            while (count_lines(job.metrics(2)) < 40 && std::chrono::steady_clock::now() < until)
+                std::this_thread::sleep_for(10ms);
+            REQUIRE(count_lines(job.metrics(2)) >= 40);
+            peers[2]->kill(SIGKILL);
+            const auto killed = std::chrono::steady_clock::now();
+            for (int r : {0, 1, 3}) {
+                CAPTURE(r);
+                const int status = peers[r]->wait(40s);
+                const std::string log = peers[r]->log();
+                CAPTURE(log);
+                if (algo == "allreduce") {
+                    CHECK(status == 1);
+                    CHECK(log.find("peer 2 failed") != std::string::npos);
+                    CHECK(std::chrono::steady_clock::now() - killed < 15s);
+                } else {
+                    CHECK(status == 0);
+                    const auto failed = job.summary(r)["failed_peers"];
+                    CHECK(std::find(failed.begin(), failed.end(), 2) != failed.end());
+                    CHECK(log.find("lost peers: 2") != std::string::npos);
+                }
+            }
+            if (algo != "allreduce") {
+                CHECK(job.average()["survivors"] == Json::array({0, 1, 3}));
+                CHECK(job.average()["lost"] == Json::array({2}));
+            }
+        }
+    }
+
+    TEST_CASE("bad input is one line and exit status 2, before anything is written") {
+        Job job;
+        auto cmd = [&](const std::string& extra) {
+            return run(kBin + " peer --config " + job.config + " --out " + job.out + " " + extra);
+        };
+        struct Case {
+            std::string args, says;
+        };
+        for (const auto& c :
+             {Case{"--topology " + job.dir.path().string() + "/missing.json --rank 0", "missing"},
+              Case{"--topology " + job.topology + " --rank 9", "out of range"},
+              Case{"--topology " + job.topology + " --rank 1 --algorithm gosip", "gosip"},
+              Case{"--topology " + job.topology, "no rank given"}}) {
+            CAPTURE(c.args);
+            auto r = cmd(c.args);
+            CHECK(r.status == 2);
+            CHECK(lines_of(r.err) == 1);
+            CHECK_MESSAGE(r.err.find(c.says) != std::string::npos, r.err);
+            CHECK_FALSE(std::filesystem::exists(job.out));
+        }
+    }
+}
