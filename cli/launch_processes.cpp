@@ -101,8 +101,10 @@ std::string join(const std::vector<int>& v) {
     return s;
 }
 
-void report_failure(const std::string& algo, int rank, const ExitStatus& st, const fs::path& log) {
-    std::cerr << fmt::format("{}: peer {} failed: {}; last lines of {}:\n", algo, rank,
+/// "dpsgd: peer 2 failed: killed by SIGKILL; last lines of OUT/dpsgd/peer2.log:" and the lines.
+void report_failure(const std::string& algo, int rank, std::string_view what, const ExitStatus& st,
+                    const fs::path& log) {
+    std::cerr << fmt::format("{}: peer {} {}: {}; last lines of {}:\n", algo, rank, what,
                              describe(st), log.string());
     for (const auto& line : last_lines(log, kLogLines)) std::cerr << "    " << line << "\n";
 }
@@ -148,6 +150,7 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     LaunchRow row;
     row.algorithm = algo;
     bool timed_out = false;
+    std::vector<bool> stopped(static_cast<std::size_t>(n));  // by this launcher
     for (;;) {
         kids.poll();
         for (auto& f : follow) f.read();
@@ -178,6 +181,7 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
                     "stopping them\n",
                     algo, job.timeout, join(running));
             timed_out = !hopeless;
+            for (int r : running) stopped[r] = true;
             kids.kill_all(5.0);
             row.ok = false;
             break;
@@ -229,13 +233,15 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
                 "file ({}); lost peer\n",
                 algo, r, describe(st));
         } else {
-            if (st.signal != 0) {
+            if (stopped[r]) {
+                rec["stopped_by_launcher"] = true;
+            } else if (st.signal != 0) {
                 ++row.failed;  // a crash: the algorithm may survive it
                 rec["lost"] = "crash";
             } else {
                 row.ok = false;  // the peer gave up (all-reduce on a dead peer), or bad input
             }
-            report_failure(algo, r, st, log);
+            report_failure(algo, r, stopped[r] ? "stopped by the launcher" : "failed", st, log);
         }
         row.peers.push_back(std::move(rec));
     }

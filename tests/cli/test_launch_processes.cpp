@@ -114,7 +114,10 @@ TEST_SUITE("integration") {
         CHECK(took < 20);
         CHECK(r.err.find("job timeout after 3 s (--timeout): peers 0, 1, 2, 3 still running") !=
               std::string::npos);
-        CHECK(r.err.find("killed by SIGTERM") != std::string::npos);
+        CHECK(
+            r.err.find("dpsgd: peer 3 stopped by the launcher: killed by SIGTERM; last lines of") !=
+            std::string::npos);
+        CHECK(read_json(out / "result.json")["algorithms"][0]["failed_peers"] == 0);
     }
 
     TEST_CASE("launch moves the peers to free ports when the topology's are taken") {
