@@ -38,7 +38,8 @@ struct LaunchJob {
 /// One algorithm's outcome: a row of the table and OUT/<algorithm>/result.json.
 struct LaunchRow {
     std::string algorithm;
-    double wall = 0;  ///< seconds from the first peer's start to the last one's end
+    double wall = 0;   ///< seconds from starting the first peer to the last one's exit
+    double train = 0;  ///< the longest peer's training (its driver's end time), seconds
     std::optional<double> accuracy, loss;  ///< of the exact average of the survivors' models
     double mb_per_peer = 0;
     double idle_share = 0;  ///< mean over the peers that reported

@@ -63,6 +63,7 @@ void write_plots(const fs::path& out, std::optional<double> target) {
 json::Json to_json(const LaunchRow& row) {
     return {{"algorithm", row.algorithm},
             {"wall_seconds", row.wall},
+            {"train_seconds", row.train},
             {"final_accuracy", row.accuracy ? json::Json(*row.accuracy) : json::Json(nullptr)},
             {"final_loss", row.loss ? json::Json(*row.loss) : json::Json(nullptr)},
             {"mb_sent_per_peer", row.mb_per_peer},
@@ -156,9 +157,9 @@ int run_launch(const std::vector<std::string>& args) {
         {"n", n},
         {"transport", inproc ? "inproc" : "ucx"},
         {"algorithms", json::Json::array()}};
-    std::string table =
-        fmt::format("{:<10} {:>10} {:>15} {:>12} {:>12} {:>8} {:>8}\n", "algorithm", "time [s]",
-                    "final acc [%]", "final loss", "MB sent/peer", "idle", "lost");
+    std::string table = fmt::format("{:<10} {:>9} {:>9} {:>15} {:>12} {:>12} {:>8} {:>6}\n",
+                                    "algorithm", "time [s]", "wall [s]", "final acc [%]",
+                                    "final loss", "MB sent/peer", "idle", "lost");
     int status = 0;
     std::optional<InterruptGuard> interrupts;  // Ctrl-C stops the peer processes first
     if (!inproc) interrupts.emplace();
@@ -180,11 +181,11 @@ int run_launch(const std::vector<std::string>& args) {
         if (!f) throw Error(fmt::format("cannot write {}", path.string()));
         record.erase("peers");
         summary["algorithms"].push_back(record);
-        table +=
-            fmt::format("{:<10} {:>10.2f} {:>15} {:>12} {:>12.2f} {:>8} {:>8}\n", algo, row.wall,
-                        row.accuracy ? fmt::format("{:.2f}", 100 * *row.accuracy) : "-",
-                        row.loss ? fmt::format("{:.4f}", *row.loss) : "-", row.mb_per_peer,
-                        fmt::format("{:.1f}%", 100 * row.idle_share), row.failed);
+        table += fmt::format("{:<10} {:>9.2f} {:>9.2f} {:>15} {:>12} {:>12.2f} {:>8} {:>6}\n", algo,
+                             row.train, row.wall,
+                             row.accuracy ? fmt::format("{:.2f}", 100 * *row.accuracy) : "-",
+                             row.loss ? fmt::format("{:.4f}", *row.loss) : "-", row.mb_per_peer,
+                             fmt::format("{:.1f}%", 100 * row.idle_share), row.failed);
         progress(fmt::format("{}: {} in {:.1f} s", algo, row.ok ? "done" : "FAILED", row.wall),
                  true);
     }

@@ -219,6 +219,7 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
             idle += share;
             ++reported;
             rec["end_time"] = end;
+            row.train = std::max(row.train, end);
             rec["idle_share"] = share;
             rec["bytes_sent"] = s.value("bytes_sent", 0.0);
             rec["failed_peers"] = s.value("failed_peers", json::Json::array());

@@ -2,6 +2,7 @@
 // in-process transport, with the cluster file's heterogeneity emulated (docs/cli.md).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -101,6 +102,7 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
             if (d.failed) ++row.failed;
             rec["steps"] = d.steps;
             rec["end_time"] = d.end_time;
+            row.train = std::max(row.train, d.end_time);
             rec["idle_share"] = d.end_time > 0 ? d.idle / d.end_time : 0.0;
             rec["bytes_sent"] = d.stats.bytes_sent;
             rec["failed"] = d.failed;
