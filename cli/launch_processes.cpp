@@ -95,6 +95,21 @@ std::string peer_topology(const LaunchJob& job, const fs::path& dir) {
     return path.string();
 }
 
+/// The training config the peers get: the user's, or (when --threads-per-peer differs from its
+/// training.threads, which `gossamer peer` applies over OPENBLAS_NUM_THREADS) a copy in `dir`
+/// with training.threads set.
+std::string peer_config(const LaunchJob& job, const fs::path& dir) {
+    if (job.threads_per_peer == job.config->threads) return job.config_path;
+    std::ifstream in(job.config_path);
+    auto doc = json::Json::parse(in, nullptr, true, true);
+    doc["training"]["threads"] = job.threads_per_peer;
+    const auto path = dir / "config.json";
+    std::ofstream f(path);
+    f << doc.dump(2) << "\n";
+    if (!f) throw Error(fmt::format("cannot write {}", path.string()));
+    return path.string();
+}
+
 std::string join(const std::vector<int>& v) {
     std::string s;
     for (int x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
@@ -115,6 +130,7 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     const int n = job.topology.n();
     const auto dir = job.out / algo;
     const std::string topology = peer_topology(job, dir);
+    const std::string config = peer_config(job, dir);
     const std::string exe = fs::read_symlink("/proc/self/exe").string();
     const std::string token = hex_token();
     std::mt19937_64 rng(std::random_device{}());
@@ -131,14 +147,11 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     progress(fmt::format("{}: starting {} peer processes", algo, n), true);
     const auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < n; ++r) {
-        std::vector<std::string> argv = {exe,           "peer",
-                                         "--topology",  topology,
-                                         "--config",    job.config_path,
-                                         "--rank",      std::to_string(r),
-                                         "--algorithm", algo,
-                                         "--epochs",    std::to_string(job.epochs),
-                                         "--out",       dir.string(),
-                                         "--job-id",    std::to_string(job_id)};
+        std::vector<std::string> argv = {
+            exe,           "peer",       "--topology", topology,
+            "--config",    config,       "--rank",     std::to_string(r),
+            "--algorithm", algo,         "--epochs",   std::to_string(job.epochs),
+            "--out",       dir.string(), "--job-id",   std::to_string(job_id)};
         if (job.cluster_path) argv.insert(argv.end(), {"--cluster", *job.cluster_path});
         kids.start(argv, env, dir / fmt::format("peer{}.log", r));
         follow[r].path = dir / fmt::format("peer{}.jsonl", r);

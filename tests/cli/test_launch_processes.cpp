@@ -41,7 +41,8 @@ TEST_SUITE("integration") {
         const auto out = job.dir.path() / "launch";
         auto r = run(kBin + " launch --topology " + job.topology + " --config " + job.config +
                      " --cluster " + job.cluster +
-                     " --algorithms allreduce,dpsgd --timeout 60 --out " + out.string());
+                     " --algorithms allreduce,dpsgd --threads-per-peer 2 --timeout 60 --out " +
+                     out.string());
         CAPTURE(r.err);
         REQUIRE(r.status == 0);
         CHECK(r.out.find("MB sent/peer") != std::string::npos);
@@ -56,6 +57,8 @@ TEST_SUITE("integration") {
             CHECK(row["mb_sent_per_peer"].get<double>() > 0);
             CHECK(row["failed_peers"].get<int>() == 0);
             const auto algo = row["algorithm"].get<std::string>();
+            // the peers' BLAS threads travel in a copy of the config
+            CHECK(read_json(out / algo / "config.json")["training"]["threads"] == 2);
             const auto per_algo = read_json(out / algo / "result.json");
             REQUIRE(per_algo["peers"].size() == 4);
             for (const auto& peer : per_algo["peers"]) {
