@@ -58,7 +58,10 @@ const ArgParser& parser() {
          {"timeout", "S", "stop when nothing happens for S seconds (default 120)"},
          {"average-timeout", "S",
           "seconds for the final average, waiting for the survivors "
-          "still training included (default 600)"}},
+          "still training included (default 600)"},
+         {"json", "",
+          "print a JSON summary on stdout at the end (with the average on the rank "
+          "that evaluates it)"}},
         0);
     return p;
 }
@@ -111,6 +114,7 @@ int run_peer(const std::vector<std::string>& args) {
     job.token = a.value("token") ? *a.value("token") : bootstrap::job_token();
     job.job_id = static_cast<std::uint64_t>(a.integer("job-id", 1, 0, INT64_MAX));
     job.checkpoint_every = a.integer("checkpoint-every", cfg.checkpoint_every, 0, INT64_MAX);
+    job.json = a.flag("json");
     job.join_timeout = seconds_option(a, "join-timeout", 30);
     job.stall_timeout = seconds_option(a, "timeout", 120);
     job.average_timeout = seconds_option(a, "average-timeout", 600);

@@ -65,10 +65,11 @@ peer::JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout
     return o;
 }
 
-// The lowest surviving rank evaluates the average and writes average.json and model.bin.
-void write_average(const PeerJob& job, Model& model, const PartitionLayout& layout,
-                   const peer::AverageResult& avg, const std::vector<int>& survivors,
-                   const std::vector<int>& lost, std::int64_t steps) {
+// The lowest surviving rank evaluates the average and writes average.json and model.bin;
+// returns what average.json holds.
+json::Json write_average(const PeerJob& job, Model& model, const PartitionLayout& layout,
+                         const peer::AverageResult& avg, const std::vector<int>& survivors,
+                         const std::vector<int>& lost, std::int64_t steps) {
     const EvalResult e = model.evaluate(avg.model, job.data.test, job.config.eval_batch);
     json::Json rec = {{"algorithm", job.algorithm},
                       {"survivors", survivors},
@@ -88,6 +89,7 @@ void write_average(const PeerJob& job, Model& model, const PartitionLayout& layo
         fmt::format("average of ranks {}: test loss {:.6f}{}; wrote {}", ranks_text(survivors),
                     e.loss, e.accuracy ? fmt::format(", accuracy {:.4f}", *e.accuracy) : "",
                     path.string()));
+    return rec;
 }
 
 }  // namespace
@@ -101,7 +103,12 @@ int run_peer_job(PeerJob& job) {
     try {
         me = peer::join(join_options(job, layout, size));
     } catch (const bootstrap::BootstrapError& e) {
-        say(rank, fmt::format("could not join: {}", e.what()));
+        // A failed rendezvous was logged by the bootstrap already (one line naming this rank and
+        // the reason); only the listener's own failures are not.
+        using R = bootstrap::Reason;
+        if (e.reason() == R::address_in_use || e.reason() == R::cannot_listen ||
+            e.reason() == R::bad_rank)
+            say(rank, fmt::format("could not join: {}", e.what()));
         return refused_for_input(e.reason()) ? 2 : 1;
     } catch (const TransportError& e) {
         say(rank, fmt::format("could not join: {}", e.what()));
@@ -142,9 +149,7 @@ int run_peer_job(PeerJob& job) {
     try {
         peer::Driver driver(*job.protocol, *job.worker.trainer, me->transport(), d);
         r = driver.run();
-    } catch (const PeerFailure& e) {
-        return stop(fmt::format("stopped: {}", e.what()));  // "peer R failed: ..."
-    } catch (const std::exception& e) {
+    } catch (const std::exception& e) {  // PeerFailure says "peer R failed: ..."
         return stop(fmt::format("stopped: {}", e.what()));
     }
     if (r.failed) {
@@ -171,16 +176,17 @@ int run_peer_job(PeerJob& job) {
     try {
         avg = peer::exact_average(me->transport(), survivors, x, job.protocol->mass(),
                                   std::move(early), ao);
-    } catch (const PeerFailure& e) {
-        return stop(
-            fmt::format("stopped in the final average: peer {} failed: {}", e.rank(), e.what()));
     } catch (const std::exception& e) {
         return stop(fmt::format("stopped in the final average: {}", e.what()));
     }
     say(rank, fmt::format("finished {} steps in {:.1f} s; lost peers: {}", r.steps, r.end_time,
                           ranks_text(lost)));
+    json::Json summary = {{"rank", rank},           {"algorithm", job.algorithm},
+                          {"steps", r.steps},       {"end_time", r.end_time},
+                          {"survivors", survivors}, {"lost", lost}};
     if (survivors.front() == rank)
-        write_average(job, *model, layout, avg, survivors, lost, r.steps);
+        summary["average"] = write_average(job, *model, layout, avg, survivors, lost, r.steps);
+    if (job.json) std::printf("%s\n", summary.dump().c_str());
     return 0;
 }
 

@@ -32,6 +32,7 @@ struct PeerJob {
     std::string token;
     std::uint64_t job_id = 1;
     std::int64_t checkpoint_every = 0;  ///< 0: none
+    bool json = false;                  ///< print a JSON summary on stdout at the end
     std::chrono::milliseconds join_timeout{30'000}, stall_timeout{120'000},
         average_timeout{600'000};
     peer::TrainingWorker worker;

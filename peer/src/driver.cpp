@@ -155,7 +155,6 @@ void Loop::release_due() {
 void Loop::deliver(Event& e, proto::Actions& a) {
     const double t = now();
     if (auto* m = std::get_if<Arrived>(&e)) {
-        if (options_.intercept && options_.intercept(m->msg)) return;
         heard_[m->msg.sender] = {m->msg.round, t};
         protocol_.message_arrived(t, std::move(m->msg), a);
     } else if (auto* s = std::get_if<SendDone>(&e)) {
@@ -269,8 +268,12 @@ void Loop::finish() {
 }
 
 DriverResult Loop::run() {
-    transport_.on_receive(
-        [inbox = inbox_](Message&& m) { inbox->events.push_back(Arrived{std::move(m)}); });
+    // The caller's messages are taken as they arrive, not when the loop delivers them: the loop
+    // may end (protocol done) with arrived messages still queued.
+    transport_.on_receive([inbox = inbox_, &intercept = options_.intercept](Message&& m) {
+        if (intercept && intercept(m)) return;
+        inbox->events.push_back(Arrived{std::move(m)});
+    });
     transport_.on_peer_failed(
         [inbox = inbox_](const Status& s) { inbox->events.push_back(Failed{s}); });
     // However run() ends (returned, threw), the peer is gone after it: later messages are

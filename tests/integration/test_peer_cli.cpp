@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "gossamer/core/model_file.hpp"
 #include "processes.hpp"
 #include "support/run.hpp"
 #include "support/temp_dir.hpp"
@@ -34,7 +35,7 @@ const std::string kBin = GOSSAMER_BINARY;
 struct Job {
     TempDir dir;
     std::string topology, config, cluster, out;
-    explicit Job(int epochs = 3, double base_time = 0.005) {
+    explicit Job(int epochs = 3, double base_time = 0.005, const std::string& cluster_peers = "") {
         std::string peers;
         for (const auto& e : free_endpoints(4))
             peers += (peers.empty() ? "" : ", ") +
@@ -47,22 +48,21 @@ struct Job {
             "training": {{"epochs": {}, "batch_size": 20}}}})",
                                                      epochs));
         cluster = dir.write("cluster.json", fmt::format(R"({{"defaults": {{"base_time": {}}},
-            "network": {{"latency": 1e-5, "bandwidth": 1e9}}}})",
-                                                        base_time));
+            {} "network": {{"latency": 1e-5, "bandwidth": 1e9}}}})",
+                                                        base_time, cluster_peers));
         out = (dir.path() / "out").string();
     }
-    std::vector<std::string> args(int rank, const std::string& algo,
-                                  const std::string& token = "right") const {
-        return {kBin,          "peer",      "--topology", topology, "--config",
-                config,        "--cluster", cluster,      "--rank", std::to_string(rank),
-                "--algorithm", algo,        "--out",      out,      "--token",
-                token,         "--job-id",  "9"};
-    }
     std::unique_ptr<Process> start(int rank, const std::string& algo,
-                                   const std::string& token = "right") const {
+                                   const std::string& token = "right",
+                                   const std::vector<std::string>& extra = {}) const {
+        std::vector<std::string> args = {
+            kBin,          "peer",      "--topology", topology, "--config",
+            config,        "--cluster", cluster,      "--rank", std::to_string(rank),
+            "--algorithm", algo,        "--out",      out,      "--token",
+            token,         "--job-id",  "9"};
+        args.insert(args.end(), extra.begin(), extra.end());
         return std::make_unique<Process>(
-            args(rank, algo, token),
-            (dir.path() / fmt::format("log-{}-{}.txt", rank, token)).string());
+            args, (dir.path() / fmt::format("log-{}-{}.txt", rank, token)).string());
     }
     std::string metrics(int rank) const { return out + fmt::format("/peer{}.jsonl", rank); }
     // The summary line of a peer's metrics.
@@ -124,8 +124,9 @@ TEST_SUITE("integration") {
         auto intruder = job.start(3, "dpsgd", "wrong");
         const int refused = intruder->wait(20s);
         CHECK(refused == 2);
-        CHECK_MESSAGE(intruder->log().find("job token does not match") != std::string::npos,
-                      intruder->log());
+        const std::string said = intruder->log();
+        CHECK_MESSAGE(said.find("job token does not match") != std::string::npos, said);
+        CHECK_MESSAGE(lines_of(said) == 1, said);
         peers.push_back(job.start(3, "dpsgd"));
         for (int r = 0; r < 4; ++r) {
             CAPTURE(peers[r]->log());
@@ -168,6 +169,32 @@ TEST_SUITE("integration") {
                 CHECK(job.average()["lost"] == Json::array({2}));
             }
         }
+    }
+
+    TEST_CASE("the cluster file's failure time ends a peer with status 3 and gossip goes on") {
+        Job job(20, 0.01, R"("peers": [{"rank": 3, "fail_at": 0.6}],)");
+        std::vector<std::unique_ptr<Process>> peers;
+        for (int r = 0; r < 4; ++r)
+            peers.push_back(job.start(r, "dpsgd", "right", {"--checkpoint-every", "50"}));
+        for (int r = 0; r < 4; ++r) {
+            CAPTURE(r);
+            const int status = peers[r]->wait(40s);
+            const std::string log = peers[r]->log();
+            CAPTURE(log);
+            CHECK(status == (r == 3 ? 3 : 0));
+        }
+        CHECK(peers[3]->log().find("emulated failure") != std::string::npos);
+        CHECK(job.average()["survivors"] == Json::array({0, 1, 2}));
+        // Checkpoints of a survivor: its model after 50, 100, 150 steps, in the model file format.
+        for (int s : {50, 100, 150}) {
+            const auto f =
+                gossamer::load_model_file(job.out + fmt::format("/checkpoint-1-{}.bin", s));
+            CHECK(f.step == s);
+            CHECK(f.params.size() == 11 * 2);  // softmax, 10 features + bias, 2 classes
+        }
+        CHECK_FALSE(std::filesystem::exists(job.out + "/checkpoint-1-200.bin"));
+        const auto avg = gossamer::load_model_file(job.out + "/model.bin");
+        CHECK(avg.step == 200);
     }
 
     TEST_CASE("bad input is one line and exit status 2, before anything is written") {

@@ -60,9 +60,10 @@ struct DriverOptions {
     /// where work other threads queued for the transport is done (JoinedPeer::apply_peer_losses
     /// fails the peers the bootstrap saw vanish). Empty: none.
     std::function<void()> poll;
-    /// Called on the communication thread with each arrived message before the protocol sees
-    /// it; a message it returns true for was taken by the caller and never reaches the protocol
-    /// (the final average's messages from peers that finished training first). Empty: none.
+    /// Called on the communication thread with each message as it arrives (from inside the
+    /// transport's progress, until run() returns); a message it returns true for was taken by
+    /// the caller and never reaches the protocol (the final average's messages from peers that
+    /// finished training first). Empty: none.
     std::function<bool(transport::Message&)> intercept;
 };
 
