@@ -81,7 +81,8 @@ int run_launch(const std::vector<std::string>& args) {
         "--inproc threads of this process over the in-process transport. With a cluster file "
         "each peer's steps are padded to the cluster's step times (factor, jitter, slow "
         "periods), its sends are paced by the cluster's links and it stops at its failure time. "
-        "The table shows the wall-clock time, the test accuracy and loss of the exact average "
+        "The table shows the longest peer's training time, the wall-clock time with start-up, the "
+        "test accuracy and loss of the exact average "
         "of the surviving peers' models, the MB sent per peer and the share of time peers sat "
         "idle. Writes OUT/<algorithm>/peer<r>.jsonl and .log, OUT/<algorithm>/result.json, "
         "OUT/result.json and the plots of scripts/plot.py. Exit status: 0 when every algorithm "
@@ -92,7 +93,7 @@ int run_launch(const std::vector<std::string>& args) {
          {"cluster", "FILE", "the cluster file (docs/cluster-format.md); default: natural speed"},
          {"algorithms", "LIST", "comma-separated (default allreduce,dpsgd,async)"},
          {"epochs", "N", "passes of each peer over its shard (default: training.epochs)"},
-         {"threads-per-peer", "N", "OPENBLAS_NUM_THREADS of each peer (default cores / n, >= 1)"},
+         {"threads-per-peer", "N", "BLAS threads of each peer (default cores / n, >= 1)"},
          {"timeout", "SECONDS", "stop an algorithm's peers after this long (default 3600)"},
          {"out", "DIR", "output folder (default out/launch)"},
          {"inproc", "", "peers as threads of this process over the in-process transport"},
