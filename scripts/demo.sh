@@ -6,9 +6,10 @@
 # with straggler-aware weights (async), synchronous gossip (dpsgd) and the all-reduce baseline:
 # a printed table, out/demo/result.json and the plots out/demo/loss.png, accuracy.png, idle.png.
 #
-# Training time: 3 epochs per peer (iid shards of 7,500 samples, 352 steps each), so the slow
-# peer needs about 352 x 0.16 s = 56 s per algorithm; with start-up and evaluation the training
-# part takes about 3-4 minutes on a 2-core machine (the build before it is not counted).
+# Training time: 3 epochs per peer (iid shards of 7,500 samples: 351 steps of 64), so the slow
+# peer needs 351 x 0.16 s = 56 s per algorithm, plus about 15 s to start 8 processes that each
+# load Fashion-MNIST and to average the models: about 70 s per algorithm, 3.5 minutes for the
+# three on a 2-core machine (the build before it not counted).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
