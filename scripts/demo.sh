@@ -27,7 +27,8 @@ echo "== The topology: a ring of 8 peers (how fast it averages, what it sends) =
 echo
 echo "== 8 real peers, Fashion-MNIST MLP, ring, peer 0 four times slower =="
 echo "   (wall-clock time; the same hyperparameters and data order for every algorithm)"
+start=$SECONDS
 "$g" launch --topology examples/topologies/ring8.json \
   --cluster examples/clusters/straggler8.json --config examples/launch/fashion_mlp8.json \
   --algorithms async,dpsgd,allreduce --out "$out"
-echo "plots: $out/loss.png, $out/accuracy.png, $out/idle.png"
+echo "training part: $((SECONDS - start)) s; plots: $out/loss.png, $out/accuracy.png, $out/idle.png"
