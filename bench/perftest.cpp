@@ -11,15 +11,8 @@
 #include <vector>
 
 namespace gossamer::bench {
-namespace {
-
-struct Output {
-    int status = -1;
-    std::string text;
-};
-
-Output run(const std::string& command) {
-    Output o;
+CommandOutput run_command(const std::string& command) {
+    CommandOutput o;
     FILE* pipe = popen((command + " 2>&1").c_str(), "r");
     if (!pipe) return o;
     std::array<char, 4096> buf{};
@@ -28,6 +21,8 @@ Output run(const std::string& command) {
     o.status = pclose(pipe);
     return o;
 }
+
+namespace {
 
 // The "overall" column of the Final: line: latency (us) for _lat tests, bandwidth (MB/s) for
 // _bw tests. Columns: iterations, p50, average and overall latency, average and overall
@@ -48,7 +43,6 @@ bool parse_final(const std::string& text, bool latency, double& value) {
 
 }  // namespace
 
-// The last non-empty line of a program's output (its error message, usually).
 std::string last_line(const std::string& text) {
     std::istringstream in(text);
     std::string last;
@@ -60,7 +54,7 @@ std::string last_line(const std::string& text) {
 PerftestResult run_perftest(const std::string& program, const std::string& test, std::size_t bytes,
                             int iterations, const std::string& extra) {
     PerftestResult r;
-    if (run(fmt::format("command -v {} >/dev/null", program)).status != 0) {
+    if (run_command(fmt::format("command -v {} >/dev/null", program)).status != 0) {
         r.error = fmt::format("{} not found (scripts/deps.sh --bench installs ucx-utils)", program);
         return r;
     }
@@ -69,7 +63,7 @@ PerftestResult run_perftest(const std::string& program, const std::string& test,
     // failed run (a port taken meanwhile, a server that missed the client) is tried again.
     std::string pin0, pin1;
     if (std::thread::hardware_concurrency() >= 2 &&
-        run("command -v taskset >/dev/null").status == 0) {
+        run_command("command -v taskset >/dev/null").status == 0) {
         pin0 = "taskset -c 0 ";
         pin1 = "taskset -c 1 ";
     }
@@ -79,13 +73,13 @@ PerftestResult run_perftest(const std::string& program, const std::string& test,
         const int port = 20000 + static_cast<int>((getpid() * 37 + calls++ * 7) % 20000);
         const auto args =
             fmt::format("-t {} -s {} -n {} -p {} {}", test, bytes, iterations, port, extra);
-        Output server;
+        CommandOutput server;
         std::thread srv(
-            [&] { server = run(fmt::format("timeout 120 {}{} {}", pin0, program, args)); });
-        Output client;
+            [&] { server = run_command(fmt::format("timeout 120 {}{} {}", pin0, program, args)); });
+        CommandOutput client;
         for (int attempt = 0; attempt < 50; ++attempt) {
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            client = run(fmt::format("timeout 120 {}{} localhost {}", pin1, program, args));
+            client = run_command(fmt::format("timeout 120 {}{} localhost {}", pin1, program, args));
             if (client.status == 0) break;
         }
         srv.join();

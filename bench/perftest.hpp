@@ -14,6 +14,15 @@ struct PerftestResult {
     std::string error;  ///< why not ok
 };
 
+struct CommandOutput {
+    int status = -1;   ///< as pclose() returns it; -1 when the command could not start
+    std::string text;  ///< stdout and stderr
+};
+/// Runs `command` through the shell with stderr joined to stdout.
+CommandOutput run_command(const std::string& command);
+/// The last non-empty line of a program's output (its error message, usually).
+std::string last_line(const std::string& text);
+
 /// test: ucp_am_bw, ucp_am_lat, tag_bw, tag_lat ...
 /// extra: more options for both sides, e.g. "-e" (endpoints with error handling).
 PerftestResult run_perftest(const std::string& program, const std::string& test, std::size_t bytes,

@@ -22,23 +22,13 @@
 #include "gossamer/core/units.hpp"
 #include "gossamer/transport/ucx.hpp"
 #include "perftest.hpp"
+#include "ranks.hpp"
 
 namespace gossamer::bench {
 namespace {
 
 namespace tr = transport;
 using namespace std::chrono_literals;
-
-// Puts this thread on CPU r, as ucx_perftest's server and client are put (perftest.cpp): two
-// spinning sides that the scheduler lets share one CPU pass a message once per time slice.
-void pin_to_cpu(int r) {
-    const unsigned n = std::thread::hardware_concurrency();
-    if (n < 2) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(static_cast<unsigned>(r) % n, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
 
 std::unique_ptr<tr::UcxTransport> make_transport(int rank, bool peer_errors) {
     tr::UcxOptions o;
@@ -161,26 +151,6 @@ void latency(const Request& q, int rank, tr::UcxTransport& t, Result& out) {
         const double s = std::chrono::duration<double>(tr::Clock::now() - t0).count();
         out.one_way_us = s / (2.0 * iterations) * 1e6;
         out.completion_us = completion / iterations * 1e6;
-    }
-}
-
-// Pipes carry requests and address blobs between the two processes.
-void write_all(int fd, const void* data, std::size_t n) {
-    const auto* p = static_cast<const char*>(data);
-    while (n > 0) {
-        const auto w = ::write(fd, p, n);
-        if (w <= 0) throw Error("bench transport: the helper process went away");
-        p += w;
-        n -= static_cast<std::size_t>(w);
-    }
-}
-void read_all(int fd, void* data, std::size_t n) {
-    auto* p = static_cast<char*>(data);
-    while (n > 0) {
-        const auto r = ::read(fd, p, n);
-        if (r <= 0) throw Error("bench transport: the helper process went away");
-        p += r;
-        n -= static_cast<std::size_t>(r);
     }
 }
 

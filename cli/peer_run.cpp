@@ -158,26 +158,48 @@ int run_peer_job(PeerJob& job) {
         std::_Exit(3);  // as a crash: no goodbye, no average
     }
 
-    // The survivors: every rank neither this transport nor the bootstrap has lost.
-    me->apply_peer_losses();
+    // The survivors: every rank neither this transport nor the bootstrap has lost. A survivor
+    // lost during the average stops it; then it starts again over the others (at most n times:
+    // each attempt has fewer peers), with the chunks that came for other survivor sets.
     std::vector<int> survivors, lost;
-    const auto losses = me->losses();
-    for (int q = 0; q < n; ++q) {
-        const bool gone = q != rank && (me->transport().peer_failed(q) ||
-                                        std::any_of(losses.begin(), losses.end(),
-                                                    [q](const auto& l) { return l.rank == q; }));
-        (gone ? lost : survivors).push_back(q);
-    }
+    auto take_views = [&] {
+        me->apply_peer_losses();
+        survivors.clear();
+        lost.clear();
+        const auto losses = me->losses();
+        for (int q = 0; q < n; ++q) {
+            const bool gone =
+                q != rank && (me->transport().peer_failed(q) ||
+                              std::any_of(losses.begin(), losses.end(),
+                                          [q](const auto& l) { return l.rank == q; }));
+            (gone ? lost : survivors).push_back(q);
+        }
+    };
     job.protocol->current_model(x);
     peer::AverageOptions ao;
     ao.timeout = job.average_timeout;
     ao.poll = [&] { me->apply_peer_losses(); };
+    ao.vanished = [&](int q) {
+        const auto v = me->vanished();
+        return std::find(v.begin(), v.end(), q) != v.end();
+    };
     peer::AverageResult avg;
-    try {
-        avg = peer::exact_average(me->transport(), survivors, x, job.protocol->mass(),
-                                  std::move(early), ao);
-    } catch (const std::exception& e) {
-        return stop(fmt::format("stopped in the final average: {}", e.what()));
+    take_views();
+    for (;;) {
+        try {
+            avg =
+                peer::exact_average(me->transport(), survivors, x, job.protocol->mass(), early, ao);
+            break;
+        } catch (const PeerFailure& e) {
+            const auto before = survivors;
+            take_views();
+            if (survivors == before)
+                return stop(fmt::format("stopped in the final average: {}", e.what()));
+            say(rank,
+                fmt::format("{}; averaging again over ranks {}", e.what(), ranks_text(survivors)));
+        } catch (const std::exception& e) {
+            return stop(fmt::format("stopped in the final average: {}", e.what()));
+        }
     }
     say(rank, fmt::format("finished {} steps in {:.1f} s; lost peers: {}", r.steps, r.end_time,
                           ranks_text(lost)));

@@ -4,6 +4,8 @@
 # `bench mix` needs 9 buffers of max(128 MiB, 4x the last-level cache) and about a minute.
 # `bench transport` runs beside ucx_perftest twice: with UCX error handling (TCP on one host)
 # and without (shared memory); UCX_TLS, when set, applies to both sides.
+# `bench allreduce` (2, 4 and 8 processes, 1..64 MiB, beside mpirun) takes about 7 minutes on 2
+# cores; `bench calibrate` writes out/bench/cluster.json for `gossamer sim --cluster`.
 #   scripts/bench.sh [--seconds S]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +13,7 @@ seconds=3
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/bench.sh: unknown option '$1'; use --seconds S" >&2; exit 2 ;;
   esac
 done
@@ -27,3 +29,8 @@ echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(OpenBLAS default)}"
 "$g" bench mix --save out/bench/mix.json
 "$g" bench transport --save out/bench/transport.json
 "$g" bench transport --errors none --save out/bench/transport-no-peer-errors.json
+"$g" bench allreduce --procs 2,4,8 --sizes 1,4,16,64 --iters 10 --warmup 2 --repeats 2 \
+  --json out/bench/allreduce.json
+"$g" bench calibrate --config examples/train/fashion_mlp.json --out out/bench/cluster.json \
+  --json > out/bench/calibrate.json
+cat out/bench/calibrate.json

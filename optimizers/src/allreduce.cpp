@@ -108,9 +108,16 @@ void AllreduceProtocol::send_chunk(int k, int c, Actions& out) {
     msg.chunk = static_cast<std::uint32_t>(k * options_.chunks + c);
     msg.offset = r.begin;
     msg.elements = r.size();
-    if (math_)
+    if (math_) {
+        // A payload absorbed earlier lends its memory: no allocation and no page faults per
+        // message once the first round has run (at n = 2 and 64 MiB these doubled the time).
+        if (!spare_.empty()) {
+            msg.payload = std::move(spare_.back());
+            spare_.pop_back();
+        }
         msg.payload.assign(acc_.begin() + static_cast<std::ptrdiff_t>(r.begin),
                            acc_.begin() + static_cast<std::ptrdiff_t>(r.end));
+    }
     send(out, std::move(msg));
 }
 
@@ -149,13 +156,14 @@ void AllreduceProtocol::absorb(const Message& msg) {
         std::copy(v, v + m, a);
         return;
     }
-    for (std::size_t i = 0; i < m; ++i) a[i] = v[i] + a[i];
     // The last reduce-scatter step completes this peer's owned segment: its owner alone divides,
-    // and the all-gather hands out exactly these bytes.
+    // and the all-gather hands out exactly these bytes. (One pass: the same two roundings.)
     if (k == n() - 2) {
         const auto div = static_cast<float>(n());
-        for (std::size_t i = 0; i < m; ++i) a[i] /= div;
+        for (std::size_t i = 0; i < m; ++i) a[i] = (v[i] + a[i]) / div;
+        return;
     }
+    for (std::size_t i = 0; i < m; ++i) a[i] = v[i] + a[i];
 }
 
 void AllreduceProtocol::progress(Actions& out) {
@@ -169,6 +177,8 @@ void AllreduceProtocol::progress(Actions& out) {
                 pending_.find({round_, static_cast<std::uint32_t>(k * options_.chunks + c)});
             if (it == pending_.end()) continue;
             absorb(it->second);
+            if (spare_.size() < static_cast<std::size_t>(options_.chunks))
+                spare_.push_back(std::move(it->second.payload));
             pending_.erase(it);
             if (k + 1 < steps_) send_chunk(k + 1, c, out);
             moved = true;

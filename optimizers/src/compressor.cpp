@@ -169,6 +169,23 @@ class TopK final : public Compressor {
     double fraction_;
 };
 
+// k distinct indices, uniform over the k-subsets (Floyd's algorithm: k draws, no O(n) pass).
+std::vector<std::uint64_t> draw_indices(std::size_t n, std::size_t k, std::uint64_t seed) {
+    Rng rng(seed);
+    std::unordered_set<std::uint64_t> chosen;
+    chosen.reserve(2 * k);
+    std::vector<std::uint64_t> idx;
+    idx.reserve(k);
+    for (std::uint64_t j = n - k; j < n; ++j) {
+        const std::uint64_t t = rng.below(j + 1);
+        const std::uint64_t pick = chosen.insert(t).second ? t : j;
+        if (pick == j) chosen.insert(j);
+        idx.push_back(pick);
+    }
+    std::sort(idx.begin(), idx.end());
+    return idx;
+}
+
 // Layout: the k values at the indices drawn from the key, in ascending index order.
 class RandomK final : public Compressor {
   public:
@@ -194,22 +211,8 @@ class RandomK final : public Compressor {
     }
 
   private:
-    // k distinct indices, uniform over the k-subsets (Floyd's algorithm: k draws, no O(n) pass).
     std::vector<std::uint64_t> indices(std::size_t n, const CodecKey& key) const {
-        const std::size_t k = kept(n);
-        Rng rng(rng_seed(seed_, key));
-        std::unordered_set<std::uint64_t> chosen;
-        chosen.reserve(2 * k);
-        std::vector<std::uint64_t> idx;
-        idx.reserve(k);
-        for (std::uint64_t j = n - k; j < n; ++j) {
-            const std::uint64_t t = rng.below(j + 1);
-            const std::uint64_t pick = chosen.insert(t).second ? t : j;
-            if (pick == j) chosen.insert(j);
-            idx.push_back(pick);
-        }
-        std::sort(idx.begin(), idx.end());
-        return idx;
+        return draw_indices(n, kept(n), rng_seed(seed_, key));
     }
 
     double fraction_;
@@ -281,6 +284,15 @@ std::unique_ptr<Compressor> make_compressor(const CompressorConfig& c) {
             return std::make_unique<RandomK>(c.fraction, c.seed);
     }
     throw Error("unknown compressor");
+}
+
+std::uint64_t codec_seed(const CompressorConfig& config, const CodecKey& key) noexcept {
+    return rng_seed(config.seed, key);
+}
+
+std::vector<std::uint64_t> randomk_indices(const CompressorConfig& config, std::size_t n,
+                                           const CodecKey& key) {
+    return draw_indices(n, keep_count(config.fraction, n), codec_seed(config, key));
 }
 
 std::uint16_t float_to_half(float x) noexcept {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "gossamer/core/error.hpp"
@@ -44,7 +45,8 @@ struct State {
     std::map<std::uint32_t, Message> got;  // schedule step -> the chunk from the predecessor
     bool acked = false;                    // the successor has everything
     std::map<int, Status> failed;          // survivors that failed (or a send to one did)
-    std::optional<std::string> mismatch;   // another survivor set
+    std::vector<Message> other;            // chunks for another survivor set: the caller's
+    std::set<int> other_senders;
     int sends_open = 0;
     std::deque<std::vector<float>> buffers;  // payloads of sends in flight
 };
@@ -56,7 +58,7 @@ bool is_average_message(const Message& m) noexcept {
 }
 
 AverageResult exact_average(transport::Transport& t, std::span<const int> survivors,
-                            std::span<const float> x, double mass, std::vector<Message> early,
+                            std::span<const float> x, double mass, std::vector<Message>& pending,
                             const AverageOptions& options) {
     const int n = static_cast<int>(survivors.size());
     const auto me_it = std::find(survivors.begin(), survivors.end(), t.rank());
@@ -77,25 +79,34 @@ AverageResult exact_average(transport::Transport& t, std::span<const int> surviv
     auto st = std::make_shared<State>();
     auto take = [st, tag, pred, succ, &t](Message&& m) {
         if (!is_average_message(m)) return t.recycle(std::move(m.payload));
-        if (m.round != tag) {
-            st->mismatch = fmt::format("rank {} averages over another set of survivors", m.sender);
+        if (m.round != tag) {  // a peer with another view (or a later attempt): keep it
+            st->other_senders.insert(m.sender);
+            st->other.push_back(std::move(m));
         } else if (m.kind == MessageKind::control && m.chunk == kAckChunk && m.sender == succ) {
             st->acked = true;
         } else if (m.kind == MessageKind::reduce && m.sender == pred) {
             st->got.emplace(m.chunk, std::move(m));
         }
     };
-    for (auto& m : early) take(std::move(m));
+    {
+        auto taken = std::move(pending);
+        pending.clear();
+        for (auto& m : taken) take(std::move(m));
+    }
     t.on_receive(take);
     t.on_peer_failed([st](const Status& s) { st->failed.emplace(s.peer, s); });
-    // However this ends, later messages go back to the transport.
+    // However this ends, later messages go back to the transport, and the chunks for other
+    // survivor sets to the caller (a retry over fewer peers may need them).
     struct Detach {
         transport::Transport& t;
+        std::vector<Message>& pending;
+        std::shared_ptr<State> st;
         ~Detach() {
             t.on_receive([&tr = t](Message&& m) { tr.recycle(std::move(m.payload)); });
             t.on_peer_failed([](const Status&) {});
+            pending = std::move(st->other);
         }
-    } detach{t};
+    } detach{t, pending, st};
     for (int r : survivors)
         if (t.peer_failed(r)) st->failed.emplace(r, t.peer_status(r));
 
@@ -128,11 +139,12 @@ AverageResult exact_average(transport::Transport& t, std::span<const int> surviv
             if (options.poll) options.poll();
             t.progress();
             if (st->got.contains(key)) return true;
-            if (st->mismatch)
-                throw Error(
-                    fmt::format("exact average on rank {} over ranks {}: {}; the peers "
-                                "saw different failures",
-                                t.rank(), list(survivors), *st->mismatch));
+            if (options.vanished)
+                for (int r : survivors)
+                    if (r != t.rank() && options.vanished(r))
+                        throw PeerFailure(r, fmt::format("it vanished during the exact average "
+                                                         "on rank {} over ranks {}",
+                                                         t.rank(), list(survivors)));
             for (int bad : {pred, succ}) {
                 auto f = st->failed.find(bad);
                 if (f != st->failed.end() && (bad == pred || k < steps - 1))
@@ -157,9 +169,15 @@ AverageResult exact_average(transport::Transport& t, std::span<const int> surviv
         if (!wait_for(k))
             throw Timeout(fmt::format(
                 "exact average on rank {} over ranks {}: no step {} of {} from rank {} within "
-                "{:.0f} s; it may still be training or be stuck",
+                "{:.0f} s; {}",
                 t.rank(), list(survivors), k + 1, steps, pred,
-                std::chrono::duration<double>(options.timeout).count()));
+                std::chrono::duration<double>(options.timeout).count(),
+                st->other_senders.empty()
+                    ? std::string("it may still be training or be stuck")
+                    : fmt::format("ranks {} sent chunks for another set of survivors (the peers "
+                                  "saw different failures)",
+                                  list(std::vector<int>(st->other_senders.begin(),
+                                                        st->other_senders.end())))));
         Message m = std::move(st->got.at(key));
         st->got.erase(key);
         const auto range = ring::segment(len, n, s.recv_segment);

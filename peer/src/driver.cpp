@@ -125,8 +125,14 @@ void Loop::apply(proto::Actions& a) {
 void Loop::send(std::uint64_t id) {
     const Message& m = inbox_->in_flight.at(id);
     transport_.send(m, std::as_bytes(std::span<const float>(m.payload)),
-                    [inbox = inbox_, id](const Status& st) {
-                        inbox->in_flight.erase(id);
+                    [inbox = inbox_, id, &t = transport_](const Status& st) {
+                        // Called from the transport's progress(), so `t` is alive: the payload
+                        // goes back to its pool for later receives instead of being freed.
+                        auto it = inbox->in_flight.find(id);
+                        if (it != inbox->in_flight.end()) {
+                            t.recycle(std::move(it->second.payload));
+                            inbox->in_flight.erase(it);
+                        }
                         inbox->events.push_back(SendDone{id, st});
                     });
 }

@@ -1,6 +1,7 @@
 // gossamer bench compute and mix: each measures our side and its reference in one run and divides.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -118,4 +119,99 @@ TEST_CASE("bench transport refuses bad sizes and says when the reference is miss
     CHECK(missing.status == 1);
     CHECK(missing.out.find("reference not measured: /nonexistent/pt not found") !=
           std::string::npos);
+}
+
+TEST_CASE("bench allreduce checks every sum, prints the table and writes JSON") {
+    TempDir dir;
+    const std::string json = (dir.path() / "ar.json").string();
+    auto r = run(kBin +
+                 " bench allreduce --procs 2 --sizes 64KiB --iters 3 --warmup 1 --timeout 30 "
+                 "--json '" +
+                 json + "'");
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("ours[ms]") != std::string::npos);
+    CHECK(r.out.find("64.00 KiB") != std::string::npos);
+    std::ifstream in(json);
+    const auto j = nlohmann::json::parse(in);
+    REQUIRE(j["rows"].size() == 1);
+    const auto& row = j["rows"][0];
+    CHECK(row["procs"] == 2);
+    CHECK(row["bytes"] == 65536);
+    const double t = row["ours"]["median_s"];
+    CHECK(t > 0);
+    CHECK(row["ours"]["busbw_gb_per_s"].get<double>() == doctest::Approx(65536 / t / 1e9));
+    CHECK(row["exchange"]["median_s"].get<double>() > 0);
+    CHECK(row["target_ratio_max"] == 1.1);
+    if (j.contains("reference_error")) {
+        MESSAGE("MPI not measured: " << j["reference_error"].get<std::string>());
+    } else {
+        const double best = std::min(row["mpi_default"]["median_s"].get<double>(),
+                                     row["mpi_ring"]["median_s"].get<double>());
+        CHECK(row["ratio"].get<double>() == doctest::Approx(t / best));
+    }
+}
+
+TEST_CASE("bench allreduce fails loudly on a wrong sum and names the dead or wrong rank") {
+    auto wrong = run("GOSSAMER_BENCH_CORRUPT_RANK=1 " + kBin +
+                     " bench allreduce --procs 2 --sizes 64KiB --iters 2 --warmup 0 "
+                     "--no-reference --timeout 30");
+    CHECK(wrong.status == 1);
+    CHECK(wrong.err.find("WRONG RESULT") != std::string::npos);
+    CHECK(wrong.out.find("ours[ms]") == std::string::npos);
+    auto dead = run("GOSSAMER_BENCH_KILL_RANK=1 " + kBin +
+                    " bench allreduce --procs 2 --sizes 64KiB --iters 2 --no-reference "
+                    "--timeout 30");
+    CHECK(dead.status == 1);
+    CHECK(dead.err.find("rank 1 was killed by signal 9") != std::string::npos);
+}
+
+TEST_CASE("bench allreduce shows ours alone when mpirun is missing") {
+    auto r = run(kBin +
+                 " bench allreduce --procs 2 --sizes 16KiB --iters 2 --warmup 1 --timeout 30 "
+                 "--mpirun /nonexistent/mpirun");
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("MPI reference not run: /nonexistent/mpirun is not on PATH") !=
+          std::string::npos);
+    CHECK(r.out.find("16.00 KiB") != std::string::npos);
+}
+
+TEST_CASE("bench allreduce and calibrate refuse bad input with one line and status 2") {
+    for (const char* args :
+         {"allreduce --procs 0", "allreduce --procs 2,x", "allreduce --sizes x",
+          "allreduce --sizes 3B", "allreduce --iters 0", "allreduce --errors maybe", "calibrate",
+          "calibrate --config /nonexistent/train.json"}) {
+        auto r = run(kBin + " bench " + args);
+        CHECK_MESSAGE(r.status == 2, args);
+        CHECK_MESSAGE(std::count(r.err.begin(), r.err.end(), '\n') == 1, args << ": " << r.err);
+    }
+    TempDir dir;
+    const auto bad = dir.write("bad.json", R"({"modle": {"name": "softmax"}})");
+    auto r = run(kBin + " bench calibrate --config " + bad);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("modle") != std::string::npos);
+}
+
+TEST_CASE("bench calibrate writes a cluster file that gossamer sim reads") {
+    TempDir dir;
+    const auto config = dir.write("train.json", R"({"seed": 3,
+        "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10, "seed": 5},
+        "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
+        "training": {"epochs": 1, "batch_size": 20}})");
+    const auto topology =
+        dir.write("ring2.json", R"({"peers": {"count": 2}, "graph": {"family": "ring"}})");
+    const std::string cluster = (dir.path() / "cluster.json").string();
+    auto r = run(kBin + " bench calibrate --config " + config + " --out '" + cluster +
+                 "' --steps 5 --warmup 1 --link-bytes 256KiB --json");
+    REQUIRE(r.status == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["step_time_median_s"].get<double>() > 0);
+    CHECK(j["link_bandwidth_bytes_per_s"].get<double>() > 0);
+    CHECK(j["link_latency_s"].get<double>() > 0);
+    std::ifstream in(cluster);
+    const auto c = nlohmann::json::parse(in);
+    CHECK(c["defaults"]["base_time"] == j["step_time_median_s"]);
+    CHECK(c["network"]["bandwidth"] == j["link_bandwidth_bytes_per_s"]);
+    auto sim = run(kBin + " sim --topology " + topology + " --cluster '" + cluster + "' --config " +
+                   config + " --algorithms allreduce --out " + (dir.path() / "sim").string());
+    CHECK(sim.status == 0);
 }

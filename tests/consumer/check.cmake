@@ -22,3 +22,25 @@ if(NOT rc EQUAL 0 OR NOT out MATCHES "ring 8: slem 0.8047")
   message(FATAL_ERROR "consumer run failed (${rc}): ${out}")
 endif()
 message(STATUS "consumer: ${out}")
+
+# examples/custom_loop on its own against the installed package (gossamer::peer, gossamer/peer.hpp):
+# configure, build, and train its 4 peers as threads.
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/custom_loop
+                        -B ${WORK_DIR}/custom_loop -G ${GENERATOR}
+                        -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "custom_loop configure failed:\n${out}\n${err}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/custom_loop
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "custom_loop build failed:\n${out}\n${err}")
+endif()
+execute_process(COMMAND ${WORK_DIR}/custom_loop/custom_loop
+                        --topology ${SOURCE_DIR}/examples/custom_loop/ring4.json --threads
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "rank 0: 300 steps, test loss")
+  message(FATAL_ERROR "custom_loop run failed (${rc}): ${out}\n${err}")
+endif()
+message(STATUS "custom_loop (installed package): ${out}")

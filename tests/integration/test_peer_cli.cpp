@@ -171,6 +171,30 @@ TEST_SUITE("integration") {
         }
     }
 
+    TEST_CASE("a hung peer (SIGSTOP) is found by the heartbeats and gossip finishes without it") {
+        for (const std::string algo : {"async", "dpsgd"}) {
+            CAPTURE(algo);
+            Job job(20, 0.01);
+            std::vector<std::unique_ptr<Process>> peers;
+            for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, algo));
+            const auto until = std::chrono::steady_clock::now() + 30s;
+            while (count_lines(job.metrics(2)) < 40 && std::chrono::steady_clock::now() < until)
+                std::this_thread::sleep_for(10ms);
+            REQUIRE(count_lines(job.metrics(2)) >= 40);
+            peers[2]->kill(SIGSTOP);  // alive, connections open, silent: only heartbeats tell
+            for (int r : {0, 1, 3}) {
+                CAPTURE(r);
+                const int status = peers[r]->wait(40s);
+                const std::string log = peers[r]->log();
+                CAPTURE(log);
+                CHECK(status == 0);
+                CHECK(log.find("lost peers: 2") != std::string::npos);
+            }
+            CHECK(job.average()["survivors"] == Json::array({0, 1, 3}));
+            peers[2]->kill(SIGKILL);
+        }
+    }
+
     TEST_CASE("the cluster file's failure time ends a peer with status 3 and gossip goes on") {
         Job job(20, 0.01, R"("peers": [{"rank": 3, "fail_at": 0.6}],)");
         std::vector<std::unique_ptr<Process>> peers;
@@ -197,7 +221,7 @@ TEST_SUITE("integration") {
         CHECK(avg.step == 200);
     }
 
-    TEST_CASE("bad input is one line and exit status 2, before anything is written") {
+    TEST_CASE("bad input is one line and exit status 2 before anything is written") {
         Job job;
         auto cmd = [&](const std::string& extra) {
             return run(kBin + " peer --config " + job.config + " --out " + job.out + " " + extra);

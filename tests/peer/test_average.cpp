@@ -54,7 +54,8 @@ std::vector<Outcome> run(int n, std::size_t size,
             try {
                 peer::AverageOptions ao;
                 ao.timeout = timeout;
-                me.result = peer::exact_average(*t, set, x, 1.0 + r, {}, ao);
+                std::vector<tp::Message> pending;
+                me.result = peer::exact_average(*t, set, x, 1.0 + r, pending, ao);
             } catch (const PeerFailure& e) {
                 me.error = e.what();
                 me.failed_rank = e.rank();
@@ -69,7 +70,7 @@ std::vector<Outcome> run(int n, std::size_t size,
 
 }  // namespace
 
-TEST_CASE("the exact average is the mass-weighted mean, the same on every survivor") {
+TEST_CASE("the exact average is the mass-weighted mean and the same on every survivor") {
     for (int n : {1, 2, 4, 5}) {
         CAPTURE(n);
         const std::size_t size = 13;  // not a multiple of n: uneven segments

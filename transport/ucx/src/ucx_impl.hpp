@@ -139,6 +139,7 @@ class Ucx final : public UcxTransport {
     std::size_t buffers_allocated_ = 0;  // receive buffers the pool did not have
     std::unordered_map<std::size_t, std::vector<std::vector<float>>> pool_;  // by length
     Clock::time_point next_deadline_ = Clock::time_point::max();
+    unsigned progress_calls_ = 0;  // progress() checks send deadlines every 16th call
     bool errors_pending_ = false;
     bool closing_all_ = false;  // in the destructor: pending sends complete with `closed`
     std::thread::id owner_;

@@ -154,7 +154,11 @@ bool Ucx::progress() {
             ++i;
         }
     }
-    if (next_deadline_ != Clock::time_point::max()) check_timeouts(Clock::now());
+    // Reading the clock cost more than the rest of a poll while a send was pending (a third of
+    // a spinning all-reduce's time here, KVM): send deadlines are checked every 16th call,
+    // microseconds apart when spinning; a blocking wait() checks them after every poll.
+    if (next_deadline_ != Clock::time_point::max() && (++progress_calls_ & 15u) == 0)
+        check_timeouts(Clock::now());
     any |= deliver() > 0;
     any |= run_deferred() > 0;
     return any;
@@ -184,6 +188,7 @@ void Ucx::wait(Duration max) {
         log::warn("transport ucx: rank {}: ucp_worker_arm failed: {}", rank(), ucs(st));
     }
     woken_.store(false);
+    if (next_deadline_ != Clock::time_point::max()) check_timeouts(Clock::now());
     progress();
 }
 

@@ -16,6 +16,10 @@
 /// (empty chunks included) to rank + 1 only. Messages may arrive before this peer is ready for
 /// them (a neighbour's next all-reduce while this peer still computes): they wait in a buffer.
 ///
+/// Payloads of absorbed messages are kept (at most `chunks` of them) and reused for the next
+/// messages this peer sends, so a driver that hands sent payloads back to its transport
+/// (Transport::recycle) moves no freshly allocated memory at steady state.
+///
 /// All-reduce cannot tolerate a failure: on peer_failed the protocol records the dead rank
 /// (failed_rank()) and answers done; drivers report "rank R failed; all-reduce stops".
 
@@ -93,6 +97,7 @@ class AllreduceProtocol final : public Protocol {
     std::uint64_t edge_seq_ = 0;       // messages sent to rank + 1
     std::map<std::pair<std::int64_t, std::uint32_t>, Message> pending_;  // (round, chunk)
     std::optional<int> failed_rank_;
+    std::vector<std::vector<float>> spare_;  // absorbed payloads, reused by the next sends
 };
 
 /// The factory the protocol registry calls for "allreduce".

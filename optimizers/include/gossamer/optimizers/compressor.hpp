@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gossamer/core/json.hpp"
 
@@ -78,6 +79,14 @@ class Compressor {
 
 /// Builds the compressor `config` describes.
 std::unique_ptr<Compressor> make_compressor(const CompressorConfig& config);
+
+/// The seed a message's random draws come from (int8 rounding, random-k indices): the config's
+/// seed mixed with the key. For other implementations of the codecs (the device codec).
+std::uint64_t codec_seed(const CompressorConfig& config, const CodecKey& key) noexcept;
+/// The ascending indices random-k keeps of an n-value vector for `key`: exactly those its
+/// encode() and decode_add() use.
+std::vector<std::uint64_t> randomk_indices(const CompressorConfig& config, std::size_t n,
+                                           const CodecKey& key);
 
 /// IEEE half precision bits of x, rounded to nearest even. NaN stays NaN and infinities stay
 /// infinite; finite values past the half range saturate to +-65504 (not infinity), so that a

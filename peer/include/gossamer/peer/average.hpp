@@ -7,7 +7,7 @@
 /// Its messages are MessageKind::reduce (chunks of the ring) and MessageKind::control (the
 /// final acknowledgement) with a negative round derived from the survivor set, so they can never
 /// be mistaken for a protocol's (rounds >= 0), and peers with different views of who survived
-/// notice it instead of mixing wrong sums. Messages from peers that finished training first
+/// never mix their sums. Messages from peers that finished training first
 /// arrive while this peer still trains: DriverOptions::intercept hands them over with
 /// is_average_message().
 
@@ -29,6 +29,11 @@ struct AverageOptions {
     /// Called on the communication thread each time the wait wakes (JoinedPeer's
     /// apply_peer_losses). Empty: none.
     std::function<void()> poll;
+    /// Whether a rank vanished (JoinedPeer: the bootstrap saw it go without a goodbye), checked
+    /// each time the wait wakes: a survivor that vanishes stops the average with PeerFailure,
+    /// even one this peer does not exchange chunks with, so the caller can start again over the
+    /// remaining peers. Empty: only the ring neighbours' transport failures count.
+    std::function<bool(int rank)> vanished;
 };
 
 struct AverageResult {
@@ -41,12 +46,15 @@ bool is_average_message(const transport::Message& m) noexcept;
 
 /// Communication thread of `t`. `survivors`: the ranks taking part, ascending, this peer's
 /// own rank among them (every survivor must pass the same list). `x`: this peer's model, `mass`
-/// its push-sum weight (> 0). `early`: average messages taken while this peer still trained.
-/// Throws PeerFailure when a survivor fails before this peer has its result, Timeout after
-/// options.timeout (naming the ranks it waits for), Error when the survivors' lists differ.
+/// its push-sum weight (> 0). `pending`: in, the average's messages taken while this peer still
+/// trained; out (however the call ends), those that belong to another survivor set, for a
+/// retry over fewer peers. Throws PeerFailure when its ring predecessor, its successor (while
+/// chunks are left to send) or a vanished survivor fails before this peer has its result, and
+/// Timeout after options.timeout, naming the rank it waits for (and the ranks that averaged
+/// over another survivor set, if any).
 AverageResult exact_average(transport::Transport& t, std::span<const int> survivors,
                             std::span<const float> x, double mass,
-                            std::vector<transport::Message> early,
+                            std::vector<transport::Message>& pending,
                             const AverageOptions& options = {});
 
 }  // namespace gossamer::peer

@@ -1,0 +1,78 @@
+// gossamer::Peer over UCX: the job is joined as `gossamer peer` joins it (peer/join.hpp): the TCP
+// bootstrap at the topology file's host:port checks job, token, model size and partitions, then
+// the UCX transport connects every pair.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "api_connect.hpp"
+#include "gossamer/core/error.hpp"
+
+#ifdef GOSSAMER_HAVE_UCX
+#include "gossamer/bootstrap/environment.hpp"
+#include "gossamer/peer/join.hpp"
+#endif
+
+namespace gossamer::api {
+
+#ifdef GOSSAMER_HAVE_UCX
+namespace {
+
+class UcxConnection final : public Connection {
+  public:
+    explicit UcxConnection(std::unique_ptr<peer::JoinedPeer> joined) : joined_(std::move(joined)) {}
+    ~UcxConnection() override {
+        if (joined_) joined_->abandon();  // never closed: an error, leave as a crash would
+    }
+
+    transport::Transport& transport() override { return joined_->transport(); }
+
+    void poll() override { joined_->apply_peer_losses(); }
+
+    // Also without the peers the bootstrap lost (a goodbye included: it left before averaging).
+    std::vector<int> survivors() override {
+        auto out = Connection::survivors();
+        const auto losses = joined_->losses();
+        std::erase_if(out, [&](int q) {
+            return std::any_of(losses.begin(), losses.end(),
+                               [q](const auto& l) { return l.rank == q; });
+        });
+        return out;
+    }
+
+    void close(bool finished, Clock::time_point) override {
+        // Finished: a goodbye, the others see this peer leave, not fail. Otherwise the others
+        // fail this peer at once instead of waiting for it until a timeout.
+        if (!finished) joined_->abandon();
+        joined_.reset();
+    }
+
+  private:
+    std::unique_ptr<peer::JoinedPeer> joined_;
+};
+
+}  // namespace
+
+std::unique_ptr<Connection> join_ucx(const JoinRequest& req) {
+    const PeerOptions& o = *req.options;
+    peer::JoinOptions j;
+    j.bootstrap.rank = req.rank;
+    for (const auto& p : req.topology->peers) j.bootstrap.peers.push_back({p.host, p.port});
+    j.bootstrap.job_id = o.job_id;
+    j.bootstrap.token = bootstrap::job_token(o.token_file);
+    j.bootstrap.model_size = req.model_size;
+    j.bootstrap.layout = req.layout;
+    j.bootstrap.join_timeout = o.join_timeout;
+    return std::make_unique<UcxConnection>(peer::join(std::move(j)));
+}
+
+#else
+
+std::unique_ptr<Connection> join_ucx(const JoinRequest&) {
+    throw ConfigError("", "PeerOptions::transport", "this build of Gossamer has no UCX transport",
+                      "rebuild with -DGOSSAMER_USE_UCX=ON, or use PeerTransport::inproc");
+}
+
+#endif
+
+}  // namespace gossamer::api
