@@ -26,7 +26,7 @@ commands:
   topo      topology files: show (analysis), validate, gen, matrix, dot
   train     train one model in one process from a training config
   sim       simulate many peers with heterogeneous speeds in virtual time
-  launch    run the peers of a topology for real (for now: threads of this process)
+  launch    run the local peers of a topology for real, as gossamer peer processes
   peer      run one real peer of a job over UCX (one process per rank; mpirun, srun)
   bench     benchmarks with a reference measured in the same run (compute)
 

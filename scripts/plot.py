@@ -1,7 +1,15 @@
 #!/usr/bin/python3
-"""Plots the metrics that `gossamer sim` (and later `gossamer launch`) write.
+"""Plots the metrics that `gossamer sim` and `gossamer launch` write.
 
 usage: scripts/plot.py DIR [--target ACC] [--x time|bytes|backward]
+
+gossamer launch (DIR/<algorithm>/result.json and peer<r>.jsonl, docs/cli.md): writes
+DIR/loss.png (training loss against wall-clock time, the mean over peers in time bins, min/max
+over peers shaded; the test accuracy of the final averaged model in the legend), DIR/accuracy.png
+(test accuracy of the averaged model at the end of each algorithm's run against its wall-clock
+time, and over time where the peers logged evaluations with "accuracy") and DIR/idle.png.
+
+gossamer sim:
 
 DIR/<algorithm>/seed<k>/metrics.jsonl: one JSON object per evaluation with "time" (virtual
 seconds for sim, wall-clock for real peers), "accuracy" (of the exact average of the peers'
@@ -39,6 +47,8 @@ def main(argv):
         print(f"plot.py: --x {x_name}: use time, bytes or backward", file=sys.stderr)
         return 2
     x_key, x_scale, x_label, x_file, x_title = X_AXES[x_name]
+    if (root / "result.json").exists() and not sorted(root.glob("*/seed*/metrics.jsonl")):
+        return plot_launch(root, target)
     runs = {}
     for metrics in sorted(root.glob("*/seed*/metrics.jsonl")):
         runs.setdefault(metrics.parent.parent.name, []).append(metrics.parent)
@@ -95,6 +105,101 @@ def main(argv):
     ax.grid(True, axis="y", alpha=0.3)
     save(fig, root / "idle.png")
     return 0
+
+
+def plot_launch(root, target):
+    """The plots of a gossamer launch folder (real peers, wall-clock time)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    # The algorithms of the last launch into root (older folders there may be stale).
+    summary = json.loads((root / "result.json").read_text())
+    results = {}
+    for row in summary["algorithms"]:
+        results[row["algorithm"]] = json.loads((root / row["algorithm"] / "result.json").read_text())
+    fig, ax = plt.subplots(figsize=(8, 5))
+    fig_acc, ax_acc = plt.subplots(figsize=(8, 5))
+    for algo, res in results.items():
+        steps, evals = [], []
+        for peer in sorted((root / algo).glob("peer*.jsonl")):
+            for rec in read_lines_lenient(peer):
+                if rec.get("summary"):
+                    continue
+                if "accuracy" in rec and "time" in rec:
+                    evals.append((rec["time"], rec["accuracy"]))
+                if "loss" in rec and "time" in rec and "step" in rec:
+                    steps.append((rec["time"], rec["rank"], rec["loss"]))
+        acc = res.get("final_accuracy")
+        label = algo + (f" (final {100 * acc:.1f}%)" if acc is not None else "")
+        if steps:
+            t, mean, lo, hi = binned(steps, 60)
+            (line,) = ax.plot(t, mean, label=label)
+            ax.fill_between(t, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
+            color = line.get_color()
+        else:
+            color = None
+        if evals:
+            t, mean, _, _ = binned([(tm, 0, a) for tm, a in evals], 30)
+            ax_acc.plot(t, [100 * a for a in mean], color=color, label=f"{algo} (peers' evaluations)")
+        if acc is not None:
+            ax_acc.plot([res["wall_seconds"]], [100 * acc], marker="*", markersize=14, linestyle="",
+                        color=color, label=f"{algo}: averaged model at the end")
+    ax.set_xlabel("wall-clock time [s]")
+    ax.set_ylabel("training loss (mean over peers; band: min..max)")
+    ax.set_title(f"{root.name}: training loss of real peers over time")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    save(fig, root / "loss.png")
+    if target:
+        ax_acc.axhline(100 * target, color="grey", linestyle=":", linewidth=1)
+    ax_acc.set_xlim(left=0)
+    ax_acc.set_xlabel("wall-clock time [s]")
+    ax_acc.set_ylabel("test accuracy [%]")
+    ax_acc.set_title(f"{root.name}: test accuracy of the averaged model against time")
+    ax_acc.grid(True, alpha=0.3)
+    ax_acc.legend()
+    save(fig_acc, root / "accuracy.png")
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / max(1, len(results))
+    for k, (algo, res) in enumerate(results.items()):
+        peers = [p for p in res.get("peers", []) if "idle_share" in p]
+        ax.bar([p["rank"] + k * width for p in peers], [100 * p["idle_share"] for p in peers],
+               width=width, label=algo)
+    ax.set_xlabel("peer")
+    ax.set_ylabel("time idle [%]")
+    ax.set_title(f"{root.name}: share of time each peer sat idle")
+    ax.legend()
+    ax.grid(True, axis="y", alpha=0.3)
+    save(fig, root / "idle.png")
+    return 0
+
+
+def read_lines_lenient(path):
+    """JSON lines, skipping a last line a killed peer left unfinished."""
+    out = []
+    with path.open() as fh:
+        for line in fh:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+    return out
+
+
+def binned(points, bins):
+    """(time, key, value) points -> bin centres, mean, min and max of the values per bin."""
+    points.sort()
+    t0, t1 = points[0][0], points[-1][0]
+    width = (t1 - t0) / bins or 1.0
+    groups = {}
+    for t, _, v in points:
+        groups.setdefault(min(int((t - t0) / width), bins - 1), []).append(v)
+    keys = sorted(groups)
+    centre = [t0 + (k + 0.5) * width for k in keys]
+    return (centre, [sum(groups[k]) / len(groups[k]) for k in keys],
+            [min(groups[k]) for k in keys], [max(groups[k]) for k in keys])
 
 
 def n_peers(run_dir):

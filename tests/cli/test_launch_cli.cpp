@@ -1,4 +1,5 @@
-// gossamer launch as a user runs it: real peers as threads over the in-process transport.
+// gossamer launch as a user runs it: real peers as threads over the in-process transport
+// (--inproc), and as gossamer peer processes over UCX (the integration suite).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -7,38 +8,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "support/run.hpp"
-#include "support/temp_dir.hpp"
+#include "launch_job.hpp"
 
+using gossamer::test::kBin;
+using gossamer::test::LaunchJob;
 using gossamer::test::run;
-using gossamer::test::RunResult;
-using gossamer::test::TempDir;
 using Json = nlohmann::json;
 
 namespace {
-
-const std::string kBin = GOSSAMER_BINARY;
-
-// The synthetic job of test_sim_cli.cpp: 4 peers on a ring, logistic regression, 3 epochs,
-// on a fast homogeneous cluster (30 steps of 5 ms per peer).
-struct Job {
-    TempDir dir;
-    std::string topology, config, cluster;
-    Job() {
-        topology =
-            dir.write("ring4.json", R"({"peers": {"count": 4}, "graph": {"family": "ring"}})");
-        config = dir.write("train.json", R"({"seed": 3,
-            "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10, "seed": 5},
-            "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
-            "training": {"epochs": 3, "batch_size": 20, "target_accuracy": 0.6}})");
-        cluster = dir.write("cluster.json", R"({"defaults": {"base_time": 0.005},
-            "network": {"latency": 1e-5, "bandwidth": 1e9}})");
-    }
-    RunResult launch(const std::string& extra) {
-        return run(kBin + " launch --topology " + topology + " --config " + config + " --cluster " +
-                   cluster + " " + extra);
-    }
-};
 
 // The loss of the last evaluation in a metrics.jsonl of gossamer sim.
 double last_loss(const std::string& path) {
@@ -53,9 +30,9 @@ double last_loss(const std::string& path) {
 }  // namespace
 
 TEST_CASE("launch runs allreduce and dpsgd as real peers and dpsgd ends at the loss of sim") {
-    Job job;
+    LaunchJob job;
     const auto out = (job.dir.path() / "launch").string();
-    auto r = job.launch("--algorithms allreduce,dpsgd --out " + out);
+    auto r = job.launch("--inproc --algorithms allreduce,dpsgd --out " + out);
     CAPTURE(r.err);
     REQUIRE(r.status == 0);
     CHECK(r.out.find("allreduce") != std::string::npos);
@@ -72,7 +49,7 @@ TEST_CASE("launch runs allreduce and dpsgd as real peers and dpsgd ends at the l
     }
 
     const auto json_out = (job.dir.path() / "launch_json").string();
-    auto j = job.launch("--algorithms dpsgd --json --out " + json_out);
+    auto j = job.launch("--inproc --algorithms dpsgd --json --out " + json_out);
     CAPTURE(j.err);
     REQUIRE(j.status == 0);
     const auto row = Json::parse(j.out)["algorithms"][0];
@@ -92,7 +69,7 @@ TEST_CASE("launch runs allreduce and dpsgd as real peers and dpsgd ends at the l
 }
 
 TEST_CASE("launch with an unknown algorithm is one line, exit 2, and writes nothing") {
-    Job job;
+    LaunchJob job;
     const auto out = (job.dir.path() / "o").string();
     auto r = job.launch("--algorithms allreduce,gossipx --out " + out);
     CHECK(r.status == 2);
@@ -114,17 +91,38 @@ TEST_CASE("launch with an unknown algorithm is one line, exit 2, and writes noth
     CHECK_FALSE(std::filesystem::exists(out));
 }
 
-TEST_CASE("launch emulates a cluster file failure: dpsgd carries on, allreduce exits 1") {
-    Job job;
+TEST_CASE("launch with bad flags or remote peers is one line, exit 2, and writes nothing") {
+    LaunchJob job;
+    const auto out = (job.dir.path() / "o").string();
+    for (const std::string flags : {"--threads-per-peer 0", "--timeout 0", "--epochs x"}) {
+        CAPTURE(flags);
+        auto r = job.launch(flags + " --out " + out);
+        CHECK(r.status == 2);
+        CHECK(r.err.find('\n') == r.err.size() - 1);
+        CHECK_FALSE(std::filesystem::exists(out));
+    }
+    job.topology = job.dir.write("remote.json", R"({"peers": [{"host": "127.0.0.1", "port": 29500},
+        {"host": "192.0.2.7", "port": 29500}], "graph": {"family": "ring"}})");
+    auto remote = job.launch("--out " + out);
+    CHECK(remote.status == 2);
+    CHECK(remote.err.find("192.0.2.7 is not an address of this machine") != std::string::npos);
+    CHECK(remote.err.find('\n') == remote.err.size() - 1);
+    CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("launch --inproc emulates a cluster file failure: dpsgd carries on, allreduce exits 1") {
+    LaunchJob job;
     job.cluster = job.dir.write("fail.json", R"({"defaults": {"base_time": 0.005},
         "peers": [{"rank": 1, "fail_at": 0.05}], "network": {"latency": 1e-5, "bandwidth": 1e9}})");
-    auto gossip = job.launch("--algorithms dpsgd --json --out " + (job.dir.path() / "g").string());
+    auto gossip =
+        job.launch("--inproc --algorithms dpsgd --json --out " + (job.dir.path() / "g").string());
     CAPTURE(gossip.err);
     REQUIRE(gossip.status == 0);
     const auto row = Json::parse(gossip.out)["algorithms"][0];
     CHECK(row["failed_peers"].get<int>() == 1);
     CHECK(row["final_accuracy"].get<double>() > 0.6);
-    auto ar = job.launch("--algorithms allreduce --out " + (job.dir.path() / "a").string());
+    auto ar =
+        job.launch("--inproc --algorithms allreduce --out " + (job.dir.path() / "a").string());
     CHECK(ar.status == 1);
     CHECK(ar.err.find("peer 1 failed") != std::string::npos);
 }

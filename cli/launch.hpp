@@ -1,0 +1,66 @@
+#pragma once
+/// The two ways `gossamer launch` runs one algorithm's peers (docs/cli.md): as `gossamer peer`
+/// processes over UCX (the default) or as threads of this process over the in-process transport
+/// (`--inproc`). Both answer one row of the comparison table.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gossamer/core/dataset.hpp"
+#include "gossamer/core/json.hpp"
+#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/topology/topology_file.hpp"
+#include "progress.hpp"
+
+namespace gossamer::sim {
+class Cluster;
+}
+
+namespace gossamer::cli {
+
+/// Everything `gossamer launch` loaded and checked before anything runs.
+struct LaunchJob {
+    std::string topology_path, config_path;
+    std::optional<std::string> cluster_path;
+    topology::Topology topology;
+    std::shared_ptr<const sim::Cluster> cluster;  ///< loaded from cluster_path
+    const optim::TrainingConfig* config = nullptr;
+    int epochs = 1;
+    std::filesystem::path out;
+    double timeout = 3600;         ///< seconds one algorithm's peers may run (processes)
+    int threads_per_peer = 1;      ///< OPENBLAS_NUM_THREADS of each peer process
+    std::int64_t total_steps = 0;  ///< about the steps of all peers together
+};
+
+/// One algorithm's outcome: a row of the table and OUT/<algorithm>/result.json.
+struct LaunchRow {
+    std::string algorithm;
+    double wall = 0;   ///< seconds from starting the first peer to the last one's exit
+    double train = 0;  ///< the longest peer's training (its driver's end time), seconds
+    std::optional<double> accuracy, loss;  ///< of the exact average of the survivors' models
+    double mb_per_peer = 0;
+    double idle_share = 0;  ///< mean over the peers that reported
+    int failed = 0;         ///< peers lost (emulated failure or crash)
+    bool ok = true;         ///< false: the algorithm did not survive (launch exits 1)
+    json::Json peers = json::Json::array();  ///< one record per rank
+};
+
+/// Thrown when SIGINT or SIGTERM stopped the peers (InterruptGuard); launch exits 128 + signal.
+struct Interrupted {
+    int signal;
+};
+
+/// Runs `algorithm` as n `gossamer peer` processes writing into OUT/<algorithm>/.
+LaunchRow launch_processes(const LaunchJob& job, const std::string& algorithm, Progress& progress);
+
+/// Runs `algorithm` as n threads over the in-process transport.
+LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
+                         const std::string& algorithm, Progress& progress);
+
+/// The row as result.json holds it.
+json::Json to_json(const LaunchRow& row);
+
+}  // namespace gossamer::cli

@@ -1,0 +1,126 @@
+// gossamer launch --inproc: the n peers of a topology as threads of this process over the
+// in-process transport, with the cluster file's heterogeneity emulated (docs/cli.md).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <functional>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "cluster_options.hpp"
+#include "gossamer/peer/local.hpp"
+#include "gossamer/sim/cluster.hpp"
+#include "gossamer/sim/compute_model.hpp"
+#include "launch.hpp"
+
+namespace gossamer::cli {
+namespace {
+
+/// Calls `tick` every 0.5 s on its own thread until destroyed: the progress line while the
+/// peers run (run_local_training blocks this thread).
+class Ticker {
+  public:
+    explicit Ticker(std::function<void()> tick)
+        : thread_([this, tick = std::move(tick)](std::stop_token stop) {
+              std::unique_lock lock(mutex_);
+              while (!stop.stop_requested()) {
+                  cv_.wait_for(lock, stop, std::chrono::milliseconds(500),
+                               [&] { return stop.stop_requested(); });
+                  if (!stop.stop_requested()) tick();
+              }
+          }) {}
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable_any cv_;
+    std::jthread thread_;  // last: stopped and joined first
+};
+
+}  // namespace
+
+LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
+                         const std::string& algo, Progress& progress) {
+    const int n = job.topology.n();
+    const auto dir = job.out / algo;
+    std::shared_ptr<const sim::ComputeModel> compute;
+    if (job.cluster)
+        compute = std::make_shared<const sim::ComputeModel>(*job.cluster, job.config->seed);
+    const auto options = job.config->algorithm_options(algo);
+    peer::LocalTraining lt;
+    lt.algorithm = algo;
+    lt.algorithm_options = options ? &*options : nullptr;
+    lt.topology = job.topology.schedule;
+    lt.config = job.config;
+    lt.train = &data.train;
+    lt.test = &data.test;
+    lt.epochs = job.epochs;
+    std::atomic<std::int64_t> steps_done{0};
+    std::atomic<double> last_loss{std::nan("")};
+    lt.options = [&](int rank) {
+        auto o = options_for(rank, job.cluster, compute,
+                             (dir / fmt::format("peer{}.jsonl", rank)).string());
+        o.on_step = [&](const peer::StepRecord& s) {
+            steps_done.fetch_add(1, std::memory_order_relaxed);
+            last_loss.store(s.loss, std::memory_order_relaxed);
+        };
+        return o;
+    };
+    progress(fmt::format("{}: {} peers as threads", algo, n), true);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::optional<peer::LocalTrainingResult> res;
+    {
+        Ticker ticker([&] {
+            const double s =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            progress(fmt::format("{}: {} peers, {}/~{} steps, loss {:.4f}, {:.1f} s", algo, n,
+                                 steps_done.load(std::memory_order_relaxed), job.total_steps,
+                                 last_loss.load(std::memory_order_relaxed), s));
+        });
+        res = peer::run_local_training(lt);
+    }
+    LaunchRow row;
+    row.algorithm = algo;
+    row.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    row.accuracy = res->accuracy;
+    row.loss = res->loss;
+    double bytes = 0, idle = 0;
+    int finished = 0;
+    for (std::size_t r = 0; r < res->peers.size(); ++r) {
+        const auto& o = res->peers[r];
+        json::Json rec = {{"rank", r}, {"seconds", o.seconds}};
+        if (o.result) {
+            const auto& d = *o.result;
+            bytes += static_cast<double>(d.stats.bytes_sent);
+            if (d.end_time > 0) idle += d.idle / d.end_time;
+            ++finished;
+            if (d.failed) ++row.failed;
+            rec["steps"] = d.steps;
+            rec["end_time"] = d.end_time;
+            row.train = std::max(row.train, d.end_time);
+            rec["idle_share"] = d.end_time > 0 ? d.idle / d.end_time : 0.0;
+            rec["bytes_sent"] = d.stats.bytes_sent;
+            rec["failed"] = d.failed;
+        } else {
+            rec["error"] = o.error;
+            if (o.failed_rank) {
+                rec["failed_rank"] = *o.failed_rank;
+                std::cerr << fmt::format("{}: rank {}: {}\n", algo, r, o.error);
+            } else {
+                std::cerr << fmt::format("{}: rank {} stopped: {}\n", algo, r, o.error);
+            }
+            row.ok = false;  // a peer the algorithm did not survive
+        }
+        row.peers.push_back(rec);
+    }
+    row.mb_per_peer = bytes / n / 1e6;
+    row.idle_share = finished > 0 ? idle / finished : 0.0;
+    return row;
+}
+
+}  // namespace gossamer::cli

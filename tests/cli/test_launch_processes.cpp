@@ -1,0 +1,197 @@
+// gossamer launch with real peers: gossamer peer processes over UCX on loopback, a job of a few
+// seconds each (tests/cli/launch_job.hpp). No ',' in test names: doctest's --test-case filter,
+// which labels the tests, splits at commas.
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "launch_job.hpp"
+
+using gossamer::test::kBin;
+using gossamer::test::LaunchJob;
+using gossamer::test::run;
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+Json read_json(const fs::path& p) {
+    std::ifstream in(p);
+    REQUIRE(in);
+    return Json::parse(in);
+}
+
+/// Rank 1 fails after 50 ms of its 150 ms of steps.
+constexpr const char* kFailingCluster = R"({"defaults": {"base_time": 0.005},
+    "peers": [{"rank": 1, "fail_at": 0.05}], "network": {"latency": 1e-5, "bandwidth": 1e9}})";
+
+}  // namespace
+
+TEST_SUITE("integration") {
+    TEST_CASE(
+        "launch runs peer processes and writes the table and result.json and logs and plots") {
+        LaunchJob job;
+        const auto out = job.dir.path() / "launch";
+        auto r = run(kBin + " launch --topology " + job.topology + " --config " + job.config +
+                     " --cluster " + job.cluster +
+                     " --algorithms allreduce,dpsgd --threads-per-peer 2 --timeout 60 --out " +
+                     out.string());
+        CAPTURE(r.err);
+        REQUIRE(r.status == 0);
+        CHECK(r.out.find("MB sent/peer") != std::string::npos);
+        const auto summary = read_json(out / "result.json");
+        CHECK(summary["transport"] == "ucx");
+        REQUIRE(summary["algorithms"].size() == 2);
+        for (const auto& row : summary["algorithms"]) {
+            CAPTURE(row.dump());
+            CHECK(row["ok"].get<bool>());
+            REQUIRE(row["final_accuracy"].is_number());
+            CHECK(row["final_accuracy"].get<double>() > 0.6);
+            CHECK(row["mb_sent_per_peer"].get<double>() > 0);
+            CHECK(row["failed_peers"].get<int>() == 0);
+            const auto algo = row["algorithm"].get<std::string>();
+            // the peers' BLAS threads travel in a copy of the config
+            CHECK(read_json(out / algo / "config.json")["training"]["threads"] == 2);
+            const auto per_algo = read_json(out / algo / "result.json");
+            REQUIRE(per_algo["peers"].size() == 4);
+            for (const auto& peer : per_algo["peers"]) {
+                CHECK(peer["exit"] == "exit status 0");
+                CHECK(peer["steps"].get<int>() == 30);
+                CHECK(fs::exists(peer["log"].get<std::string>()));
+            }
+        }
+        // The plots, where the machine has matplotlib (else one warning line).
+        if (r.err.find("warning: no plots") == std::string::npos) {
+            CHECK(fs::exists(out / "loss.png"));
+            CHECK(fs::exists(out / "idle.png"));
+        }
+    }
+
+    TEST_CASE(
+        "launch names a failed allreduce peer with its exit status and log lines and exits 1") {
+        LaunchJob job;
+        job.cluster = job.dir.write("fail.json", kFailingCluster);
+        const auto out = job.dir.path() / "a";
+        auto r = job.launch("--algorithms allreduce --timeout 60 --out " + out.string());
+        CAPTURE(r.err);
+        CHECK(r.status == 1);
+        CHECK(r.err.find("peer 1 stopped at its failure time") != std::string::npos);
+        // the survivors gave up on the dead rank: each is named with its status and its log's end
+        CHECK(r.err.find("allreduce: peer 0 failed: exit status 1; last lines of") !=
+              std::string::npos);
+        CHECK(r.err.find("    ") != std::string::npos);
+        CHECK(read_json(out / "result.json")["algorithms"][0]["ok"] == false);
+    }
+
+    TEST_CASE("launch under dpsgd tolerates the cluster file failure and names the lost peer") {
+        LaunchJob job;
+        job.cluster = job.dir.write("fail.json", kFailingCluster);
+        const auto out = job.dir.path() / "g";
+        auto r = job.launch("--algorithms dpsgd --json --timeout 60 --out " + out.string());
+        CAPTURE(r.err);
+        REQUIRE(r.status == 0);
+        CHECK(r.err.find("dpsgd: peer 1 stopped at its failure time") != std::string::npos);
+        const auto row = Json::parse(r.out)["algorithms"][0];
+        CHECK(row["failed_peers"].get<int>() == 1);
+        CHECK(row["final_accuracy"].get<double>() > 0.6);
+    }
+
+    TEST_CASE("launch stops the peers at the job timeout and names those still running") {
+        LaunchJob job;
+        job.cluster = job.dir.write("slow.json", R"({"defaults": {"base_time": 1.0},
+        "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+        const auto out = job.dir.path() / "t";
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = job.launch("--algorithms dpsgd --timeout 3 --out " + out.string());
+        const double took =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        CAPTURE(r.err);
+        CHECK(r.status == 1);
+        CHECK(took < 20);
+        CHECK(r.err.find("job timeout after 3 s (--timeout): peers 0, 1, 2, 3 still running") !=
+              std::string::npos);
+        CHECK(
+            r.err.find("dpsgd: peer 3 stopped by the launcher: killed by SIGTERM; last lines of") !=
+            std::string::npos);
+        CHECK(read_json(out / "result.json")["algorithms"][0]["failed_peers"] == 0);
+    }
+
+    TEST_CASE("launch moves the peers to free ports when the topology's are taken") {
+        LaunchJob job;
+        // Hold a port (the children inherit it) and make it rank 2's in the topology file.
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+        REQUIRE(::listen(fd, 1) == 0);
+        socklen_t len = sizeof addr;
+        REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+        const int held = ntohs(addr.sin_port);
+        REQUIRE(held > 1026);
+        job.topology = job.dir.write("ring4.json", R"({"peers": {"count": 4, "base_port": )" +
+                                                       std::to_string(held - 2) +
+                                                       R"(}, "graph": {"family": "ring"}})");
+        const auto out = job.dir.path() / "p";
+        auto r = job.launch("--algorithms dpsgd --timeout 60 --out " + out.string());
+        ::close(fd);
+        CAPTURE(r.err);
+        REQUIRE(r.status == 0);
+        CHECK(r.err.find("is taken: the peers use") != std::string::npos);
+        const auto topo = read_json(out / "dpsgd" / "topology.json");
+        REQUIRE(topo["peers"].size() == 4);
+        CHECK(topo["peers"][2]["port"] != held);
+        CHECK(topo["graph"]["family"] == "ring");
+    }
+
+    TEST_CASE("Ctrl-C stops the launch and its peers with exit 130 and no peer left running") {
+        LaunchJob job;
+        job.cluster = job.dir.write("slow.json", R"({"defaults": {"base_time": 1.0},
+        "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+        const auto out = (job.dir.path() / "i").string();
+        // Waits (at most 10 s) for the peers' first steps, interrupts the launcher, then looks for
+        // peers of this job ("[p]eer" does not match this script's own command line).
+        auto r = run("sh -c '" + kBin + " launch --no-plots --topology " + job.topology +
+                     " --config " + job.config + " --cluster " + job.cluster +
+                     " --algorithms dpsgd --out " + out + " & p=$!; i=0; while [ ! -s " + out +
+                     "/dpsgd/peer3.jsonl ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; "
+                     "kill -INT $p; wait $p; echo rc=$?; sleep 0.2; "
+                     "if pgrep -f \"[p]eer --topology .*--out " +
+                     out + "\" >/dev/null; then echo orphans; else echo clean; fi'");
+        CAPTURE(r.err);
+        CHECK(r.out == "rc=130\nclean\n");
+        CHECK(r.err.find("dpsgd: interrupted (SIGINT): stopping peers 0, 1, 2, 3") !=
+              std::string::npos);
+    }
+
+    TEST_CASE(
+        "launch under dpsgd survives a peer killed with SIGKILL and names it with its signal") {
+        LaunchJob job;
+        job.cluster = job.dir.write("slow.json", R"({"defaults": {"base_time": 0.05},
+        "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+        const auto out = (job.dir.path() / "k").string();
+        // Kills rank 2 (found by its command line, which holds this test's own folder) once it
+        // logged a step.
+        auto r = run("sh -c '" + kBin + " launch --no-plots --json --timeout 60 --topology " +
+                     job.topology + " --config " + job.config + " --cluster " + job.cluster +
+                     " --algorithms dpsgd --out " + out + " & p=$!; i=0; while [ ! -s " + out +
+                     "/dpsgd/peer2.jsonl ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; "
+                     "kill -KILL $(pgrep -f \"[p]eer --topology .* --rank 2 .*--out " +
+                     out + "/dpsgd\"); wait $p; echo rc=$? >&2'");
+        CAPTURE(r.err);
+        CHECK(r.err.find("rc=0") != std::string::npos);
+        CHECK(r.err.find("dpsgd: peer 2 failed: killed by SIGKILL; last lines of") !=
+              std::string::npos);
+        const auto row = Json::parse(r.out)["algorithms"][0];
+        CHECK(row["failed_peers"].get<int>() == 1);
+        CHECK(row["final_accuracy"].is_number());
+    }
+
+}  // TEST_SUITE
