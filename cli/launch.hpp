@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gossamer/core/dataset.hpp"
 #include "gossamer/core/json.hpp"
@@ -33,6 +34,12 @@ struct LaunchJob {
     double timeout = 3600;         ///< seconds one algorithm's peers may run (processes)
     int threads_per_peer = 1;      ///< OPENBLAS_NUM_THREADS of each peer process
     std::int64_t total_steps = 0;  ///< about the steps of all peers together
+    /// --script: each peer runs `python script args...` instead of `gossamer peer`; it learns
+    /// its rank, topology, algorithm, output folder and config from GOSSAMER_* variables
+    /// (gossamer.launched(), docs/python.md).
+    std::optional<std::string> script;
+    std::vector<std::string> script_args;
+    std::string python = "/usr/bin/python3";
 };
 
 /// One algorithm's outcome: a row of the table and OUT/<algorithm>/result.json.

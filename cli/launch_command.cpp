@@ -11,6 +11,7 @@
 #include <iostream>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "algorithms.hpp"
@@ -97,6 +98,11 @@ int run_launch(const std::vector<std::string>& args) {
          {"timeout", "SECONDS", "stop an algorithm's peers after this long (default 3600)"},
          {"out", "DIR", "output folder (default out/launch)"},
          {"inproc", "", "peers as threads of this process over the in-process transport"},
+         {"script", "FILE",
+          "each peer runs `python3 FILE` instead of gossamer peer: a Python training script "
+          "that finds its rank, topology, algorithm, config and output folder with "
+          "gossamer.launched() (docs/python.md)"},
+         {"script-args", "ARGS", "arguments of every --script peer (split at spaces)"},
          {"no-plots", "", "do not run scripts/plot.py"},
          {"json", "", "print the summary as JSON"}},
         0);
@@ -129,6 +135,21 @@ int run_launch(const std::vector<std::string>& args) {
         throw UsageError(
             fmt::format("gossamer launch: --timeout {}: give seconds > 0", *a.value("timeout")));
     const bool inproc = a.flag("inproc");
+    if (const auto script = a.value("script")) {
+        if (!fs::is_regular_file(*script))
+            throw UsageError(fmt::format(
+                "--script: {} is not a file; give the path of a Python training script", *script));
+        if (inproc || job.cluster_path)
+            throw UsageError(fmt::format(
+                "--script: a script peer is a process of its own and does not emulate a cluster; "
+                "leave out {}",
+                inproc ? "--inproc" : "--cluster"));
+        job.script = fs::absolute(*script).string();
+        std::istringstream words(a.value("script-args").value_or(""));
+        for (std::string w; words >> w;) job.script_args.push_back(w);
+    } else if (a.value("script-args")) {
+        throw UsageError("--script-args: it needs --script FILE");
+    }
     if (!inproc) {
         std::set<std::string> hosts;
         for (const auto& peer : job.topology.peers) hosts.insert(peer.host);

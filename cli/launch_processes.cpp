@@ -3,10 +3,12 @@
 // their metrics files for the progress line, stops them at the job timeout or on Ctrl-C, and
 // gathers their summaries and rank 0's average.json into a row of the table.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -110,6 +112,17 @@ std::string peer_config(const LaunchJob& job, const fs::path& dir) {
     return path.string();
 }
 
+/// PYTHONPATH for a script peer: the gossamer package next to this binary (the build tree's
+/// python/, or the install's lib/python3/dist-packages), then the caller's PYTHONPATH.
+std::string python_path(const fs::path& exe) {
+    const auto root = exe.parent_path().parent_path();
+    std::vector<std::string> dirs;
+    for (const auto& dir : {root / "python", root / "lib/python3/dist-packages"})
+        if (fs::exists(dir / "gossamer" / "__init__.py")) dirs.push_back(dir.string());
+    if (const char* old = std::getenv("PYTHONPATH"); old && *old) dirs.emplace_back(old);
+    return fmt::format("{}", fmt::join(dirs, ":"));
+}
+
 std::string join(const std::vector<int>& v) {
     std::string s;
     for (int x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
@@ -153,7 +166,20 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
             "--algorithm", algo,         "--epochs",   std::to_string(job.epochs),
             "--out",       dir.string(), "--job-id",   std::to_string(job_id)};
         if (job.cluster_path) argv.insert(argv.end(), {"--cluster", *job.cluster_path});
-        kids.start(argv, env, dir / fmt::format("peer{}.log", r));
+        auto peer_env = env;
+        if (job.script) {  // the same facts through the environment (gossamer.launched())
+            argv = {job.python, *job.script};
+            argv.insert(argv.end(), job.script_args.begin(), job.script_args.end());
+            peer_env.insert(peer_env.end(), {{"GOSSAMER_RANK", std::to_string(r)},
+                                             {"GOSSAMER_TOPOLOGY", topology},
+                                             {"GOSSAMER_CONFIG", config},
+                                             {"GOSSAMER_ALGORITHM", algo},
+                                             {"GOSSAMER_EPOCHS", std::to_string(job.epochs)},
+                                             {"GOSSAMER_OUT", dir.string()},
+                                             {"GOSSAMER_JOB_ID", std::to_string(job_id)},
+                                             {"PYTHONPATH", python_path(exe)}});
+        }
+        kids.start(argv, peer_env, dir / fmt::format("peer{}.log", r));
         follow[r].path = dir / fmt::format("peer{}.jsonl", r);
     }
 
