@@ -116,9 +116,9 @@ TEST_CASE("gossamer peer with a bad --eval-interval is one line and exit 2") {
     LaunchJob job;
     for (const std::string value : {"0", "-2", "soon"}) {
         CAPTURE(value);
-        auto r =
-            run(kBin + " peer --rank 0 --topology " + job.topology + " --config " + job.config +
-                " --out " + (job.dir.path() / "p").string() + " --eval-interval " + value);
+        auto r = run(kBin + " peer --rank 0 --token t --topology " + job.topology + " --config " +
+                     job.config + " --out " + (job.dir.path() / "p").string() +
+                     " --eval-interval " + value);
         CHECK(r.status == 2);
         CHECK(r.err.find("--eval-interval") != std::string::npos);
         CHECK(r.err.find('\n') == r.err.size() - 1);
