@@ -41,7 +41,7 @@ std::map<long, double> evals_of(const fs::path& jsonl) {
         const long k = j["eval"].get<long>();
         CHECK(k > last);  // increasing ticks
         last = k;
-        CHECK(j["time"].get<double>() <= j["at"].get<double>());
+        CHECK(j["time"].get<double>() <= j["at"].get<double>() + 1e-9);
         out[k] = j["accuracy"].get<double>();
     }
     return out;
