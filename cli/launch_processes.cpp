@@ -54,7 +54,7 @@ struct Follower {
                 if (!j.is_discarded() && j.value("summary", false)) summary = std::move(j);
             } else if (line.find("\"eval\"") != std::string::npos) {
                 auto j = json::Json::parse(line, nullptr, false);
-                if (!j.is_discarded() && j["eval"].is_number_integer() && j["time"].is_number() &&
+                if (j.is_object() && j["eval"].is_number_integer() && j["time"].is_number() &&
                     j["accuracy"].is_number())
                     evals[j["eval"].get<std::int64_t>()] = {j["time"].get<double>(),
                                                             j["accuracy"].get<double>()};
