@@ -34,6 +34,8 @@ struct LaunchJob {
     double timeout = 3600;         ///< seconds one algorithm's peers may run (processes)
     int threads_per_peer = 1;      ///< OPENBLAS_NUM_THREADS of each peer process
     std::int64_t total_steps = 0;  ///< about the steps of all peers together
+    double eval_interval = 2;      ///< seconds between the peers' evaluation points
+    std::optional<double> target;  ///< accuracy for "time to target" (--target, the config's)
     /// --script: each peer runs `python script args...` instead of `gossamer peer`; it learns
     /// its rank, topology, algorithm, output folder and config from GOSSAMER_* variables
     /// (gossamer.launched(), docs/python.md).
@@ -47,6 +49,9 @@ struct LaunchRow {
     std::string algorithm;
     double wall = 0;   ///< seconds from starting the first peer to the last one's exit
     double train = 0;  ///< the longest peer's training (its driver's end time), seconds
+    /// The first evaluation tick at which the mean accuracy of the peers evaluated there reached
+    /// the target, seconds (docs/cli.md); none when never reached or no target.
+    std::optional<double> time_to_target;
     std::optional<double> accuracy, loss;  ///< of the exact average of the survivors' models
     double mb_per_peer = 0;
     double idle_share = 0;  ///< mean over the peers that reported

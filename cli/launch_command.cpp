@@ -23,6 +23,7 @@
 #include "gossamer/sim/cluster.hpp"
 #include "launch.hpp"
 #include "local_ports.hpp"
+#include "peer_eval.hpp"
 
 namespace gossamer::cli {
 namespace {
@@ -59,10 +60,21 @@ void write_plots(const fs::path& out, std::optional<double> target) {
     }
 }
 
+// The time-to-target column (empty without a target): "—" when never reached.
+std::string target_header(std::optional<double> target) {
+    return target ? fmt::format("time to {:.1f}% ", 100 * *target) : "";
+}
+std::string target_cell(std::optional<double> target, std::optional<double> time) {
+    if (!target) return "";
+    return time ? fmt::format("{:.2f} ", *time) : "— ";
+}
+
 }  // namespace
 
 json::Json to_json(const LaunchRow& row) {
     return {{"algorithm", row.algorithm},
+            {"time_to_target",
+             row.time_to_target ? json::Json(*row.time_to_target) : json::Json(nullptr)},
             {"wall_seconds", row.wall},
             {"train_seconds", row.train},
             {"final_accuracy", row.accuracy ? json::Json(*row.accuracy) : json::Json(nullptr)},
@@ -82,6 +94,9 @@ int run_launch(const std::vector<std::string>& args) {
         "--inproc threads of this process over the in-process transport. With a cluster file "
         "each peer's steps are padded to the cluster's step times (factor, jitter, slow "
         "periods), its sends are paced by the cluster's links and it stops at its failure time. "
+        "Every peer evaluates its own model on the first 2000 test samples every "
+        "--eval-interval seconds; the table's first column is the first such tick at which the "
+        "mean accuracy of the peers reached --target (processes only). "
         "The table shows the longest peer's training time, the wall-clock time with start-up, the "
         "test accuracy and loss of the exact average "
         "of the surviving peers' models, the MB sent per peer and the share of time peers sat "
@@ -95,6 +110,10 @@ int run_launch(const std::vector<std::string>& args) {
          {"algorithms", "LIST", "comma-separated (default allreduce,dpsgd,async)"},
          {"epochs", "N", "passes of each peer over its shard (default: training.epochs)"},
          {"threads-per-peer", "N", "BLAS threads of each peer (default cores / n, >= 1)"},
+         {"target", "ACC",
+          "target accuracy for the time-to-target column (default: "
+          "training.target_accuracy)"},
+         {"eval-interval", "S", "seconds between the peers' evaluation points (default 2)"},
          {"timeout", "SECONDS", "stop an algorithm's peers after this long (default 3600)"},
          {"out", "DIR", "output folder (default out/launch)"},
          {"inproc", "", "peers as threads of this process over the in-process transport"},
@@ -134,6 +153,11 @@ int run_launch(const std::vector<std::string>& args) {
     if (job.timeout <= 0)
         throw UsageError(
             fmt::format("gossamer launch: --timeout {}: give seconds > 0", *a.value("timeout")));
+    job.eval_interval = eval_interval_option(a);
+    job.target = cfg.target_accuracy;
+    if (a.value("target")) job.target = a.number("target", 0);
+    if (job.target && !(*job.target > 0 && *job.target <= 1))
+        throw UsageError(fmt::format("--target: {} is not an accuracy in (0, 1]", *job.target));
     const bool inproc = a.flag("inproc");
     if (const auto script = a.value("script")) {
         if (!fs::is_regular_file(*script))
@@ -179,9 +203,10 @@ int run_launch(const std::vector<std::string>& args) {
         {"n", n},
         {"transport", inproc ? "inproc" : "ucx"},
         {"algorithms", json::Json::array()}};
-    std::string table = fmt::format("{:<10} {:>9} {:>9} {:>15} {:>12} {:>12} {:>8} {:>6}\n",
-                                    "algorithm", "time [s]", "wall [s]", "final acc [%]",
-                                    "final loss", "MB sent/peer", "idle", "lost");
+    if (job.target) summary["target"] = *job.target;
+    std::string table = fmt::format("{:<10} {:>15}{:>9} {:>9} {:>15} {:>12} {:>12} {:>8} {:>6}\n",
+                                    "algorithm", target_header(job.target), "time [s]", "wall [s]",
+                                    "final acc [%]", "final loss", "MB sent/peer", "idle", "lost");
     int status = 0;
     std::optional<InterruptGuard> interrupts;  // Ctrl-C stops the peer processes first
     if (!inproc) interrupts.emplace();
@@ -203,8 +228,8 @@ int run_launch(const std::vector<std::string>& args) {
         if (!f) throw Error(fmt::format("cannot write {}", path.string()));
         record.erase("peers");
         summary["algorithms"].push_back(record);
-        table += fmt::format("{:<10} {:>9.2f} {:>9.2f} {:>15} {:>12} {:>12.2f} {:>8} {:>6}\n", algo,
-                             row.train, row.wall,
+        table += fmt::format("{:<10} {:>15}{:>9.2f} {:>9.2f} {:>15} {:>12} {:>12.2f} {:>8} {:>6}\n",
+                             algo, target_cell(job.target, row.time_to_target), row.train, row.wall,
                              row.accuracy ? fmt::format("{:.2f}", 100 * *row.accuracy) : "-",
                              row.loss ? fmt::format("{:.4f}", *row.loss) : "-", row.mb_per_peer,
                              fmt::format("{:.1f}%", 100 * row.idle_share), row.failed);
@@ -217,7 +242,7 @@ int run_launch(const std::vector<std::string>& args) {
         f << summary.dump(2) << "\n";
         if (!f) throw Error(fmt::format("cannot write {}", (job.out / "result.json").string()));
     }
-    if (!a.flag("no-plots")) write_plots(job.out, cfg.target_accuracy);
+    if (!a.flag("no-plots")) write_plots(job.out, job.target);
     if (a.flag("json"))
         std::cout << summary.dump(2) << "\n";
     else

@@ -15,6 +15,7 @@
 #include <map>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "child_process.hpp"
 #include "gossamer/core/error.hpp"
@@ -38,6 +39,7 @@ struct Follower {
     std::string partial;
     std::int64_t steps = 0;
     std::optional<json::Json> summary;
+    std::map<std::int64_t, std::pair<double, double>> evals;  // tick -> (time, accuracy)
 
     void read() {
         std::ifstream in(path, std::ios::binary);
@@ -52,12 +54,33 @@ struct Follower {
             if (line.find("\"summary\"") != std::string::npos) {
                 auto j = json::Json::parse(line, nullptr, false);
                 if (!j.is_discarded() && j.value("summary", false)) summary = std::move(j);
+            } else if (line.find("\"eval\"") != std::string::npos) {
+                auto j = json::Json::parse(line, nullptr, false);
+                if (j.is_object() && j["eval"].is_number_integer() && j["time"].is_number() &&
+                    j["accuracy"].is_number())
+                    evals[j["eval"].get<std::int64_t>()] = {j["time"].get<double>(),
+                                                            j["accuracy"].get<double>()};
             } else if (line.find("\"step\"") != std::string::npos) {
                 ++steps;
             }
         }
     }
 };
+
+/// The first tick at which the mean accuracy of the peers evaluated at it reached `target`.
+std::optional<double> time_to_target(const std::vector<Follower>& peers, double target) {
+    std::map<std::int64_t, std::tuple<double, double, int>> ticks;  // time, sum, count
+    for (const auto& f : peers)
+        for (const auto& [k, e] : f.evals) {
+            auto& [time, sum, count] = ticks[k];
+            time = e.first;
+            sum += e.second;
+            ++count;
+        }
+    for (const auto& [k, t] : ticks)
+        if (std::get<1>(t) / std::get<2>(t) >= target) return std::get<0>(t);
+    return std::nullopt;
+}
 
 std::string hex_token() {
     std::random_device rd;
@@ -160,11 +183,24 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     progress(fmt::format("{}: starting {} peer processes", algo, n), true);
     const auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < n; ++r) {
-        std::vector<std::string> argv = {
-            exe,           "peer",       "--topology", topology,
-            "--config",    config,       "--rank",     std::to_string(r),
-            "--algorithm", algo,         "--epochs",   std::to_string(job.epochs),
-            "--out",       dir.string(), "--job-id",   std::to_string(job_id)};
+        std::vector<std::string> argv = {exe,
+                                         "peer",
+                                         "--topology",
+                                         topology,
+                                         "--config",
+                                         config,
+                                         "--rank",
+                                         std::to_string(r),
+                                         "--algorithm",
+                                         algo,
+                                         "--epochs",
+                                         std::to_string(job.epochs),
+                                         "--out",
+                                         dir.string(),
+                                         "--job-id",
+                                         std::to_string(job_id),
+                                         "--eval-interval",
+                                         fmt::format("{}", job.eval_interval)};
         if (job.cluster_path) argv.insert(argv.end(), {"--cluster", *job.cluster_path});
         auto peer_env = env;
         if (job.script) {  // the same facts through the environment (gossamer.launched())
@@ -285,6 +321,7 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
         }
         row.peers.push_back(std::move(rec));
     }
+    if (job.target) row.time_to_target = time_to_target(follow, *job.target);
     if (timed_out) row.ok = false;
     if (finished == 0) row.ok = false;
     row.mb_per_peer = bytes / n / 1e6;

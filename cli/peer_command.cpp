@@ -25,6 +25,7 @@
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/peer/worker_setup.hpp"
 #include "gossamer/topology/topology_file.hpp"
+#include "peer_eval.hpp"
 #include "peer_run.hpp"
 
 namespace gossamer::cli {
@@ -54,6 +55,13 @@ const ArgParser& parser() {
          {"checkpoint-every", "N",
           "write OUT/checkpoint-<R>-<S>.bin every N steps (default: "
           "output.checkpoint_every of the config; 0: none)"},
+         {"eval-interval", "S",
+          "evaluate this peer's own model every S seconds of its clock, at the first step "
+          "boundary at or after each tick, and write {\"eval\": k, \"time\", \"accuracy\", "
+          "\"loss\"} to OUT/peer<R>.jsonl (default 2)"},
+         {"eval-samples", "N",
+          "the first N test samples each evaluation uses (default 2000; 0: no evaluation "
+          "points)"},
          {"join-timeout", "S", "seconds to wait for all peers at start-up (default 30)"},
          {"timeout", "S", "stop when nothing happens for S seconds (default 120)"},
          {"average-timeout", "S",
@@ -115,6 +123,8 @@ int run_peer(const std::vector<std::string>& args) {
     job.job_id = static_cast<std::uint64_t>(a.integer("job-id", 1, 0, INT64_MAX));
     job.checkpoint_every = a.integer("checkpoint-every", cfg.checkpoint_every, 0, INT64_MAX);
     job.json = a.flag("json");
+    job.eval_interval = eval_interval_option(a);
+    job.eval_samples = a.integer("eval-samples", 2000, 0, INT64_MAX);
     job.join_timeout = seconds_option(a, "join-timeout", 30);
     job.stall_timeout = seconds_option(a, "timeout", 120);
     job.average_timeout = seconds_option(a, "average-timeout", 600);

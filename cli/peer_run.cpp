@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "gossamer/core/model_file.hpp"
 #include "gossamer/peer/average.hpp"
 #include "gossamer/peer/join.hpp"
+#include "peer_eval.hpp"
 
 namespace gossamer::cli {
 namespace {
@@ -92,6 +94,15 @@ json::Json write_average(const PeerJob& job, Model& model, const PartitionLayout
     return rec;
 }
 
+// The evaluations that finished after the driver closed its metrics file.
+void append_lines(const std::string& path, const std::vector<json::Json>& lines) {
+    if (path.empty() || lines.empty()) return;
+    std::ofstream f(path, std::ios::app);
+    for (const auto& l : lines) f << l.dump() << "\n";
+    f.flush();
+    if (!f) throw Error(fmt::format("{}: cannot write metrics", path));
+}
+
 }  // namespace
 
 int run_peer_job(PeerJob& job) {
@@ -132,7 +143,18 @@ int run_peer_job(PeerJob& job) {
     };
     auto last_line = std::chrono::steady_clock::now();
     std::vector<float> x(size);
+    // Evaluation points: `model` is the evaluator's until finish(), then the average's.
+    std::optional<PeerEvaluator> eval;
+    if (job.eval_samples > 0)
+        eval.emplace(*model, eval_subset(job.data.test, job.eval_samples), job.config.eval_batch,
+                     rank, job.eval_interval, [t = &me->transport()] { t->wake(); });
+    if (eval) d.extra_metrics = [&] { return eval->take(); };
     d.on_step = [&](const peer::StepRecord& s) {
+        if (eval)
+            eval->at_step(s.time, [&](std::vector<float>& into) {
+                into.resize(size);
+                job.protocol->current_model(into);
+            });
         // Before step_finished reaches the protocol: its model holds s.step finished updates.
         if (job.checkpoint_every > 0 && s.step > 0 && s.step % job.checkpoint_every == 0) {
             job.protocol->current_model(x);
@@ -157,6 +179,7 @@ int run_peer_job(PeerJob& job) {
                               r.end_time));
         std::_Exit(3);  // as a crash: no goodbye, no average
     }
+    if (eval) append_lines(job.driver.metrics_path, eval->finish());
 
     // The survivors: every rank neither this transport nor the bootstrap has lost. A survivor
     // lost during the average stops it; then it starts again over the others (at most n times:

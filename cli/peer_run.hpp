@@ -33,6 +33,8 @@ struct PeerJob {
     std::uint64_t job_id = 1;
     std::int64_t checkpoint_every = 0;  ///< 0: none
     bool json = false;                  ///< print a JSON summary on stdout at the end
+    double eval_interval = 2;           ///< seconds between evaluation points, > 0
+    std::int64_t eval_samples = 2000;   ///< the first test samples each evaluation uses; 0: none
     std::chrono::milliseconds join_timeout{30'000}, stall_timeout{120'000},
         average_timeout{600'000};
     peer::TrainingWorker worker;

@@ -6,8 +6,9 @@ usage: scripts/plot.py DIR [--target ACC] [--x time|bytes|backward]
 gossamer launch (DIR/<algorithm>/result.json and peer<r>.jsonl, docs/cli.md): writes
 DIR/loss.png (training loss against wall-clock time, the mean over peers in time bins, min/max
 over peers shaded; the test accuracy of the final averaged model in the legend), DIR/accuracy.png
-(test accuracy of the averaged model at the end of each algorithm's run against its wall-clock
-time, and over time where the peers logged evaluations with "accuracy") and DIR/idle.png.
+(the peers' evaluation points: at each tick the mean test accuracy of the peers' own models, min/max
+over peers shaded, the first tick at the target marked; a star for the exact average of the
+survivors' models at the longest peer's end) and DIR/idle.png.
 
 gossamer sim:
 
@@ -121,14 +122,14 @@ def plot_launch(root, target):
     fig, ax = plt.subplots(figsize=(8, 5))
     fig_acc, ax_acc = plt.subplots(figsize=(8, 5))
     for algo, res in results.items():
-        steps, evals = [], []
+        steps, ticks = [], {}
         for peer in sorted((root / algo).glob("peer*.jsonl")):
             for rec in read_lines_lenient(peer):
                 if rec.get("summary"):
                     continue
-                if "accuracy" in rec and "time" in rec:
-                    evals.append((rec["time"], rec["accuracy"]))
-                if "loss" in rec and "time" in rec and "step" in rec:
+                if "eval" in rec and isinstance(rec.get("accuracy"), (int, float)):
+                    ticks.setdefault(rec["eval"], (rec["time"], []))[1].append(rec["accuracy"])
+                elif "loss" in rec and "time" in rec and "step" in rec:
                     steps.append((rec["time"], rec["rank"], rec["loss"]))
         acc = res.get("final_accuracy")
         label = algo + (f" (final {100 * acc:.1f}%)" if acc is not None else "")
@@ -139,12 +140,20 @@ def plot_launch(root, target):
             color = line.get_color()
         else:
             color = None
-        if evals:
-            t, mean, _, _ = binned([(tm, 0, a) for tm, a in evals], 30)
-            ax_acc.plot(t, [100 * a for a in mean], color=color, label=f"{algo} (peers' evaluations)")
+        if ticks:
+            ks = sorted(ticks)
+            t = [ticks[k][0] for k in ks]
+            mean = [100 * sum(ticks[k][1]) / len(ticks[k][1]) for k in ks]
+            (line,) = ax_acc.plot(t, mean, color=color, label=f"{algo}: mean over peers")
+            ax_acc.fill_between(t, [100 * min(ticks[k][1]) for k in ks],
+                                [100 * max(ticks[k][1]) for k in ks], color=line.get_color(),
+                                alpha=0.12, linewidth=0)
+            color = line.get_color()
+            if res.get("time_to_target") is not None:
+                ax_acc.axvline(res["time_to_target"], color=color, linestyle="--", linewidth=1)
         if acc is not None:
-            ax_acc.plot([res["wall_seconds"]], [100 * acc], marker="*", markersize=14, linestyle="",
-                        color=color, label=f"{algo}: averaged model at the end")
+            ax_acc.plot([res["train_seconds"]], [100 * acc], marker="*", markersize=14,
+                        linestyle="", color=color, label=f"{algo}: exact average at the end")
     ax.set_xlabel("wall-clock time [s]")
     ax.set_ylabel("training loss (mean over peers; band: min..max)")
     ax.set_title(f"{root.name}: training loss of real peers over time")
@@ -154,9 +163,9 @@ def plot_launch(root, target):
     if target:
         ax_acc.axhline(100 * target, color="grey", linestyle=":", linewidth=1)
     ax_acc.set_xlim(left=0)
-    ax_acc.set_xlabel("wall-clock time [s]")
-    ax_acc.set_ylabel("test accuracy [%]")
-    ax_acc.set_title(f"{root.name}: test accuracy of the averaged model against time")
+    ax_acc.set_xlabel("time since the peers started [s] (dashed: first tick at the target)")
+    ax_acc.set_ylabel("test accuracy of the peers' models [%] (band: min..max)")
+    ax_acc.set_title(f"{root.name}: accuracy of real peers at their evaluation points")
     ax_acc.grid(True, alpha=0.3)
     ax_acc.legend()
     save(fig_acc, root / "accuracy.png")

@@ -73,6 +73,7 @@ class Loop {
     std::string waiting_for();
     void watch();
     void finish();
+    void write_extra();
 
     proto::Protocol& protocol_;
     transport::Transport& transport_;
@@ -120,6 +121,12 @@ void Loop::apply(proto::Actions& a) {
         ended_ = true;
         result_.end_time = last_;
     }
+}
+
+void Loop::write_extra() {
+    if (!options_.extra_metrics) return;
+    for (const auto& line : options_.extra_metrics())
+        if (metrics_) metrics_->write(line);
 }
 
 void Loop::send(std::uint64_t id) {
@@ -252,6 +259,7 @@ void Loop::finish() {
     result_.idle = std::max(0.0, result_.end_time - result_.busy);
     result_.stats = protocol_.stats();
     result_.edges = protocol_.edge_metrics();
+    write_extra();
     if (!metrics_) return;
     const auto& st = result_.stats;
     metrics_->write({{"summary", true},
@@ -305,6 +313,7 @@ DriverResult Loop::run() {
             break;
         }
         if (options_.poll) options_.poll();
+        write_extra();
         watch();
         release_due();
         if (deliver_one()) continue;

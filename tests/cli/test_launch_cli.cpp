@@ -94,7 +94,9 @@ TEST_CASE("launch with an unknown algorithm is one line, exit 2, and writes noth
 TEST_CASE("launch with bad flags or remote peers is one line, exit 2, and writes nothing") {
     LaunchJob job;
     const auto out = (job.dir.path() / "o").string();
-    for (const std::string flags : {"--threads-per-peer 0", "--timeout 0", "--epochs x"}) {
+    for (const std::string flags :
+         {"--threads-per-peer 0", "--timeout 0", "--epochs x", "--eval-interval 0",
+          "--eval-interval -1", "--eval-interval x", "--target 1.5"}) {
         CAPTURE(flags);
         auto r = job.launch(flags + " --out " + out);
         CHECK(r.status == 2);
@@ -108,6 +110,19 @@ TEST_CASE("launch with bad flags or remote peers is one line, exit 2, and writes
     CHECK(remote.err.find("192.0.2.7 is not an address of this machine") != std::string::npos);
     CHECK(remote.err.find('\n') == remote.err.size() - 1);
     CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("gossamer peer with a bad --eval-interval is one line and exit 2") {
+    LaunchJob job;
+    for (const std::string value : {"0", "-2", "soon"}) {
+        CAPTURE(value);
+        auto r = run(kBin + " peer --rank 0 --token t --topology " + job.topology + " --config " +
+                     job.config + " --out " + (job.dir.path() / "p").string() +
+                     " --eval-interval " + value);
+        CHECK(r.status == 2);
+        CHECK(r.err.find("--eval-interval") != std::string::npos);
+        CHECK(r.err.find('\n') == r.err.size() - 1);
+    }
 }
 
 TEST_CASE("launch --inproc emulates a cluster file failure: dpsgd carries on, allreduce exits 1") {

@@ -9,7 +9,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "launch_job.hpp"
@@ -26,6 +28,23 @@ Json read_json(const fs::path& p) {
     std::ifstream in(p);
     REQUIRE(in);
     return Json::parse(in);
+}
+
+/// The evaluation lines of OUT/<algo>/peer<r>.jsonl: tick -> accuracy.
+std::map<long, double> evals_of(const fs::path& jsonl) {
+    std::ifstream in(jsonl);
+    std::map<long, double> out;
+    long last = -1;
+    for (std::string line; std::getline(in, line);) {
+        const auto j = Json::parse(line);
+        if (!j.contains("eval")) continue;
+        const long k = j["eval"].get<long>();
+        CHECK(k > last);  // increasing ticks
+        last = k;
+        CHECK(j["time"].get<double>() <= j["at"].get<double>() + 1e-9);
+        out[k] = j["accuracy"].get<double>();
+    }
+    return out;
 }
 
 /// Rank 1 fails after 50 ms of its 150 ms of steps.
@@ -88,6 +107,47 @@ TEST_SUITE("integration") {
               std::string::npos);
         CHECK(r.err.find("    ") != std::string::npos);
         CHECK(read_json(out / "result.json")["algorithms"][0]["ok"] == false);
+    }
+
+    TEST_CASE("launch reports the first tick whose mean peer accuracy reaches the target") {
+        LaunchJob job;
+        const auto out = job.dir.path() / "reach";
+        const double interval = 0.02, target = 0.6;
+        auto r = job.launch(
+            "--algorithms dpsgd --timeout 60 --eval-interval 0.02 --target 0.6 "
+            "--out " +
+            out.string());
+        CAPTURE(r.err);
+        REQUIRE(r.status == 0);
+        CHECK(r.out.find("time to 60.0%") != std::string::npos);
+        // Recomputed from the peers' lines: the mean over the peers evaluated at each tick.
+        std::map<long, std::pair<double, int>> ticks;
+        for (int rank = 0; rank < 4; ++rank) {
+            const auto evals = evals_of(out / "dpsgd" / ("peer" + std::to_string(rank) + ".jsonl"));
+            CHECK(evals.size() >= 3);
+            for (const auto& [k, acc] : evals) {
+                ticks[k].first += acc;
+                ++ticks[k].second;
+            }
+        }
+        std::optional<double> expected;
+        for (const auto& [k, sum] : ticks)
+            if (!expected && sum.first / sum.second >= target) expected = k * interval;
+        REQUIRE(expected);
+        const auto row = read_json(out / "dpsgd" / "result.json");
+        REQUIRE(row["time_to_target"].is_number());
+        CHECK(row["time_to_target"].get<double>() == doctest::Approx(*expected).epsilon(1e-9));
+
+        const auto never = job.dir.path() / "never";
+        auto n = job.launch(
+            "--algorithms dpsgd --timeout 60 --eval-interval 0.02 --target 1 "
+            "--out " +
+            never.string());
+        CAPTURE(n.err);
+        REQUIRE(n.status == 0);
+        CHECK(n.out.find("time to 100.0%") != std::string::npos);
+        CHECK(n.out.find("—") != std::string::npos);
+        CHECK(read_json(never / "dpsgd" / "result.json")["time_to_target"].is_null());
     }
 
     TEST_CASE("launch under dpsgd tolerates the cluster file failure and names the lost peer") {

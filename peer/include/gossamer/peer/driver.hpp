@@ -65,6 +65,10 @@ struct DriverOptions {
     /// the caller and never reaches the protocol (the final average's messages from peers that
     /// finished training first). Empty: none.
     std::function<bool(transport::Message&)> intercept;
+    /// Called on the communication thread each time the loop wakes and once before the
+    /// summary; the records it returns are written to the metrics file, one line each (what
+    /// other threads measured: gossamer peer's evaluations). Empty: none.
+    std::function<std::vector<json::Json>()> extra_metrics;
 };
 
 /// One finished local step.

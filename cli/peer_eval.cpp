@@ -1,0 +1,110 @@
+// The evaluation points of gossamer peer (peer_eval.hpp, docs/peer.md).
+#include "peer_eval.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <utility>
+
+#include "gossamer/core/error.hpp"
+
+namespace gossamer::cli {
+
+double eval_interval_option(const ParsedArgs& a) {
+    const double s = a.number("eval-interval", 2.0);
+    if (!(s > 0) || s > 1e6)
+        throw UsageError(fmt::format("--eval-interval: {} is not a number of seconds > 0",
+                                     *a.value("eval-interval")));
+    return s;
+}
+
+Dataset eval_subset(const Dataset& test, std::int64_t samples) {
+    Dataset d = test;
+    const auto keep = static_cast<std::size_t>(std::clamp<std::int64_t>(samples, 0, test.size()));
+    d.x.resize(keep * static_cast<std::size_t>(test.features));
+    if (!d.labels.empty()) d.labels.resize(keep);
+    if (!d.targets.empty()) d.targets.resize(keep);
+    return d;
+}
+
+PeerEvaluator::PeerEvaluator(Model& model, Dataset test, int batch, int rank, double interval,
+                             std::function<void()> wake)
+    : model_(model),
+      test_(std::move(test)),
+      batch_(batch),
+      rank_(rank),
+      interval_(interval),
+      wake_(std::move(wake)),
+      thread_([this](std::stop_token stop) { loop(stop); }) {}
+
+PeerEvaluator::~PeerEvaluator() {
+    thread_.request_stop();
+    cv_.notify_all();
+}
+
+void PeerEvaluator::at_step(double time, const std::function<void(std::vector<float>&)>& copy) {
+    const auto tick = static_cast<std::int64_t>(std::floor(time / interval_));
+    if (tick <= last_tick_) return;
+    last_tick_ = tick;
+    Job job{tick, time, {}};
+    copy(job.params);
+    {
+        std::lock_guard lock(mutex_);
+        queued_ = std::move(job);  // a tick queued but not yet begun is replaced
+    }
+    cv_.notify_all();
+}
+
+std::vector<json::Json> PeerEvaluator::take() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(done_, {});
+}
+
+std::vector<json::Json> PeerEvaluator::finish(double timeout_s) {
+    {
+        std::unique_lock lock(mutex_);
+        cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                     [&] { return !queued_ && !running_; });
+    }
+    thread_.request_stop();
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    return take();
+}
+
+void PeerEvaluator::loop(std::stop_token stop) {
+    for (;;) {
+        Job job;
+        {
+            std::unique_lock lock(mutex_);
+            cv_.wait(lock, stop, [&] { return queued_.has_value(); });
+            if (!queued_) return;  // stopped
+            job = std::move(*queued_);
+            queued_.reset();
+            running_ = true;
+        }
+        json::Json line = {{"rank", rank_},
+                           {"eval", job.tick},
+                           {"time", static_cast<double>(job.tick) * interval_},
+                           {"at", job.at}};
+        try {
+            const EvalResult e = model_.evaluate(job.params, test_, batch_);
+            line["accuracy"] = e.accuracy ? json::Json(*e.accuracy) : json::Json(nullptr);
+            line["loss"] = e.loss;
+        } catch (const std::exception& ex) {  // a line that says so; training goes on
+            line["error"] = ex.what();
+        }
+        {
+            std::lock_guard lock(mutex_);
+            done_.push_back(std::move(line));
+            running_ = false;
+        }
+        cv_.notify_all();
+        if (wake_) wake_();
+    }
+}
+
+}  // namespace gossamer::cli

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Issue 7's experiment (docs/experiments.md, "Real peers beside the simulator"): 8 real local
+# peers (gossamer launch) in the demo setting (peer 0 four times slower) and with two slow peers,
+# beside gossamer sim of the calibrated cluster file. About 12 minutes on 2 cores.
+# Usage: scripts/experiments/real_vs_sim.sh [OUT]   (GOSSAMER=path/to/gossamer to pick a build)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+g=${GOSSAMER:-build/release/cli/gossamer}
+out=${1:-out/experiments/real}
+cfg=examples/launch/fashion_mlp8.json
+topo=examples/topologies/ring8.json
+algos=allreduce,dpsgd,async
+interval=1
+mkdir -p "$out"
+"$g" bench calibrate --config "$cfg" --peers 8 --out "$out/calibrated.json"
+for setting in straggler8 straggler8-two; do
+  cluster=examples/clusters/$setting.json
+  mkdir -p "$out/$setting"
+  /usr/bin/python3 scripts/experiments/calibrated_cluster.py "$cluster" "$out/calibrated.json" \
+    --peers 8 --cores "$(nproc)" > "$out/$setting/predicted.json"
+  echo "== $setting: real peers =="
+  "$g" launch --topology "$topo" --config "$cfg" --cluster "$cluster" --algorithms "$algos" \
+    --eval-interval "$interval" --out "$out/$setting/real"
+  echo "== $setting: gossamer sim of the calibrated cluster file =="
+  "$g" sim --topology "$topo" --config "$cfg" --cluster "$out/$setting/predicted.json" \
+    --algorithms "$algos" --eval-interval "$interval" --out "$out/$setting/sim" \
+    --save "$out/$setting/sim.json"
+done
+/usr/bin/python3 scripts/experiments/real_vs_sim.py "$out" straggler8 straggler8-two \
+  | tee "$out/table.md"
