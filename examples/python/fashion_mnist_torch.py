@@ -187,8 +187,12 @@ def main():
                    launch)
         return 0
     topology = args.topology
-    if topology is None:
-        topology = f"/tmp/gossamer-ring{args.peers}-{os.getpid()}.json"
+    if topology is None:  # a ring of --peers, in a file removed at exit
+        import atexit
+        import tempfile
+        tmp = tempfile.TemporaryDirectory(prefix="gossamer-")
+        atexit.register(tmp.cleanup)
+        topology = os.path.join(tmp.name, f"ring{args.peers}.json")
         gossamer.Topology.generate("ring", args.peers).save(topology)
     n = gossamer.peer_count(topology)
     job = gossamer.InprocJob(n)
