@@ -31,11 +31,12 @@ struct LaunchJob {
     const optim::TrainingConfig* config = nullptr;
     int epochs = 1;
     std::filesystem::path out;
-    double timeout = 3600;         ///< seconds one algorithm's peers may run (processes)
-    int threads_per_peer = 1;      ///< OPENBLAS_NUM_THREADS of each peer process
-    std::int64_t total_steps = 0;  ///< about the steps of all peers together
-    double eval_interval = 2;      ///< seconds between the peers' evaluation points
-    std::optional<double> target;  ///< accuracy for "time to target" (--target, the config's)
+    double timeout = 3600;             ///< seconds one algorithm's peers may run (processes)
+    int threads_per_peer = 1;          ///< OPENBLAS_NUM_THREADS of each peer process
+    std::int64_t total_steps = 0;      ///< about the steps of all peers together
+    double eval_interval = 2;          ///< seconds between the peers' evaluation points
+    std::int64_t eval_samples = 2000;  ///< test samples of each evaluation (--eval-samples)
+    std::optional<double> target;      ///< accuracy for "time to target" (--target, the config's)
     /// --script: each peer runs `python script args...` instead of `gossamer peer`; it learns
     /// its rank, topology, algorithm, output folder and config from GOSSAMER_* variables
     /// (gossamer.launched(), docs/python.md).

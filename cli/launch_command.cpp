@@ -114,6 +114,9 @@ int run_launch(const std::vector<std::string>& args) {
           "target accuracy for the time-to-target column (default: "
           "training.target_accuracy)"},
          {"eval-interval", "S", "seconds between the peers' evaluation points (default 2)"},
+         {"eval-samples", "N",
+          "the first N test samples each evaluation uses (default 2000, as sim's per-peer "
+          "accuracies; the whole test set for a like-for-like comparison with sim's average)"},
          {"timeout", "SECONDS", "stop an algorithm's peers after this long (default 3600)"},
          {"out", "DIR", "output folder (default out/launch)"},
          {"inproc", "", "peers as threads of this process over the in-process transport"},
@@ -154,6 +157,7 @@ int run_launch(const std::vector<std::string>& args) {
         throw UsageError(
             fmt::format("gossamer launch: --timeout {}: give seconds > 0", *a.value("timeout")));
     job.eval_interval = eval_interval_option(a);
+    job.eval_samples = a.integer("eval-samples", 2000, 1, INT64_MAX);
     job.target = cfg.target_accuracy;
     if (a.value("target")) job.target = a.number("target", 0);
     if (job.target && !(*job.target > 0 && *job.target <= 1))

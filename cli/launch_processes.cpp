@@ -200,7 +200,9 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
                                          "--job-id",
                                          std::to_string(job_id),
                                          "--eval-interval",
-                                         fmt::format("{}", job.eval_interval)};
+                                         fmt::format("{}", job.eval_interval),
+                                         "--eval-samples",
+                                         std::to_string(job.eval_samples)};
         if (job.cluster_path) argv.insert(argv.end(), {"--cluster", *job.cluster_path});
         auto peer_env = env;
         if (job.script) {  // the same facts through the environment (gossamer.launched())

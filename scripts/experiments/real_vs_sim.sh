@@ -2,6 +2,8 @@
 # Issue 7's experiment (docs/experiments.md, "Real peers beside the simulator"): 8 real local
 # peers (gossamer launch) in the demo setting (peer 0 four times slower) and with two slow peers,
 # beside gossamer sim of the calibrated cluster file. About 12 minutes on 2 cores.
+# Real peers evaluate their own models on the whole test set (10,000 samples) every 2 s, as sim
+# evaluates the exact average every 2 virtual seconds: the same samples on both sides.
 # Usage: scripts/experiments/real_vs_sim.sh [OUT]   (GOSSAMER=path/to/gossamer to pick a build)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -10,7 +12,7 @@ out=${1:-out/experiments/real}
 cfg=examples/launch/fashion_mlp8.json
 topo=examples/topologies/ring8.json
 algos=allreduce,dpsgd,async
-interval=1
+interval=2
 mkdir -p "$out"
 "$g" bench calibrate --config "$cfg" --peers 8 --out "$out/calibrated.json"
 for setting in straggler8 straggler8-two; do
@@ -20,7 +22,7 @@ for setting in straggler8 straggler8-two; do
     --peers 8 --cores "$(nproc)" > "$out/$setting/predicted.json"
   echo "== $setting: real peers =="
   "$g" launch --topology "$topo" --config "$cfg" --cluster "$cluster" --algorithms "$algos" \
-    --eval-interval "$interval" --out "$out/$setting/real"
+    --eval-interval "$interval" --eval-samples 10000 --out "$out/$setting/real"
   echo "== $setting: gossamer sim of the calibrated cluster file =="
   "$g" sim --topology "$topo" --config "$cfg" --cluster "$out/$setting/predicted.json" \
     --algorithms "$algos" --eval-interval "$interval" --out "$out/$setting/sim" \

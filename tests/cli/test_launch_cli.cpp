@@ -94,9 +94,9 @@ TEST_CASE("launch with an unknown algorithm is one line, exit 2, and writes noth
 TEST_CASE("launch with bad flags or remote peers is one line, exit 2, and writes nothing") {
     LaunchJob job;
     const auto out = (job.dir.path() / "o").string();
-    for (const std::string flags :
-         {"--threads-per-peer 0", "--timeout 0", "--epochs x", "--eval-interval 0",
-          "--eval-interval -1", "--eval-interval x", "--target 1.5"}) {
+    for (const std::string flags : {"--threads-per-peer 0", "--timeout 0", "--epochs x",
+                                    "--eval-interval 0", "--eval-interval -1", "--eval-interval x",
+                                    "--target 1.5", "--eval-samples 0", "--eval-samples x"}) {
         CAPTURE(flags);
         auto r = job.launch(flags + " --out " + out);
         CHECK(r.status == 2);
