@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release -j "$(nproc)"
+cmake --build --preset release -j "$(nproc)" --target gossamer  # the CLI alone: the tests are scripts/test.sh's
 g=build/release/cli/gossamer
 out=out/demo
 rm -rf "$out"
