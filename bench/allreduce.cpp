@@ -117,13 +117,7 @@ double AllreduceRow::best_mpi() const {
 }
 
 AllreduceReport run_allreduce_bench(const AllreduceBenchOptions& options) {
-    // Teardown of the ranks races by design; their "peer went away" lines are not news.
-    const auto level = log::level();
-    if (level > log::Level::error && level < log::Level::debug) log::set_level(log::Level::error);
-    struct Restore {
-        log::Level l;
-        ~Restore() { log::set_level(l); }
-    } restore{level};
+    const log::QuietScope quiet;  // the teardown races by design (log.hpp)
     AllreduceReport report;
     report.iterations = options.iterations;
     report.warmup = options.warmup;

@@ -240,13 +240,7 @@ class Helper {
 }  // namespace
 
 TransportReport run_transport(const TransportBenchOptions& options) {
-    // Teardown of the two sides races by design; their "peer went away" lines are not news.
-    const auto level = log::level();
-    if (level > log::Level::error && level < log::Level::debug) log::set_level(log::Level::error);
-    struct Restore {
-        log::Level l;
-        ~Restore() { log::set_level(l); }
-    } restore{level};
+    const log::QuietScope quiet;  // the teardown races by design (log.hpp)
     Helper helper;
     TransportReport r;
     r.peer_errors = options.peer_errors;

@@ -13,6 +13,21 @@ enum class Level { error = 0, warn = 1, info = 2, debug = 3, trace = 4 };
 /// The current threshold; messages above it are dropped before formatting.
 Level level() noexcept;
 void set_level(Level l) noexcept;
+/// Lowers warn and info to error for its lifetime (debug and trace stay, for who asked for them)
+/// and restores the level after: for teardowns that race by design, whose "peer went away" lines
+/// are not news.
+class QuietScope {
+  public:
+    QuietScope() noexcept : saved_(level()) {
+        if (saved_ > Level::error && saved_ < Level::debug) set_level(Level::error);
+    }
+    ~QuietScope() { set_level(saved_); }
+    QuietScope(const QuietScope&) = delete;
+    QuietScope& operator=(const QuietScope&) = delete;
+
+  private:
+    Level saved_;
+};
 /// Parses "error".."trace" (case-insensitive); returns false for anything else.
 bool parse_level(std::string_view text, Level& out) noexcept;
 /// Writes one line "[gossamer LEVEL] message" to stderr, whole (thread-safe).
