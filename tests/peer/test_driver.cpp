@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "gossamer/core/metrics.hpp"
@@ -107,11 +108,13 @@ TEST_CASE("async: a peer padded 4x slower does not hold the fast peers back") {
         if (r == slow) continue;
         const auto& f = *out[static_cast<std::size_t>(r)].result;
         CAPTURE(r);
-        // Steps padded to their own declared time only, and no waiting for the straggler.
-        double longest = 0;
-        for (const auto& st : f.step_log) longest = std::max(longest, st.took);
+        // Steps padded to their own declared time only, and no waiting for the straggler: a
+        // peer that waited would take the straggler's 4x on every step. A loaded machine may
+        // delay one step that long now and then, so a tenth of the steps may.
+        const auto waited = std::count_if(f.step_log.begin(), f.step_log.end(),
+                                          [&](const auto& st) { return st.took >= 4 * base; });
         CHECK(f.busy < steps * base * 1.5);
-        CHECK(longest < 4 * base);
+        CHECK(waited <= steps / 10);
         CHECK(f.end_time < 0.5 * s.end_time);
         CHECK(f.idle < 0.5 * f.end_time);
     }
