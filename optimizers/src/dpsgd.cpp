@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/optimizers/device.hpp"
 #include "gossip_mix.hpp"
 
 namespace gossamer::proto {
@@ -79,6 +80,7 @@ std::span<const float> Dpsgd::compute_point() {
 
 void Dpsgd::current_model(std::span<float> out) const {
     const auto x = context().worker->params();
+    if (Device* d = context().worker->device()) return d->download(out.first(x.size()), x.data());
     std::copy(x.begin(), x.end(), out.begin());
 }
 
@@ -98,7 +100,7 @@ ReplicaReceiver& Dpsgd::receiver(Channel& c, int j) {
     auto it = c.in.find(j);
     if (it == c.in.end())
         it = c.in.emplace(j, ReplicaReceiver(j, c.size, worker().math(), c.compressor.get(),
-                                             stream(c, j, rank())))
+                                             stream(c, j, rank()), worker().device()))
                  .first;
     return it->second;
 }
@@ -131,7 +133,7 @@ void Dpsgd::send_round(Time now, Actions& out) {
             if (it == c.out.end())
                 it = c.out
                          .emplace(j, ReplicaSender(j, c.size, worker().math(), c.compressor.get(),
-                                                   stream(c, rank(), j)))
+                                                   stream(c, rank(), j), worker().device()))
                          .first;
             auto& recent = c.sent_at[j];
             recent.emplace_back(it->second.next_seq(), now);
@@ -219,7 +221,13 @@ void Dpsgd::try_mix(Time now, Actions& out) {
     for (auto& plan : plans) {
         Channel& c = *plan.c;
         for (const auto& [j, w] : plan.weights) in_stats_[j].weight = w;
-        if (worker().math()) {
+        if (Device* d = worker().device(); d && worker().math()) {
+            std::vector<DeviceTerm> terms;
+            terms.reserve(plan.weights.size());
+            for (const auto& [j, w] : plan.weights)
+                if (w > 0) terms.push_back({c.in.at(j).replica().data(), w});
+            d->mix(params().data() + c.offset, plan.self, terms, c.size);
+        } else if (worker().math()) {
             std::vector<detail::MixTerm> terms;
             terms.reserve(plan.weights.size());
             for (const auto& [j, w] : plan.weights)

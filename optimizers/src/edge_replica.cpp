@@ -30,8 +30,8 @@ std::span<std::byte> bytes_of(std::vector<float>& words) {
 }  // namespace
 
 ReplicaSender::ReplicaSender(int receiver, std::size_t size, bool math, const optim::Compressor* q,
-                             std::uint64_t stream)
-    : receiver_(receiver), size_(size), math_(math), q_(q), stream_(stream) {}
+                             std::uint64_t stream, Device* device)
+    : receiver_(receiver), size_(size), math_(math), q_(q), stream_(stream), device_(device) {}
 
 Message ReplicaSender::encode(std::span<const float> x, std::int64_t round) {
     Message m;
@@ -42,11 +42,12 @@ Message ReplicaSender::encode(std::span<const float> x, std::int64_t round) {
     last_round_ = round;
     // First contact sends the model itself rather than a delta against zeros: the same values,
     // but the receiver can take it through the one full-model path that re-syncs also use.
-    const bool first = replica_.empty();
+    const bool first = device_ ? dreplica_.empty() : replica_.empty();
     m.kind = first ? MessageKind::full_model : MessageKind::model_delta;
     if (!first && q_) m.elements = q_->encoded_words(size_);
     if (!math_) return m;
     assert(x.size() == size_);
+    if (device_) return encode_on_device(std::move(m), x);
     if (first) {
         replica_.assign(x.begin(), x.end());
         m.payload = replica_;
@@ -71,6 +72,30 @@ Message ReplicaSender::encode(std::span<const float> x, std::int64_t round) {
     return m;
 }
 
+// The device version of encode(): the same messages, with x and x_hat in device memory.
+Message ReplicaSender::encode_on_device(Message m, std::span<const float> x) {
+    if (m.kind == MessageKind::full_model) {
+        dreplica_ = DeviceVector(*device_, size_);
+        device_->copy(dreplica_.data(), x.data(), size_);
+        m.payload.resize(size_);
+        device_->download(m.payload, x.data());
+        return m;
+    }
+    if (dscratch_.empty()) dscratch_ = DeviceVector(*device_, size_);
+    device_->delta(dscratch_.data(), x.data(), dreplica_.data(), size_);
+    m.payload.resize(m.elements);
+    if (q_) {
+        const optim::CodecKey key{0, stream_, m.edge_seq};
+        device_->encode(*q_, dscratch_.data(), size_, key, bytes_of(m.payload));
+        device_->decode_add(*q_, std::as_bytes(std::span<const float>(m.payload)), key,
+                            dreplica_.data(), size_);
+        return m;
+    }
+    device_->download(m.payload, dscratch_.data());
+    device_->axpy(dreplica_.data(), 1.0f, dscratch_.data(), size_);
+    return m;
+}
+
 Message ReplicaSender::resync() const {
     if (next_seq_ == 0) throw Error("re-sync on an edge that has carried nothing");
     Message m;
@@ -79,13 +104,18 @@ Message ReplicaSender::resync() const {
     m.edge_seq = next_seq_ - 1;
     m.round = last_round_;
     m.elements = size_;
-    if (math_) m.payload = replica_;
+    if (math_ && device_) {
+        m.payload.resize(size_);
+        device_->download(m.payload, dreplica_.data());
+    } else if (math_) {
+        m.payload = replica_;
+    }
     return m;
 }
 
 ReplicaReceiver::ReplicaReceiver(int sender, std::size_t size, bool math,
-                                 const optim::Compressor* q, std::uint64_t stream)
-    : sender_(sender), size_(size), math_(math), q_(q), stream_(stream) {}
+                                 const optim::Compressor* q, std::uint64_t stream, Device* device)
+    : sender_(sender), size_(size), math_(math), q_(q), stream_(stream), device_(device) {}
 
 bool ReplicaReceiver::gap_open() const noexcept {
     return !queued_.empty() && queued_.begin()->first != next_seq_;
@@ -127,15 +157,27 @@ void ReplicaReceiver::apply(const Message& msg) {
             throw Error("a compressed delta from peer " + std::to_string(sender_) + " carries " +
                         std::to_string(msg.payload.size()) + " words, expected " +
                         std::to_string(q_->encoded_words(size_)));
-        assert(replica_.size() == size_ && "a delta before any full model");
-        q_->decode_add(std::as_bytes(std::span<const float>(msg.payload)),
-                       optim::CodecKey{0, stream_, msg.edge_seq}, replica_);
+        const auto bytes = std::as_bytes(std::span<const float>(msg.payload));
+        const optim::CodecKey key{0, stream_, msg.edge_seq};
+        if (device_) {
+            assert(dreplica_.size() == size_ && "a delta before any full model");
+            device_->decode_add(*q_, bytes, key, dreplica_.data(), size_);
+        } else {
+            assert(replica_.size() == size_ && "a delta before any full model");
+            q_->decode_add(bytes, key, replica_);
+        }
     } else if (math_) {
         if (msg.payload.size() != size_)
             throw Error("a model message from peer " + std::to_string(sender_) + " carries " +
                         std::to_string(msg.payload.size()) + " values, expected " +
                         std::to_string(size_));
-        if (msg.kind == MessageKind::full_model) {
+        if (device_ && msg.kind == MessageKind::full_model) {
+            if (dreplica_.empty()) dreplica_ = DeviceVector(*device_, size_);
+            device_->upload(dreplica_.data(), msg.payload);
+        } else if (device_) {
+            assert(dreplica_.size() == size_ && "a delta before any full model");
+            device_->upload_add(dreplica_.data(), msg.payload);
+        } else if (msg.kind == MessageKind::full_model) {
             replica_ = msg.payload;
         } else {
             assert(replica_.size() == size_ && "a delta before any full model");

@@ -53,6 +53,16 @@ void check_options(const PeerOptions& o, std::size_t params, const PartitionLayo
                           fmt::format("the partitions cover {} parameters, the vector has {}",
                                       layout.total(), params),
                           "give partitions that cover the parameter vector exactly once");
+    if (o.device != "cpu" && o.device != "cuda" && o.device != "emulated")
+        throw ConfigError("", "PeerOptions::device", fmt::format("unknown device \"{}\"", o.device),
+                          "use \"cpu\", \"cuda\" or \"emulated\"");
+    if (o.device != "cpu" && o.algorithm != "dpsgd")
+        throw ConfigError("", "PeerOptions::device",
+                          fmt::format("algorithm \"{}\" keeps its parameters in host memory; "
+                                      "only dpsgd runs on device \"{}\"",
+                                      o.algorithm, o.device),
+                          "use algorithm dpsgd, or device \"cpu\" (copy the parameters to host "
+                          "memory)");
     if (o.transport == PeerTransport::inproc && !o.inproc)
         throw ConfigError("", "PeerOptions::inproc", "the inproc transport needs a job",
                           "set it to make_inproc_job(n), shared by the n peers");
@@ -207,7 +217,8 @@ Peer::Peer(PeerOptions options, std::span<float> params, PartitionLayout layout)
         optim::check_multirate_algorithm(rates, options.algorithm);
     }
     m.algorithm_options = option_json(options.algorithm_options, "algorithm_options");
-    m.worker = std::make_unique<api::UserWorker>(params, std::move(rates));
+    m.worker = std::make_unique<api::UserWorker>(params, std::move(rates),
+                                                 api::make_peer_device(options.device));
     std::optional<json::Node> node;
     if (m.algorithm_options) node.emplace(*m.algorithm_options);
     proto::PeerContext ctx{m.rank, m.topology.n(), m.topology.schedule, m.worker.get(),

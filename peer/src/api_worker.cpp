@@ -5,11 +5,18 @@
 
 namespace gossamer::api {
 
-UserWorker::UserWorker(std::span<float> user, optim::Multirate rates)
-    : user_(user),
-      x_(user.begin(), user.end()),
-      delta_(user.size(), 0.0f),
-      rates_(std::move(rates)) {}
+UserWorker::UserWorker(std::span<float> user, optim::Multirate rates,
+                       std::shared_ptr<proto::Device> device)
+    : user_(user), device_(std::move(device)), rates_(std::move(rates)) {
+    if (device_) {
+        dx_ = proto::DeviceVector(*device_, user.size());
+        ddelta_ = proto::DeviceVector(*device_, user.size());
+        device_->copy(dx_.data(), user.data(), user.size());
+    } else {
+        x_.assign(user.begin(), user.end());
+        delta_.assign(user.size(), 0.0f);
+    }
+}
 
 double UserWorker::compute_gradient(std::span<const float> at) {
     std::unique_lock lock(mutex_);
@@ -27,6 +34,9 @@ double UserWorker::compute_gradient(std::span<const float> at) {
     }
     if (handed_) {
         handed_ = false;  // delta_ holds the user's update
+    } else if (device_) {
+        if (dzero_.empty()) dzero_ = proto::DeviceVector(*device_, size());
+        device_->copy(ddelta_.data(), dzero_.data(), size());
     } else {
         std::fill(delta_.begin(), delta_.end(), 0.0f);
     }
@@ -35,7 +45,11 @@ double UserWorker::compute_gradient(std::span<const float> at) {
 
 void UserWorker::apply_gradient(std::span<float> x, std::span<const float> g) {
     assert(x.size() == g.size());
-    for (std::size_t k = 0; k < x.size(); ++k) x[k] -= g[k];
+    if (device_) {
+        device_->axpy(x.data(), -1.0f, g.data(), x.size());  // x + (-1)g: exactly x - g
+    } else {
+        for (std::size_t k = 0; k < x.size(); ++k) x[k] -= g[k];
+    }
     ++applied_;
 }
 
@@ -44,11 +58,21 @@ UserWorker::Wake UserWorker::wait_point(Clock::time_point deadline) {
     if (!cv_.wait_until(lock, deadline, [&] { return (published_ && !taken_) || ended_; }))
         return Wake::timeout;
     if (published_ && !taken_ && !ended_) {
-        std::copy(at_.begin(), at_.end(), user_.begin());
+        if (device_) {
+            device_->copy(user_.data(), at_.data(), size());
+        } else {
+            std::copy(at_.begin(), at_.end(), user_.begin());
+        }
         taken_ = true;
         return Wake::point;
     }
-    if (!error_ && !final_.empty()) std::copy(final_.begin(), final_.end(), user_.begin());
+    if (!error_ && !final_.empty()) {
+        if (device_) {
+            device_->upload(user_.data(), final_);
+        } else {
+            std::copy(final_.begin(), final_.end(), user_.begin());
+        }
+    }
     return Wake::ended;
 }
 
@@ -56,7 +80,11 @@ bool UserWorker::hand_over(double loss) {
     std::lock_guard lock(mutex_);
     if (!published_ || !taken_ || handed_) return false;
     // The compute thread waits in compute_gradient, so at_ and delta_ are the user's now.
-    for (std::size_t k = 0; k < delta_.size(); ++k) delta_[k] = at_[k] - user_[k];
+    if (device_) {
+        device_->delta(ddelta_.data(), at_.data(), user_.data(), size());
+    } else {
+        for (std::size_t k = 0; k < delta_.size(); ++k) delta_[k] = at_[k] - user_[k];
+    }
     loss_ = loss;
     handed_ = true;
     ++handed_count_;

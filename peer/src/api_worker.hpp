@@ -9,6 +9,9 @@
 // to x with SGD at rate 1 (apply_gradient: x -= delta). So P is only touched by the user's
 // thread, and `at` only while the compute thread waits in compute_gradient (the protocol keeps
 // it valid until step_finished).
+//
+// With a device (PeerOptions::device), P, x and delta are device memory and every touch of them
+// here is a Device call (copies and the delta kernel on the GPU); nothing else changes.
 
 #include <chrono>
 #include <condition_variable>
@@ -19,6 +22,7 @@
 #include <span>
 #include <vector>
 
+#include "gossamer/optimizers/device.hpp"
 #include "gossamer/optimizers/multirate.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 
@@ -28,15 +32,20 @@ using Clock = std::chrono::steady_clock;
 
 class UserWorker final : public proto::LocalWorker {
   public:
-    /// x starts as a copy of `user`; `rates` (if active) drive per-partition gossip.
-    UserWorker(std::span<float> user, optim::Multirate rates);
+    /// x starts as a copy of `user`; `rates` (if active) drive per-partition gossip. With a
+    /// `device`, `user` is that device's memory and so are x and delta.
+    UserWorker(std::span<float> user, optim::Multirate rates,
+               std::shared_ptr<proto::Device> device = nullptr);
 
     // LocalWorker (compute and communication threads).
-    std::size_t size() const override { return x_.size(); }
+    std::size_t size() const override { return user_.size(); }
     bool math() const override { return true; }
-    std::span<float> params() override { return x_; }
+    std::span<float> params() override { return device_ ? dx_.span() : std::span<float>(x_); }
     double compute_gradient(std::span<const float> at) override;
-    std::span<const float> gradient() const override { return delta_; }
+    std::span<const float> gradient() const override {
+        return device_ ? std::span<const float>(ddelta_.span()) : std::span<const float>(delta_);
+    }
+    proto::Device* device() const override { return device_.get(); }
     void apply_gradient(std::span<float> x, std::span<const float> g) override;
     std::int64_t steps() const override { return applied_; }
     const optim::Multirate* multirate() const override {
@@ -65,7 +74,10 @@ class UserWorker final : public proto::LocalWorker {
 
   private:
     std::span<float> user_;
-    std::vector<float> x_, delta_;
+    std::shared_ptr<proto::Device> device_;
+    std::vector<float> x_, delta_;     // host memory (no device)
+    proto::DeviceVector dx_, ddelta_;  // device memory (with a device)
+    proto::DeviceVector dzero_;        // device: zeros for a skipped step, made when needed
     optim::Multirate rates_;
     std::int64_t applied_ = 0;  // communication thread
 
@@ -82,5 +94,9 @@ class UserWorker final : public proto::LocalWorker {
     std::vector<float> final_;
     std::exception_ptr error_;
 };
+
+/// The device PeerOptions::device names: nullptr for "cpu". ConfigError (field
+/// PeerOptions::device) for an unknown name, or "cuda" without CUDA support or a GPU.
+std::shared_ptr<proto::Device> make_peer_device(const std::string& name);
 
 }  // namespace gossamer::api

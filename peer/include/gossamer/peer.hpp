@@ -66,6 +66,12 @@ struct PeerOptions {
     std::string token_file;  ///< ucx: the job token's file; "" for $GOSSAMER_JOB_TOKEN
     std::uint64_t job_id = 1;
     PeerTransport transport = PeerTransport::ucx;
+    /// Where `params` live (docs/gpu.md, "Parameters on the device"): "cpu" (host memory);
+    /// "cuda" (a pointer to memory of the current CUDA device: the round's work runs on the GPU
+    /// and only message payloads are staged through host memory; algorithm dpsgd; needs a build
+    /// with CUDA); "emulated" (for tests without a GPU: host pages that only Gossamer's device
+    /// calls can touch; allocate `params` from gossamer::proto::emulated_device()).
+    std::string device = "cpu";
     std::shared_ptr<InprocJob> inproc;  ///< transport == inproc: the shared job
 
     /// All n peers joined and the handshake (model size, partitions) matched.

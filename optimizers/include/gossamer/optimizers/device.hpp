@@ -83,7 +83,9 @@ class Device {
 /// memory is host pages that are inaccessible (PROT_NONE) except inside its own calls, which
 /// run one at a time and compute exactly as the CPU path does. A host read or write of device
 /// memory outside a Device call therefore crashes the test instead of passing unnoticed.
-std::shared_ptr<Device> make_emulated_device();
+/// One per process (every caller gets the same), so that a test can allocate memory that a
+/// peer's device then accepts.
+std::shared_ptr<Device> emulated_device();
 
 /// Device memory of n floats from `device` (zeroed), freed by the destructor. Move-only. Empty
 /// (no device) when default-constructed.

@@ -21,6 +21,10 @@
 /// the replicas stay bit-identical and what Q dropped travels in later messages (error
 /// feedback). Full models are never compressed. The CodecKey is (0, stream, edge_seq); both ends
 /// must be given the same stream.
+///
+/// With a Device (gossamer/optimizers/device.hpp), x and the replicas are device memory: the
+/// delta, the replica updates and the codec run on the device, and only the payload crosses to
+/// host memory. The messages are the same bytes as the host path's.
 
 #include <cstdint>
 #include <map>
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/optimizers/device.hpp"
 #include "gossamer/transport/message.hpp"
 
 namespace gossamer::proto {
@@ -45,8 +50,9 @@ class ReplicaSender {
     /// @param math      false: cost-only, no values
     /// @param q         compressor for deltas (nullptr: exact floats); must outlive the sender
     /// @param stream    CodecKey stream of the edge (the receiver uses the same)
+    /// @param device    where x and x_hat live (nullptr: host memory); must outlive the sender
     ReplicaSender(int receiver, std::size_t size, bool math, const optim::Compressor* q = nullptr,
-                  std::uint64_t stream = 0);
+                  std::uint64_t stream = 0, Device* device = nullptr);
 
     /// The message that brings the receiver's replica to `x` for round `round`: a full model on
     /// first contact, else the delta x - x_hat (x_hat then moves by that delta). Takes the next
@@ -60,16 +66,24 @@ class ReplicaSender {
     int receiver() const noexcept { return receiver_; }
     std::uint64_t next_seq() const noexcept { return next_seq_; }
     std::int64_t last_round() const noexcept { return last_round_; }
-    /// x_hat: what the receiver holds once every message sent has arrived.
-    std::span<const float> replica() const noexcept { return replica_; }
+    /// x_hat: what the receiver holds once every message sent has arrived (device memory with
+    /// a device).
+    std::span<const float> replica() const noexcept {
+        return device_ ? std::span<const float>(dreplica_.span())
+                       : std::span<const float>(replica_);
+    }
 
   private:
+    transport::Message encode_on_device(transport::Message m, std::span<const float> x);
+
     int receiver_;
     std::size_t size_;
     bool math_;
     const optim::Compressor* q_;
     std::uint64_t stream_;
+    Device* device_;
     std::vector<float> replica_, scratch_;
+    DeviceVector dreplica_, dscratch_;
     std::uint64_t next_seq_ = 0;
     std::int64_t last_round_ = -1;
 };
@@ -77,9 +91,10 @@ class ReplicaSender {
 /// The receiver's end of edge (sender, receiver).
 class ReplicaReceiver {
   public:
-    /// `q` and `stream` as the sender's (nullptr: deltas are exact floats).
+    /// `q`, `stream` and `device` as the sender's (nullptr q: deltas are exact floats; nullptr
+    /// device: host memory).
     ReplicaReceiver(int sender, std::size_t size, bool math, const optim::Compressor* q = nullptr,
-                    std::uint64_t stream = 0);
+                    std::uint64_t stream = 0, Device* device = nullptr);
 
     /// Takes a model_delta or full_model from the sender. A full model numbered at or past the
     /// expected number is applied at once; a delta is queued until advance(); anything already
@@ -98,7 +113,11 @@ class ReplicaReceiver {
     std::uint64_t next_seq() const noexcept { return next_seq_; }
     /// The sender's round the replica is at (-1: nothing received).
     std::int64_t round() const noexcept { return covered_; }
-    std::span<const float> replica() const noexcept { return replica_; }
+    /// The replica (device memory with a device).
+    std::span<const float> replica() const noexcept {
+        return device_ ? std::span<const float>(dreplica_.span())
+                       : std::span<const float>(replica_);
+    }
     /// Times a gap was seen open (a message arrived past a missing one).
     std::uint64_t gaps() const noexcept { return gaps_; }
     /// Messages dropped because a re-sync already covered them.
@@ -114,7 +133,9 @@ class ReplicaReceiver {
     bool math_;
     const optim::Compressor* q_;
     std::uint64_t stream_;
+    Device* device_;
     std::vector<float> replica_;
+    DeviceVector dreplica_;
     std::uint64_t next_seq_ = 0;
     std::int64_t covered_ = -1;
     std::map<std::uint64_t, transport::Message> queued_;  // by edge_seq

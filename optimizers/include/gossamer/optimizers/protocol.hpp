@@ -34,6 +34,8 @@ using transport::MessageKind;
 /// Seconds: virtual time in the simulator, steady-clock time in real peers.
 using Time = double;
 
+class Device;  // gossamer/optimizers/device.hpp
+
 /// Work one partition has done on a worker: optimizer steps taken and backward multiply-adds
 /// of its layers (Model::backward_macs; 0 when the model does not count them).
 struct PartitionWork {
@@ -66,6 +68,10 @@ class LocalWorker {
     virtual const optim::Multirate* multirate() const { return nullptr; }
     /// Per-partition work so far, by partition id; empty when the worker keeps none.
     virtual std::span<const PartitionWork> work() const { return {}; }
+    /// Where params() and gradient() live: nullptr for host memory, else the device that holds
+    /// them (docs/gpu.md). Only protocols that support devices accept such a worker
+    /// (make_protocol refuses the others with a ConfigError).
+    virtual Device* device() const { return nullptr; }
 };
 
 /// One partition's gossip channel as the averaging protocols (dpsgd, choco) set it up: the
