@@ -6,6 +6,7 @@
 #include <cassert>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/optimizers/device.hpp"
 #include "gossamer/optimizers/ring.hpp"
 
 namespace gossamer::proto {
@@ -30,14 +31,19 @@ AllreduceProtocol::AllreduceProtocol(PeerContext ctx, AllreduceOptions options)
       options_(options),
       math_(worker().math()),
       length_(worker().size()),
-      steps_(ring::steps(n())) {
+      steps_(ring::steps(n())),
+      device_(worker().device()) {
     if (options_.period < 1)
         throw ConfigError("", "period", fmt::format("{} is out of range", options_.period),
                           "use a value >= 1");
     if (options_.chunks < 1 || options_.chunks > kMaxChunks)
         throw ConfigError("", "chunks", fmt::format("{} is out of range", options_.chunks),
                           fmt::format("use a value from 1 to {}", kMaxChunks));
-    if (math_) acc_.resize(length_);
+    if (math_ && device_) {
+        dacc_ = DeviceVector(*device_, length_);
+    } else if (math_) {
+        acc_.resize(length_);
+    }
 }
 
 std::span<const float> AllreduceProtocol::compute_point() {
@@ -48,6 +54,7 @@ std::span<const float> AllreduceProtocol::compute_point() {
 void AllreduceProtocol::current_model(std::span<float> out) const {
     const auto x = context().worker->params();
     assert(out.size() == x.size());
+    if (device_) return device_->download(out, x.data());
     std::copy(x.begin(), x.end(), out.begin());
 }
 
@@ -89,7 +96,11 @@ void AllreduceProtocol::on_peer_failed(Time, int dead, Actions& out) {
 }
 
 void AllreduceProtocol::begin_allreduce(std::span<const float> local, Actions& out) {
-    if (math_) std::copy(local.begin(), local.end(), acc_.begin());
+    if (math_ && device_) {
+        device_->copy(dacc_.data(), local.data(), length_);
+    } else if (math_) {
+        std::copy(local.begin(), local.end(), acc_.begin());
+    }
     active_ = true;
     next_.assign(static_cast<std::size_t>(options_.chunks), 0);
     if (steps_ > 0)
@@ -115,8 +126,13 @@ void AllreduceProtocol::send_chunk(int k, int c, Actions& out) {
             msg.payload = std::move(spare_.back());
             spare_.pop_back();
         }
-        msg.payload.assign(acc_.begin() + static_cast<std::ptrdiff_t>(r.begin),
-                           acc_.begin() + static_cast<std::ptrdiff_t>(r.end));
+        if (device_) {
+            msg.payload.resize(r.size());
+            device_->download(msg.payload, dacc_.data() + r.begin);
+        } else {
+            msg.payload.assign(acc_.begin() + static_cast<std::ptrdiff_t>(r.begin),
+                               acc_.begin() + static_cast<std::ptrdiff_t>(r.end));
+        }
     }
     send(out, std::move(msg));
 }
@@ -149,6 +165,7 @@ void AllreduceProtocol::absorb(const Message& msg) {
     next_[msg.chunk % static_cast<std::uint32_t>(options_.chunks)] = k + 1;
     if (!math_) return;
     const ring::Step s = ring::step(rank(), n(), k);
+    if (device_) return absorb_on_device(msg, s.reduce && k == n() - 2, s.reduce);
     float* a = acc_.data() + msg.offset;
     const float* v = msg.payload.data();
     const std::size_t m = msg.payload.size();
@@ -164,6 +181,14 @@ void AllreduceProtocol::absorb(const Message& msg) {
         return;
     }
     for (std::size_t i = 0; i < m; ++i) a[i] = v[i] + a[i];
+}
+
+// absorb() with the buffer on the device: the same two roundings (sum, then the division).
+void AllreduceProtocol::absorb_on_device(const Message& msg, bool average, bool reduce) {
+    float* a = dacc_.data() + msg.offset;
+    if (!reduce) return device_->upload(a, msg.payload);
+    device_->upload_add(a, msg.payload);
+    if (average) device_->divide(a, static_cast<float>(n()), msg.payload.size());
 }
 
 void AllreduceProtocol::progress(Actions& out) {
@@ -193,7 +218,10 @@ void AllreduceProtocol::finish_allreduce(Actions& out) {
     ++round_;
     ++mutable_stats().rounds;
     if (averages_gradients()) {
-        worker().apply_gradient(params(), acc_);
+        worker().apply_gradient(params(), device_ ? std::span<const float>(dacc_.span())
+                                                  : std::span<const float>(acc_));
+    } else if (math_ && device_) {
+        device_->copy(params().data(), dacc_.data(), length_);
     } else if (math_) {
         auto x = params();
         std::copy(acc_.begin(), acc_.end(), x.begin());

@@ -87,6 +87,10 @@ class EmulatedDevice final : public Device {
         Open open(*this);
         for (std::size_t k = 0; k < n; ++k) y[k] += a * x[k];
     }
+    void divide(float* y, float divisor, std::size_t n) override {
+        Open open(*this);
+        for (std::size_t k = 0; k < n; ++k) y[k] = y[k] / divisor;
+    }
     void encode(const optim::Compressor& q, const float* x, std::size_t n,
                 const optim::CodecKey& key, std::span<std::byte> out) override {
         Open open(*this);

@@ -68,7 +68,7 @@ struct PeerOptions {
     PeerTransport transport = PeerTransport::ucx;
     /// Where `params` live (docs/gpu.md, "Parameters on the device"): "cpu" (host memory);
     /// "cuda" (a pointer to memory of the current CUDA device: the round's work runs on the GPU
-    /// and only message payloads are staged through host memory; algorithm dpsgd; needs a build
+    /// and only message payloads are staged through host memory; dpsgd and allreduce; needs a build
     /// with CUDA); "emulated" (for tests without a GPU: host pages that only Gossamer's device
     /// calls can touch; allocate `params` from gossamer::proto::emulated_device()).
     std::string device = "cpu";

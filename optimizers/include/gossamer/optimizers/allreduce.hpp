@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "gossamer/core/json.hpp"
+#include "gossamer/optimizers/device.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 
 namespace gossamer::proto {
@@ -81,6 +82,7 @@ class AllreduceProtocol final : public Protocol {
     void send_chunk(int k, int c, Actions& out);
     void check(const Message& msg) const;
     void absorb(const Message& msg);
+    void absorb_on_device(const Message& msg, bool average, bool reduce);
     void progress(Actions& out);
     void finish_allreduce(Actions& out);
     void next_step(Actions& out);
@@ -89,7 +91,9 @@ class AllreduceProtocol final : public Protocol {
     bool math_;  // the worker has values (not cost-only)
     std::size_t length_;
     int steps_;                        // ring::steps(n)
-    std::vector<float> acc_;           // the all-reduce buffer (math mode)
+    std::vector<float> acc_;           // the all-reduce buffer (math mode, host memory)
+    Device* device_;                   // where x lives (nullptr: host memory)
+    DeviceVector dacc_;                // the all-reduce buffer on the device
     std::vector<int> next_;            // per chunk: the schedule step awaited next
     std::int64_t round_ = 0;           // the current (or next) all-reduce
     bool active_ = false;              // this peer has joined all-reduce round_

@@ -68,6 +68,8 @@ class Device {
     virtual void delta(float* d, const float* x, const float* x_hat, std::size_t n) = 0;
     /// y <- y + a*x.
     virtual void axpy(float* y, float a, const float* x, std::size_t n) = 0;
+    /// y <- y / divisor (IEEE division, as the CPU: the all-reduce's average).
+    virtual void divide(float* y, float divisor, std::size_t n) = 0;
 
     /// q.encode() of the n device floats at x into the host bytes `out` (at least
     /// q.encoded_bytes(n)): the same bytes as the CPU's encode of the same floats (int8's
