@@ -89,6 +89,12 @@ __global__ void debias_kernel(float* z, const float* x, double w, std::size_t n)
         z[i] = static_cast<float>(static_cast<double>(x[i]) / w);
 }
 
+__global__ void divide_kernel(float* y, float d, std::size_t n) {
+    const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+    for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
+        y[i] = __fdiv_rn(y[i], d);
+}
+
 bool overlaps(const float* a, const float* b, std::size_t n) {
     const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
     return pa < pb + n * sizeof(float) && pb < pa + n * sizeof(float);
@@ -188,6 +194,15 @@ void debias(float* z, const float* x, double w, std::size_t n, void* stream) {
     debias_kernel<<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(z, x, w,
                                                                                            n);
     detail::check_launch("cuda::debias");
+}
+
+void divide(float* y, float d, std::size_t n, void* stream) {
+    require(std::isfinite(d) && d != 0,
+            "cuda::divide: the divisor " + std::to_string(d) + " must be finite and non-zero");
+    if (n == 0) return;
+    require(y != nullptr, "cuda::divide: a null pointer");
+    divide_kernel<<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(y, d, n);
+    detail::check_launch("cuda::divide");
 }
 
 }  // namespace gossamer::cuda

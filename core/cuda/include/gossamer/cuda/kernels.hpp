@@ -33,6 +33,9 @@ void scale_copy(float* y, float a, const float* x, std::size_t n, void* stream =
 void axpy(float* y, float a, const float* x, std::size_t n, void* stream = nullptr);
 /// d <- x - x_hat: choco's delta against the replica (d may be x or x_hat).
 void delta(float* d, const float* x, const float* x_hat, std::size_t n, void* stream = nullptr);
+/// y <- y / d, IEEE-rounded as on the CPU (the all-reduce's average). d must be finite and
+/// non-zero (Error).
+void divide(float* y, float d, std::size_t n, void* stream = nullptr);
 /// z <- float(double(x) / w): the push-sum de-biased model, rounded as sgp and async do on the
 /// CPU (division in double, one rounding to float). w must be finite and non-zero (Error).
 void debias(float* z, const float* x, double w, std::size_t n, void* stream = nullptr);
