@@ -51,8 +51,12 @@ def _env_int(name):
 class Peer:
     """One peer of a gossip job over a flat float32 buffer (gossamer::Peer, docs/api.md).
 
-    params: a 1-D float32 buffer: a NumPy array or a CPU torch tensor (gossamer.torch.flatten's
-        buffer). The peer writes the first point into it now and the next point at every step().
+    params: a 1-D float32 buffer: a NumPy array or a torch tensor (gossamer.torch.flatten's
+        buffer), on the CPU or on a CUDA device. The peer writes the first point into it now and
+        the next point at every step().
+    device: where params live, "cpu" or "cuda" (default: the tensor's own). With "cuda", dpsgd and
+        allreduce do the round's work on the GPU (docs/gpu.md); Gossamer's device calls run on
+        the default stream and wait, so synchronize other streams before step().
     topology: a topology file path or a gossamer.Topology (default $GOSSAMER_TOPOLOGY).
     rank: this peer's rank (default $GOSSAMER_RANK, else OMPI_COMM_WORLD_RANK, PMI_RANK,
         SLURM_PROCID).
@@ -67,7 +71,7 @@ class Peer:
     def __init__(self, params, topology=None, *, rank=None, algorithm="dpsgd", options=None,
                  partitions=None, layout=None, steps, transport="ucx", job=None, token_file="",
                  job_id=None, join_timeout=30.0, step_timeout=180.0, stall_timeout=120.0,
-                 run_timeout=86400.0, metrics_path="", exact_average=False):
+                 run_timeout=86400.0, metrics_path="", exact_average=False, device=None):
         if topology is None:
             topology = _os.environ.get("GOSSAMER_TOPOLOGY")
             if not topology:
@@ -79,13 +83,14 @@ class Peer:
             rank = _env_int("GOSSAMER_RANK")
         if job_id is None:
             job_id = _env_int("GOSSAMER_JOB_ID") or 1
-        buffer = _as_buffer(params)
+        device, buffer = _as_buffer(params, device)
         self._params = params  # the caller's object stays alive as long as the peer
         self._peer = _native.Peer(
             buffer, str(topology), rank, algorithm, _json_text(options, "options"),
             _json_text(partitions, "partitions"), list(layout or []), int(steps), transport, job,
             token_file, int(job_id), float(join_timeout), float(step_timeout),
-            float(stall_timeout), float(run_timeout), str(metrics_path), bool(exact_average))
+            float(stall_timeout), float(run_timeout), str(metrics_path), bool(exact_average),
+            device)
 
     def step(self, loss):
         """Hands over this step's update (params before - params now) and returns with the next
@@ -140,15 +145,28 @@ def _save(self, path):
 Topology.save = _save
 
 
-def _as_buffer(params):
-    """A writable buffer-protocol view of params (a torch tensor becomes its NumPy view: the
-    same memory, no copy)."""
-    if hasattr(params, "numpy") and hasattr(params, "data_ptr"):
-        if params.device.type != "cpu":
-            raise ConfigError(f"params: the tensor is on {params.device}; Gossamer's buffer lives "
-                              "in CPU memory (keep a CPU copy, or use gossamer.torch.flatten)")
-        return params.detach().numpy()
-    return params
+def _as_buffer(params, device):
+    """(device, what the native Peer takes): a writable buffer-protocol view of CPU params (a
+    torch tensor becomes its NumPy view: the same memory, no copy), or (pointer, count) of a
+    CUDA tensor's memory."""
+    is_tensor = hasattr(params, "data_ptr") and hasattr(params, "device")
+    where = params.device.type if is_tensor else "cpu"
+    if device is None:
+        device = where
+    if device not in ("cpu", "cuda"):
+        raise ConfigError(f"device: unknown device \"{device}\"; use \"cpu\" or \"cuda\"")
+    if where != device:
+        raise ConfigError(f"params: the buffer is in {where} memory but device is \"{device}\"; "
+                          f"move it (params.to(\"{device}\")) or pass device=\"{where}\"")
+    if device == "cuda":
+        if str(params.dtype) != "torch.float32" or params.dim() != 1 or \
+                not params.is_contiguous():
+            raise ConfigError(f"params: a {params.dtype} tensor of {params.dim()} dimension(s); "
+                              "hand over one contiguous float32 vector (gossamer.torch.flatten)")
+        return device, (params.data_ptr(), params.numel())
+    if is_tensor:
+        return device, params.detach().numpy()
+    return device, params
 
 
 def load_data(config):

@@ -11,7 +11,8 @@ from . import ConfigError
 class FlatParameters:
     """The flat float32 buffer a model's parameters view, and its partition layout.
 
-    buffer: the torch tensor (CPU, float32) to hand to gossamer.Peer; every parameter's .data is
+    buffer: the torch tensor (float32, on the parameters' device: CPU or one CUDA device) to hand
+        to gossamer.Peer; every parameter's .data is
         a view into it, so the point Gossamer writes into the buffer is the model's, with no copy.
     layout: [(partition, offset, size)] for gossamer.Peer(layout=...); [] for one partition.
     slices: {parameter name: (offset, size)}.
@@ -48,7 +49,8 @@ def _group_of(name, groups):
 
 
 def flatten(module, partitions=None):
-    """Moves module's parameters into one flat float32 CPU buffer and makes each a view into it.
+    """Moves module's parameters into one flat float32 buffer on their device (the CPU or one
+    CUDA device) and makes each a view into it.
 
     partitions: {partition: [module or parameter names, glob patterns, "*" for the rest]}, e.g.
     {"fast": ["classifier"], "slow": ["*"]}; each partition becomes one contiguous range (the
@@ -57,10 +59,14 @@ def flatten(module, partitions=None):
     named = [(n, p) for n, p in module.named_parameters()]
     if not named:
         raise ConfigError("model: it has no parameters; give a torch.nn.Module with parameters")
+    device = named[0][1].device
     for name, p in named:
-        if p.dtype != torch.float32 or p.device.type != "cpu":
+        if p.dtype != torch.float32 or p.device.type not in ("cpu", "cuda"):
             raise ConfigError(f"parameter {name}: {p.dtype} on {p.device}; gossamer gossips "
-                              "float32 parameters in CPU memory (model.float().cpu())")
+                              "float32 parameters in CPU or CUDA memory (model.float())")
+        if p.device != device:
+            raise ConfigError(f"parameter {name}: on {p.device}, but {named[0][0]} is on "
+                              f"{device}; put the whole model on one device (model.to(device))")
     order = named
     groups = dict(partitions or {})
     assignment = {}
@@ -83,7 +89,7 @@ def flatten(module, partitions=None):
         rank = {g: i for i, g in enumerate(groups)}
         order = sorted(named, key=lambda np_: rank[assignment[np_[0]]])  # stable
     total = sum(p.numel() for _, p in order)
-    buffer = torch.empty(total, dtype=torch.float32)
+    buffer = torch.empty(total, dtype=torch.float32, device=device)
     slices = {}
     layout = []
     offset = 0

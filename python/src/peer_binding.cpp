@@ -37,11 +37,31 @@ std::span<float> flat_floats(const py::buffer& params) {
     return {static_cast<float*>(info.ptr), static_cast<std::size_t>(info.size)};
 }
 
+// Device memory (PeerOptions::device other than "cpu"): a (pointer, count) pair, as
+// gossamer.Peer passes a CUDA tensor's data_ptr() and numel().
+std::span<float> device_floats(const py::object& params, const std::string& device) {
+    if (!py::isinstance<py::tuple>(params) || py::len(params) != 2)
+        throw ConfigError("", "params",
+                          fmt::format("device \"{}\" takes (pointer, count) of float32 device "
+                                      "memory",
+                                      device),
+                          "hand over a CUDA tensor (gossamer.Peer passes its data_ptr() and "
+                          "numel())");
+    const auto t = params.cast<py::tuple>();
+    const auto ptr = t[0].cast<std::uintptr_t>();
+    const auto count = t[1].cast<std::size_t>();
+    if (ptr == 0 || ptr % alignof(float) != 0)
+        throw ConfigError("", "params", "the device pointer is null or not float-aligned",
+                          "hand over a float32 CUDA tensor");
+    return {reinterpret_cast<float*>(ptr), count};
+}
+
 class PyPeer {
   public:
-    PyPeer(py::buffer params, PeerOptions options, std::vector<Partition> layout)
+    PyPeer(py::object params, PeerOptions options, std::vector<Partition> layout)
         : buffer_(params) {
-        const auto p = flat_floats(params);
+        const auto p = options.device == "cpu" ? flat_floats(params.cast<py::buffer>())
+                                               : device_floats(params, options.device);
         PartitionLayout parts =
             layout.empty() ? PartitionLayout::whole(p.size()) : PartitionLayout(layout, p.size());
         py::gil_scoped_release unlocked;
@@ -114,13 +134,13 @@ void bind_peer(py::module_& m) {
           "The number of peers of a topology file.");
 
     py::class_<PyPeer>(m, "Peer")
-        .def(py::init([](py::buffer params, std::string topology, std::optional<int> rank,
+        .def(py::init([](py::object params, std::string topology, std::optional<int> rank,
                          std::string algorithm, std::string options, std::string partitions,
                          std::vector<std::tuple<std::string, std::size_t, std::size_t>> layout,
                          std::int64_t steps, std::string transport, const Job* job,
                          std::string token_file, std::uint64_t job_id, double join_timeout,
                          double step_timeout, double stall_timeout, double run_timeout,
-                         std::string metrics_path, bool exact_average) {
+                         std::string metrics_path, bool exact_average, std::string device) {
                  PeerOptions o;
                  o.topology = std::move(topology);
                  o.rank = rank;
@@ -144,6 +164,7 @@ void bind_peer(py::module_& m) {
                  o.run_timeout = millis(run_timeout, "run_timeout");
                  o.metrics_path = std::move(metrics_path);
                  o.exact_average = exact_average;
+                 o.device = std::move(device);
                  std::vector<Partition> parts;
                  for (auto& [name, offset, size] : layout) parts.push_back({name, offset, size});
                  return std::make_unique<PyPeer>(params, std::move(o), std::move(parts));
@@ -153,7 +174,7 @@ void bind_peer(py::module_& m) {
              py::arg("transport"), py::arg("job").none(true), py::arg("token_file"),
              py::arg("job_id"), py::arg("join_timeout"), py::arg("step_timeout"),
              py::arg("stall_timeout"), py::arg("run_timeout"), py::arg("metrics_path"),
-             py::arg("exact_average"))
+             py::arg("exact_average"), py::arg("device") = "cpu")
         .def("step", &PyPeer::step, py::arg("loss"))
         .def("finish", [](PyPeer& p) { return metrics_dict(p.finish()); })
         .def("close", &PyPeer::close)

@@ -97,3 +97,49 @@ def test_bad_partitions_and_buffers_are_one_line(ring4):
         gossamer.Peer(np.zeros(10, np.float32), ring4, rank=0, steps=5, transport="tcp")
     with pytest.raises(gossamer.ConfigError, match=r"unknown family \"rign\""):
         gossamer.Topology.generate("rign", 4)
+
+
+class _FakeCudaTensor:
+    """What gossamer.Peer reads of a CUDA tensor, over host memory (no GPU here): the native
+    side must refuse it with one line, never touch the pointer."""
+
+    def __init__(self, n):
+        self._host = np.zeros(n, np.float32)
+        self.device = torch.device("cuda", 0)
+        self.dtype = torch.float32
+
+    def data_ptr(self):
+        return self._host.ctypes.data
+
+    def numel(self):
+        return self._host.size
+
+    def dim(self):
+        return 1
+
+    def is_contiguous(self):
+        return True
+
+
+def test_a_bad_device_is_one_line(ring4):
+    job = gossamer.InprocJob(4)
+    kw = dict(rank=0, steps=5, transport="inproc", job=job)
+    with pytest.raises(gossamer.ConfigError, match=r"^device: unknown device \"gpu\""):
+        gossamer.Peer(np.zeros(10, np.float32), ring4.source, device="gpu", **kw)
+    with pytest.raises(gossamer.ConfigError, match=r"^params: the buffer is in cpu memory but "
+                                                   r"device is \"cuda\""):
+        gossamer.Peer(np.zeros(10, np.float32), ring4.source, device="cuda", **kw)
+    if torch.cuda.is_available():
+        return  # the fake tensor below would be taken for real device memory
+    with pytest.raises(gossamer.ConfigError) as e:
+        gossamer.Peer(_FakeCudaTensor(10), ring4.source, **kw)
+    line = str(e.value)
+    assert "\n" not in line
+    assert line.startswith("PeerOptions::device: ")
+    assert "CUDA" in line
+
+
+def test_flatten_refuses_parameters_outside_cpu_and_cuda():
+    model = torch.nn.Linear(3, 2, device="meta")
+    with pytest.raises(gossamer.ConfigError, match=r"^parameter weight: torch.float32 on meta"):
+        gossamer.torch.flatten(model)
