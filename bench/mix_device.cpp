@@ -16,6 +16,9 @@
 #include "gossamer/cuda/runtime.hpp"
 #include "gossamer/cuda/staging.hpp"
 #endif
+#ifdef GOSSAMER_HAVE_UCX
+#include "gossamer/transport/ucx.hpp"
+#endif
 
 namespace gossamer::bench {
 
@@ -41,14 +44,16 @@ json::Json MixDeviceReport::to_json() const {
     }
     return {{"device", device},
             {"transfer_path", transfer_path},
+            {"transfer_evidence", transfer_evidence},
             {"bytes_per_buffer", bytes},
             {"repeats", repeats},
             {"rows", rows_json}};
 }
 
 std::string MixDeviceReport::to_text() const {
-    std::string out = fmt::format("{}; buffers of {} MiB, {} calls per timing; transfer path: {}\n",
-                                  device, bytes >> 20, repeats, transfer_path);
+    std::string out =
+        fmt::format("{}; buffers of {} MiB, {} calls per timing\ntransfer path: {} ({})\n", device,
+                    bytes >> 20, repeats, transfer_path, transfer_evidence);
     out += fmt::format("{:<18} {:>11} {:>14} {:>7} {:>8} {:>10}\n", "kernel", "[GB/s]",
                        "memcpy [GB/s]", "ratio", "target", "[ns/elem]");
     for (const auto& r : rows) {
@@ -65,6 +70,28 @@ std::string MixDeviceReport::to_text() const {
 namespace {
 
 using Work = std::function<void()>;
+
+// The path a device buffer takes to a peer, from UCP's own answer (ucp_context_query) where this
+// build has the UCX backend. The nvcc-only build of scripts/gpu_check.sh has no UCX library:
+// there `ucx_info -d` tells what a build on this machine would find.
+void find_transfer_path(MixDeviceReport& report) {
+#ifdef GOSSAMER_HAVE_UCX
+    try {
+        const auto types = transport::query_ucx_memory_types();
+        report.transfer_path = transport::device_transfer_path(types);
+        report.transfer_evidence = "UCP memory types: " + types.names;
+    } catch (const TransportError& e) {
+        report.transfer_path = "unknown";
+        report.transfer_evidence = e.what();
+    }
+#else
+    const auto support = cuda::probe_ucx_memory();
+    report.transfer_path = cuda::transfer_path(support);
+    report.transfer_evidence = fmt::format(
+        "no UCX backend in this build to ask UCP; ucx_info -d: {}",
+        support.cuda ? support.evidence : std::string("no CUDA memory domain or transport"));
+#endif
+}
 
 double time_of(const Work& work, int repeats) {
     auto call = [](void* c) { (*static_cast<const Work*>(c))(); };
@@ -103,7 +130,7 @@ MixDeviceReport run_mix_device(const MixDeviceOptions& o) {
             "run on a machine with an NVIDIA GPU and its driver, or use --device cpu");
     MixDeviceReport report;
     report.device = cuda::device_description();
-    report.transfer_path = cuda::transfer_path(cuda::probe_ucx_memory());
+    find_transfer_path(report);
     report.bytes = o.bytes ? o.bytes : std::size_t{256} << 20;
     report.repeats = o.repeats;
     const std::size_t n = report.bytes / sizeof(float), S = n * sizeof(float);

@@ -32,7 +32,9 @@ struct MixDeviceRow {
 
 struct MixDeviceReport {
     std::vector<MixDeviceRow> rows;
-    std::string device, transfer_path;
+    std::string device;
+    std::string transfer_path;      ///< "staging", "ucx-cuda" (docs/gpu.md), "unknown"
+    std::string transfer_evidence;  ///< UCP's memory types, or why UCP could not say
     std::size_t bytes = 0;
     int repeats = 0;
     json::Json to_json() const;

@@ -15,6 +15,9 @@
 #include "gossamer/core/blas.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/version.hpp"
+#ifdef GOSSAMER_HAVE_UCX
+#include "gossamer/transport/ucx.hpp"
+#endif
 
 namespace {
 
@@ -34,6 +37,23 @@ commands:
 2 bad input or usage. Logging: GOSSAMER_LOG_LEVEL=error|warn|info|debug|trace (stderr).
 )";
 
+// The version, and what the UCX loaded here can move (UCP's own answer; docs/gpu.md).
+int print_version() {
+    std::cout << "gossamer " << gossamer::kVersion << "\n";
+#ifdef GOSSAMER_HAVE_UCX
+    namespace tr = gossamer::transport;
+    std::cout << "UCX " << tr::ucx_version() << "\n";
+    try {
+        const auto types = tr::query_ucx_memory_types();
+        std::cout << "UCX memory types: " << types.names
+                  << " (device buffers: " << tr::device_transfer_path(types) << ")\n";
+    } catch (const gossamer::TransportError& e) {
+        std::cout << "UCX memory types: unknown (" << e.what() << ")\n";
+    }
+#endif
+    return 0;
+}
+
 int dispatch(const std::vector<std::string>& args) {
     if (args.empty()) {
         std::cerr << kHelp;
@@ -41,7 +61,7 @@ int dispatch(const std::vector<std::string>& args) {
     }
     const std::string& cmd = args[0];
     if (cmd == "--help" || cmd == "-h" || cmd == "help") return std::cout << kHelp, 0;
-    if (cmd == "--version") return std::cout << "gossamer " << gossamer::kVersion << "\n", 0;
+    if (cmd == "--version") return print_version();
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (cmd == "topo") return gossamer::cli::run_topo(rest);
     if (cmd == "train") return gossamer::cli::run_train(rest);

@@ -1,5 +1,6 @@
-// Whether the UCX build here moves CUDA memory, from `ucx_info -d` (no UCX header outside
-// transport/ucx/, DESIGN.md): the memory domains and transports it lists name CUDA when it does.
+// Whether the UCX build here moves CUDA memory, from `ucx_info -d`: the manual check of
+// docs/gpu.md, for builds without the UCX backend. Where Gossamer links UCX, UCP's own answer
+// decides (transport::query_ucx_memory_types(); no UCX header outside transport/ucx/, DESIGN.md).
 #include <sys/wait.h>
 
 #include <array>

@@ -70,6 +70,7 @@ class Ucx final : public UcxTransport {
     std::vector<std::byte> address() const override { return address_; }
     void connect(const std::map<int, std::vector<std::byte>>& addresses) override;
     bool blocking() const noexcept override { return blocking_; }
+    UcxMemoryTypes memory_types() const override;  // ucx_memory.cpp
 
     void send(const Message& header, std::span<const std::byte> payload, SendCallback done,
               Duration timeout) override {
@@ -145,6 +146,9 @@ class Ucx final : public UcxTransport {
     std::thread::id owner_;
     std::atomic<bool> woken_{false};
 };
+
+/// What ucp_context_query says `context` can move; TransportError when it cannot say.
+UcxMemoryTypes memory_types_of(ucp_context_h context);
 
 // UCX callbacks.
 ucs_status_t am_cb(void* arg, const void* header, std::size_t header_length, void* data,

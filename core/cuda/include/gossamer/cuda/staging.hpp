@@ -4,8 +4,9 @@
 /// Debian's UCX has no CUDA memory support, so a device buffer travels through pinned host
 /// memory: DeviceStaging cuts it into chunks and overlaps the device<->host copy of one chunk
 /// with the transport's work on the previous one (double buffering on its own stream). Where
-/// the UCX build handles CUDA memory (probe_ucx_memory(), below), device pointers can go to UCX
-/// directly and no staging is needed.
+/// the UCX build handles CUDA memory, device pointers can go to UCX directly and no staging is
+/// needed: the run-time decision asks UCP (transport::query_ucx_memory_types() and
+/// transport::device_transfer_path() in gossamer/transport/ucx.hpp; core/cuda sees no transport).
 ///
 /// Threading: one DeviceStaging serves one caller thread at a time (the communication loop).
 
@@ -71,9 +72,11 @@ class DeviceStaging {
     void* stream_ = nullptr;   // cudaStream_t
 };
 
-/// Whether a UCX build can move CUDA memory itself, from the text `ucx_info -d` prints: a memory
-/// domain or transport named cuda_copy / cuda_cpy / cuda_ipc / gdr_copy, or "memory types" that
-/// list cuda. `evidence` quotes the line that decided it (empty when none did).
+/// The manual check (docs/gpu.md): whether a UCX build can move CUDA memory, from the text
+/// `ucx_info -d` prints: a memory domain or transport named cuda_copy / cuda_cpy / cuda_ipc /
+/// gdr_copy, or "memory types" that list cuda. `evidence` quotes the line that decided it (empty
+/// when none did). Where Gossamer links UCX, UCP's own answer decides instead (see above); this
+/// serves builds without the UCX backend (scripts/gpu_check.sh's bench) and tests the docs' check.
 struct UcxMemorySupport {
     bool cuda = false;
     std::string evidence;
@@ -82,8 +85,8 @@ UcxMemorySupport parse_ucx_info(std::string_view ucx_info_d_output);
 /// Runs `ucx_info -d` (at most `timeout`) and parses it; cuda = false when it cannot run.
 UcxMemorySupport probe_ucx_memory(std::chrono::seconds timeout = std::chrono::seconds(5));
 
-/// The path a device buffer takes: "ucx-cuda" (UCX moves device memory) or "staging" (pinned
-/// host buffers, the default and the only path with Debian's UCX).
+/// The path `ucx_info -d`'s answer implies: "ucx-cuda" (UCX moves device memory) or "staging"
+/// (pinned host buffers, the default and the only path with Debian's UCX).
 const char* transfer_path(const UcxMemorySupport& support) noexcept;
 
 }  // namespace gossamer::cuda

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gossamer/transport/transport.hpp"
@@ -40,6 +41,14 @@ struct UcxOptions : TransportOptions {
     ErrorHandling errors = ErrorHandling::peer;
 };
 
+/// The memory types a UCP context supports, as ucp_context_query reports them
+/// (UCP_ATTR_FIELD_MEMORY_TYPES): which kinds of buffer UCX itself can send from and receive
+/// into. Debian's UCX (built without CUDA) reports host only.
+struct UcxMemoryTypes {
+    bool host = false, cuda = false, cuda_managed = false, rocm = false, rocm_managed = false;
+    std::string names;  ///< UCX's names of those types, e.g. "host, cuda, cuda-managed"
+};
+
 class UcxTransport : public Transport {
   public:
     /// This peer's worker address, framed with a check (opaque; travels to the other peers).
@@ -49,10 +58,24 @@ class UcxTransport : public Transport {
     virtual void connect(const std::map<int, std::vector<std::byte>>& addresses) = 0;
     /// Whether wait() blocks (ProgressMode resolved).
     virtual bool blocking() const noexcept = 0;
+    /// The memory types this transport's UCP context can move (see query_ucx_memory_types()).
+    virtual UcxMemoryTypes memory_types() const = 0;
 
   protected:
     using Transport::Transport;
 };
+
+/// Asks UCX: creates a throwaway UCP context with the features the transport uses (active
+/// messages), queries it and cleans it up. Throws TransportError, one line, when UCP cannot be
+/// initialised; a build without CUDA support is an answer (cuda = false), not an error.
+UcxMemoryTypes query_ucx_memory_types();
+
+/// The path a device buffer takes to a peer (docs/gpu.md, "Which transfer path runs"):
+/// "ucx-cuda" when UCP reports CUDA memory, else "staging" (through pinned host memory).
+const char* device_transfer_path(const UcxMemoryTypes& types) noexcept;
+
+/// UCX's version, as the library loaded at run time reports it (e.g. "1.13.1").
+std::string ucx_version();
 
 /// Creates the UCP context and worker. Throws TransportError when UCX cannot start.
 std::unique_ptr<UcxTransport> make_ucx_transport(const UcxOptions& options);
