@@ -7,7 +7,6 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/straggler.hpp"
-#include "gossip_mix.hpp"
 
 namespace gossamer::proto {
 namespace {
@@ -67,7 +66,8 @@ AsyncGossip::AsyncGossip(PeerContext ctx, AsyncOptions options)
     : Protocol(std::move(ctx)),
       options_(std::move(options)),
       rng_(options_.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank())),
-      self_share_(options_.self_base()) {
+      self_share_(options_.self_base()),
+      math_(worker()) {
     const auto& topo = context().topology;
     if (!topo) throw Error("async needs a topology");
     if (topo->n() != n())
@@ -85,15 +85,10 @@ AsyncGossip::AsyncGossip(PeerContext ctx, AsyncOptions options)
     for (int j : base.in_neighbors(rank())) nbrs_[j].e.in = true;
     for (auto& [j, nb] : nbrs_) nb.e.peer = j;
     for (int j = 0; j < n(); ++j) base_out_degree_.push_back(base.out_degree(j));
-    if (worker().math()) {
-        z_.resize(worker().size());
-        buf_x_.assign(worker().size(), 0.0f);
-    }
 }
 
 void AsyncGossip::current_model(std::span<float> out) const {
-    const auto x = context().worker->params();
-    for (std::size_t k = 0; k < x.size(); ++k) out[k] = static_cast<float>(x[k] / w_);
+    if (math_.on()) math_.debias_to_host(context().worker->params(), w_, out);
 }
 
 double AsyncGossip::own_rate() const {
@@ -189,7 +184,7 @@ void AsyncGossip::on_start(Time now, Actions& out) {
     now_ = now;
     history_.push_back(now);
     if (context().max_steps <= 0) return finish(out);
-    if (worker().math()) std::copy(worker().params().begin(), worker().params().end(), z_.begin());
+    if (math_.on()) math_.set_z(worker().params());
     out.start_step = true;
 }
 
@@ -207,10 +202,7 @@ void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
     if (t_ >= context().max_steps) return finish(out);
     if (options_.straggler_aware && (t_ == 1 || t_ % options_.report_every == 0))
         send_reports(now, out);
-    if (worker().math()) {
-        const auto x = params();
-        for (std::size_t k = 0; k < x.size(); ++k) z_[k] = static_cast<float>(x[k] / w_);
-    }
+    if (math_.on()) math_.debias(params(), w_);
     out.start_step = true;  // wait-free: the next step starts right away
 }
 
@@ -223,9 +215,9 @@ void AsyncGossip::apply_step() {
     // The optimizer steps the de-biased model z = x / w (after the absorbed shares), then
     // x = w z. See docs/algorithms.md, "Which variable the optimizer steps".
     const auto x = params();
-    for (std::size_t k = 0; k < x.size(); ++k) z_[k] = static_cast<float>(x[k] / w_);
-    worker().apply_gradient(z_, worker().gradient());
-    for (std::size_t k = 0; k < x.size(); ++k) x[k] = static_cast<float>(w_ * z_[k]);
+    math_.debias(x, w_);
+    worker().apply_gradient(math_.z(), worker().gradient());
+    math_.rescale(x, w_);
 }
 
 void AsyncGossip::push_shares(Actions& out) {
@@ -294,15 +286,11 @@ void AsyncGossip::push_shares(Actions& out) {
         e.last_push = t_;
         e.last_fraction = fraction;
         e.weight_sent += m.weight;
-        if (worker().math()) {
-            m.payload.resize(x.size());
-            for (std::size_t i = 0; i < x.size(); ++i)
-                m.payload[i] = static_cast<float>(fraction * x[i]);
-        }
+        if (math_.on()) m.payload = math_.share(x, fraction);
         send(out, std::move(m));
     }
     w_ *= kept;
-    if (worker().math()) detail::mix(x, kept, {});
+    if (math_.on()) math_.keep(x, kept);
 }
 
 void AsyncGossip::send_reports(Time now, Actions& out) {
@@ -353,11 +341,7 @@ void AsyncGossip::absorb_buffer() {
     pending_.clear();
     w_ += buf_w_;
     buf_w_ = 0.0;
-    if (worker().math()) {
-        const detail::MixTerm term{1.0, buf_x_};
-        detail::mix(params(), 1.0, {&term, 1});
-        std::fill(buf_x_.begin(), buf_x_.end(), 0.0f);
-    }
+    if (math_.on()) math_.absorb(params());
 }
 
 void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
@@ -396,15 +380,11 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     if (stepping()) {
         pending_.emplace_back(j, msg.sent_at);
         buf_w_ += msg.weight;
-        if (worker().math())
-            for (std::size_t k = 0; k < buf_x_.size(); ++k) buf_x_[k] += msg.payload[k];
+        if (math_.on()) math_.buffer(msg.payload);
     } else {
         absorb(j, msg.sent_at);
         w_ += msg.weight;
-        if (worker().math()) {
-            const detail::MixTerm term{1.0, msg.payload};
-            detail::mix(params(), 1.0, {&term, 1});
-        }
+        if (math_.on()) math_.add(params(), msg.payload);
     }
     if (!nb.gaps.empty()) {
         nb.e.deadline =

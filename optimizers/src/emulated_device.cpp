@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -90,6 +91,18 @@ class EmulatedDevice final : public Device {
     void divide(float* y, float divisor, std::size_t n) override {
         Open open(*this);
         for (std::size_t k = 0; k < n; ++k) y[k] = y[k] / divisor;
+    }
+    void scale(float* y, double a, const float* x, std::size_t n) override {
+        Open open(*this);
+        for (std::size_t k = 0; k < n; ++k) y[k] = static_cast<float>(a * x[k]);
+    }
+    void debias(float* z, const float* x, double w, std::size_t n) override {
+        Open open(*this);
+        for (std::size_t k = 0; k < n; ++k) z[k] = static_cast<float>(x[k] / w);
+    }
+    void zero(float* y, std::size_t n) override {
+        Open open(*this);
+        std::fill(y, y + n, 0.0f);
     }
     void encode(const optim::Compressor& q, const float* x, std::size_t n,
                 const optim::CodecKey& key, std::span<std::byte> out) override {

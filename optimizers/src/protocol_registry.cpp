@@ -18,12 +18,12 @@ std::vector<std::string> protocol_names() {
 
 std::unique_ptr<Protocol> make_protocol(std::string_view name, const json::Node* options,
                                         PeerContext ctx) {
-    if (ctx.worker && ctx.worker->device() && name != "dpsgd" && name != "allreduce")
+    if (ctx.worker && ctx.worker->device() && name == "choco")
         throw ConfigError("", "algorithm",
                           fmt::format("algorithm \"{}\" keeps its parameters in host memory; "
-                                      "only dpsgd and allreduce run on device \"{}\"",
+                                      "choco does not run on device \"{}\" yet",
                                       name, ctx.worker->device()->name()),
-                          "use dpsgd or allreduce, or device \"cpu\"");
+                          "use dpsgd (it takes per-partition compressors), or device \"cpu\"");
     if (name == "allreduce") return make_allreduce(options, std::move(ctx));
     if (name == "choco") return make_choco(options, std::move(ctx));
     if (name == "dpsgd") return make_dpsgd(options, std::move(ctx));

@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "gossamer/core/error.hpp"
-#include "gossip_mix.hpp"
 
 namespace gossamer::proto {
 namespace {
@@ -36,22 +35,18 @@ SgpOptions parse_sgp_options(const json::Node* options) {
     return o;
 }
 
-Sgp::Sgp(PeerContext ctx, SgpOptions options) : Protocol(std::move(ctx)), options_(options) {
+Sgp::Sgp(PeerContext ctx, SgpOptions options)
+    : Protocol(std::move(ctx)), options_(options), math_(worker()) {
     const auto& topo = context().topology;
     if (!topo) throw Error("sgp needs a topology");
     if (topo->n() != n())
         throw Error(fmt::format("the topology has {} peers but the job has {}", topo->n(), n()));
     if (options_.staleness < 0) throw Error("sgp: staleness must be >= 0");
     check_columns(*topo);
-    if (worker().math()) {
-        z_.resize(worker().size());
-        buf_x_.assign(worker().size(), 0.0f);
-    }
 }
 
 void Sgp::current_model(std::span<float> out) const {
-    const auto x = context().worker->params();
-    for (std::size_t k = 0; k < x.size(); ++k) out[k] = static_cast<float>(x[k] / w_);
+    if (math_.on()) math_.debias_to_host(context().worker->params(), w_, out);
 }
 
 void Sgp::on_start(Time, Actions& out) {
@@ -97,15 +92,11 @@ void Sgp::push_shares(Actions& out) {
         m.round = t_;
         m.weight = share * w_;
         m.elements = worker().size();
-        if (worker().math()) {
-            m.payload.resize(x.size());
-            for (std::size_t k = 0; k < x.size(); ++k)
-                m.payload[k] = static_cast<float>(share * x[k]);
-        }
+        if (math_.on()) m.payload = math_.share(x, share);
         send(out, std::move(m));
     }
     w_ *= self;
-    if (worker().math()) detail::mix(x, self, {});
+    if (math_.on()) math_.keep(x, self);
 }
 
 void Sgp::absorb_buffer() {
@@ -113,11 +104,7 @@ void Sgp::absorb_buffer() {
     w_ += buf_w_;
     buf_w_ = 0.0;
     buffered_ = 0;
-    if (worker().math()) {
-        const detail::MixTerm term{1.0, buf_x_};
-        detail::mix(params(), 1.0, {&term, 1});
-        std::fill(buf_x_.begin(), buf_x_.end(), 0.0f);
-    }
+    if (math_.on()) math_.absorb(params());
 }
 
 void Sgp::on_message(Time, Message msg, Actions& out) {
@@ -134,14 +121,10 @@ void Sgp::on_message(Time, Message msg, Actions& out) {
     if (stage_ == Stage::stepping) {
         ++buffered_;
         buf_w_ += msg.weight;
-        if (worker().math())
-            for (std::size_t k = 0; k < buf_x_.size(); ++k) buf_x_[k] += msg.payload[k];
+        if (math_.on()) math_.buffer(msg.payload);
     } else {
         w_ += msg.weight;
-        if (worker().math()) {
-            const detail::MixTerm term{1.0, msg.payload};
-            detail::mix(params(), 1.0, {&term, 1});
-        }
+        if (math_.on()) math_.add(params(), msg.payload);
     }
 
     Seen& seen = seen_[j];
@@ -187,10 +170,7 @@ void Sgp::next(Actions& out) {
         stage_ = Stage::blocked;
         return;
     }
-    if (worker().math()) {
-        const auto x = params();
-        for (std::size_t k = 0; k < x.size(); ++k) z_[k] = static_cast<float>(x[k] / w_);
-    }
+    if (math_.on()) math_.debias(params(), w_);
     stage_ = Stage::stepping;
     out.start_step = true;
 }

@@ -6,6 +6,7 @@
 // `delay` plus seeded jitter; with `fifo` each (sender, receiver) pair keeps its order. Tests
 // can drop or hold back chosen messages, kill peers, and check invariants after every event.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "gossamer/core/rng.hpp"
+#include "gossamer/optimizers/device.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 
 namespace gossip_test {
@@ -26,6 +28,17 @@ using gossamer::proto::Actions;
 using gossamer::proto::LocalWorker;
 using gossamer::proto::Message;
 using gossamer::proto::Protocol;
+
+/// A host copy of v, which is device memory when the worker has a device.
+inline std::vector<float> host_copy(const LocalWorker& w, std::span<const float> v) {
+    std::vector<float> out(v.size());
+    if (w.device()) {
+        w.device()->download(out, v.data());
+    } else {
+        std::copy(v.begin(), v.end(), out.begin());
+    }
+    return out;
+}
 
 struct HarnessOptions {
     double step_time = 1.0;
@@ -139,11 +152,9 @@ class Harness {
                 Protocol& peer = *peers_[p];
                 LocalWorker& w = *workers_[p];
                 if (w.math()) {
-                    const auto point = peer.compute_point();
-                    const auto x = w.params();
                     const Snapshot& s = stepping_[p];
-                    if (!std::equal(point.begin(), point.end(), s.point.begin(), s.point.end()) ||
-                        !std::equal(x.begin(), x.end(), s.x.begin(), s.x.end()))
+                    if (host_copy(w, peer.compute_point()) != s.point ||
+                        host_copy(w, w.params()) != s.x)
                         throw std::logic_error("peer " + std::to_string(p) +
                                                " changed its parameters during a step");
                 }
@@ -182,10 +193,8 @@ class Harness {
             push(std::max(d.at, now_), Kind::deadline, rank, d.id, {});
         if (out.start_step) {
             if (workers_[p]->math()) {
-                const auto point = peers_[p]->compute_point();
-                const auto x = workers_[p]->params();
-                stepping_[p].point.assign(point.begin(), point.end());
-                stepping_[p].x.assign(x.begin(), x.end());
+                stepping_[p].point = host_copy(*workers_[p], peers_[p]->compute_point());
+                stepping_[p].x = host_copy(*workers_[p], workers_[p]->params());
             }
             const double t = options_.step_time + options_.step_jitter * rng_.uniform();
             push(now_ + t, Kind::step_done, rank, 0, {});

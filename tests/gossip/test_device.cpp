@@ -12,8 +12,13 @@
 #include <vector>
 
 #include "gossamer/core/mixing.hpp"
+#include "gossamer/optimizers/async_gossip.hpp"
 #include "gossamer/optimizers/device.hpp"
+#include "gossamer/optimizers/dpsgd.hpp"
 #include "gossamer/optimizers/edge_replica.hpp"
+#include "gossamer/optimizers/sgp.hpp"
+#include "gossamer/topology/schedule.hpp"
+#include "network.hpp"
 
 using namespace gossamer;
 using proto::Device;
@@ -153,5 +158,96 @@ TEST_CASE("an edge with device replicas sends what a host edge sends, compressed
                   std::vector<float>(replica.begin(), replica.end()));
         }
         CHECK(same_bytes(dtx.resync().payload, htx.resync().payload));
+    }
+}
+
+namespace {
+
+// QuadraticWorker (network.hpp) with x and g on the emulated device: the gradient is computed on
+// the host from a downloaded point, and x -= lr g runs as device calls with the host's roundings
+// (lr g rounded to float, then one subtraction).
+class DeviceQuadraticWorker final : public proto::LocalWorker {
+  public:
+    DeviceQuadraticWorker(std::shared_ptr<Device> d, std::vector<float> x0, double a,
+                          std::vector<float> b)
+        : d_(std::move(d)),
+          host_(x0, a, std::move(b)),
+          x_(on_device(*d_, x0)),
+          g_(*d_, x0.size()),
+          tmp_(*d_, x0.size()) {}
+    std::size_t size() const override { return x_.size(); }
+    bool math() const override { return true; }
+    std::span<float> params() override { return x_.span(); }
+    double compute_gradient(std::span<const float> at) override {
+        std::vector<float> h(at.size());
+        d_->download(h, at.data());
+        const double loss = host_.compute_gradient(h);
+        d_->upload(g_.data(), host_.gradient());
+        return loss;
+    }
+    std::span<const float> gradient() const override { return g_.span(); }
+    void apply_gradient(std::span<float> x, std::span<const float> g) override {
+        d_->scale(tmp_.data(), 0.1, g.data(), x.size());  // QuadraticWorker's lr
+        d_->axpy(x.data(), -1.0f, tmp_.data(), x.size());
+        ++steps_;
+    }
+    std::int64_t steps() const override { return steps_; }
+    Device* device() const override { return d_.get(); }
+
+  private:
+    std::shared_ptr<Device> d_;
+    gossip_test::QuadraticWorker host_;  // the gradient's math
+    DeviceVector x_, g_, tmp_;
+    std::int64_t steps_ = 0;
+};
+
+// The models n peers of `factory` report after a deterministic run (harness.hpp: virtual time,
+// seeded step and message jitter), with workers on the host or on the emulated device.
+std::vector<std::vector<double>> harness_run(const gossip_test::Factory& factory,
+                                             const char* options, bool device) {
+    const int n = 5;
+    topology::FamilySpec spec;
+    spec.family = "ring";  // uniform weights: doubly stochastic, as sgp needs
+    spec.n = n;
+    const auto schedule = topology::generate(spec);
+    json::Document doc = json::parse_text(options, "options.json");
+    json::Node node(doc);
+    auto net = gossip_test::make_network(
+        schedule, 12, factory, &node, [&](int i) -> std::unique_ptr<proto::LocalWorker> {
+            auto x0 = gossip_test::random_vector(33, 40 + static_cast<unsigned>(i));
+            auto b = gossip_test::random_vector(33, 90 + static_cast<unsigned>(i));
+            if (device)
+                return std::make_unique<DeviceQuadraticWorker>(proto::emulated_device(), x0, 1.0,
+                                                               b);
+            return std::make_unique<gossip_test::QuadraticWorker>(x0, 1.0, b);
+        });
+    gossip_test::HarnessOptions o;
+    o.step_jitter = 0.7;  // uneven steps: shares arrive during steps and between them
+    o.delay_jitter = 0.3;
+    auto h = net.harness(o);
+    REQUIRE(h.run());
+    return net.models();
+}
+
+}  // namespace
+
+TEST_CASE("sgp, async and dpsgd with device workers report the host's models bit for bit") {
+    struct Case {
+        const char* name;
+        gossip_test::Factory factory;
+        const char* options;
+    };
+    const Case cases[] = {
+        {"sgp", proto::make_sgp, R"({"staleness": 1})"},
+        {"async numerator", proto::make_async, R"({"step": "numerator", "seed": 5})"},
+        {"async debiased", proto::make_async, R"({"step": "debiased", "seed": 5})"},
+        {"dpsgd", proto::make_dpsgd, R"({"mode": "atc"})"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.name);
+        const auto host = harness_run(c.factory, c.options, false);
+        const auto dev = harness_run(c.factory, c.options, true);
+        CHECK(host == dev);
+        CHECK(host[0] != host[1]);  // the run did something per peer
     }
 }

@@ -33,6 +33,7 @@
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/rng.hpp"
 #include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/push_sum_math.hpp"
 
 namespace gossamer::proto {
 
@@ -99,7 +100,7 @@ class AsyncGossip final : public Protocol {
 
     std::string_view name() const override { return "async"; }
     /// z = x / w, computed at the step boundary into a buffer the protocol owns.
-    std::span<const float> compute_point() override { return z_; }
+    std::span<const float> compute_point() override { return math_.z(); }
     void current_model(std::span<float> out) const override;
     /// w (the receive buffer not included).
     double mass() const override { return w_; }
@@ -107,7 +108,7 @@ class AsyncGossip final : public Protocol {
     const AsyncOptions& options() const noexcept { return options_; }
     std::int64_t steps() const noexcept { return t_; }
     double buffered_mass() const noexcept { return buf_w_; }
-    std::span<const float> buffered_x() const noexcept { return buf_x_; }
+    std::span<const float> buffered_x() const noexcept { return math_.buffered(); }
     /// Shares in the receive buffer.
     std::size_t buffered_shares() const noexcept { return pending_.size(); }
     /// The self share s of the latest push (the base share before the first).
@@ -162,7 +163,7 @@ class AsyncGossip final : public Protocol {
     Rng rng_;
     std::int64_t t_ = 0;
     double w_ = 1.0, buf_w_ = 0.0, self_share_;
-    std::vector<float> z_, buf_x_;
+    PushSumMath math_;                           // z and the receive buffer
     std::vector<std::pair<int, Time>> pending_;  // (sender, sent at) in the buffer
     std::deque<Time> history_;                   // own step boundaries: rate, staleness
     Time now_ = 0;                               // time of the event being handled

@@ -3,11 +3,12 @@
 /// "Parameters on the device").
 ///
 /// A LocalWorker whose parameters live in device memory (a GPU) names its Device; the protocols
-/// that support it (dpsgd) then keep their replicas and receive buffers on that device and do
-/// the round's work there (the delta x - x_hat, the replica updates, the compressors, the fused
-/// mix), crossing to host memory only for what travels: a message payload is downloaded before
-/// it is sent and uploaded after it arrives ("staging"). Host memory (the CPU) is not a Device
-/// here: the protocols keep their own host code for it, unchanged.
+/// that support it (dpsgd, allreduce, sgp, async) then keep their replicas and receive buffers on
+/// that device and do the round's work there (the delta x - x_hat, the replica updates, the
+/// compressors, the fused mix, the all-reduce's sums, push-sum's shares and de-bias), crossing to
+/// host memory only for what travels: a message payload is downloaded before it is sent and
+/// uploaded after it arrives ("staging"). Host memory (the CPU) is not a Device here: the protocols
+/// keep their own host code for it, unchanged.
 ///
 /// Memory: allocate() returns device memory as float*. Never dereference it on the host; a
 /// std::span over it only carries the pointer and the length. Pointers handed to a call may be
@@ -70,6 +71,12 @@ class Device {
     virtual void axpy(float* y, float a, const float* x, std::size_t n) = 0;
     /// y <- y / divisor (IEEE division, as the CPU: the all-reduce's average).
     virtual void divide(float* y, float divisor, std::size_t n) = 0;
+    /// y <- float(a * double(x)): a push-sum share, and x = w z (y may be x).
+    virtual void scale(float* y, double a, const float* x, std::size_t n) = 0;
+    /// z <- float(double(x) / w): the push-sum de-biased model (z may be x).
+    virtual void debias(float* z, const float* x, double w, std::size_t n) = 0;
+    /// y <- 0.
+    virtual void zero(float* y, std::size_t n) = 0;
 
     /// q.encode() of the n device floats at x into the host bytes `out` (at least
     /// q.encoded_bytes(n)): the same bytes as the CPU's encode of the same floats (int8's

@@ -35,6 +35,7 @@
 
 #include "gossamer/core/json.hpp"
 #include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/push_sum_math.hpp"
 
 namespace gossamer::proto {
 
@@ -57,7 +58,7 @@ class Sgp final : public Protocol {
 
     std::string_view name() const override { return "sgp"; }
     /// z = x / w, computed at the step boundary into a buffer the protocol owns.
-    std::span<const float> compute_point() override { return z_; }
+    std::span<const float> compute_point() override { return math_.z(); }
     /// z = x / w.
     void current_model(std::span<float> out) const override;
     /// w (the receive buffer not included).
@@ -72,7 +73,7 @@ class Sgp final : public Protocol {
     bool blocked() const noexcept { return stage_ == Stage::blocked; }
     /// The receive buffer: shares that arrived during the running step.
     double buffered_mass() const noexcept { return buf_w_; }
-    std::span<const float> buffered_x() const noexcept { return buf_x_; }
+    std::span<const float> buffered_x() const noexcept { return math_.buffered(); }
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -98,8 +99,8 @@ class Sgp final : public Protocol {
     std::int64_t t_ = 0;
     std::int64_t frontier_ = -1;
     double w_ = 1.0, buf_w_ = 0.0;
-    std::uint64_t buffered_ = 0;  // shares in the receive buffer
-    std::vector<float> z_, buf_x_;
+    std::uint64_t buffered_ = 0;                   // shares in the receive buffer
+    PushSumMath math_;                             // z and the receive buffer
     std::map<std::int64_t, std::set<int>> heard_;  // round -> senders absorbed, past frontier_
     std::map<int, std::uint64_t> next_seq_;        // per out-edge
     std::map<int, Seen> seen_;                     // latest share from each sender
