@@ -135,10 +135,18 @@ class CudaDevice final : public proto::Device {
   private:
     void wait() { dev::synchronize(nullptr, options_.timeout); }
 
-    // Host -> device: one cudaMemcpy for small payloads; larger ones through the pinned chunks
-    // of DeviceStaging, filling chunk i + 1 while chunk i goes up.
+    // Host -> device: one cudaMemcpy for small payloads (waited for: from pageable memory it
+    // may return before the DMA has landed); larger ones through the pinned chunks of
+    // DeviceStaging, filling chunk i + 1 while chunk i goes up. Staging copies on its own
+    // non-blocking stream: the default stream's work (which may still read dst) is waited for
+    // first.
     void to_device(void* dst, const void* src, std::size_t bytes) {
-        if (bytes < options_.staging_min_bytes) return dev::copy_to_device(dst, src, bytes);
+        if (bytes == 0) return;
+        if (bytes < options_.staging_min_bytes) {
+            dev::copy_to_device(dst, src, bytes);
+            return wait();
+        }
+        wait();
         const std::lock_guard lock(staging_mutex_);
         staging().receive_to_device(dst, bytes, [&](std::span<std::byte> chunk, std::size_t at) {
             std::memcpy(chunk.data(), static_cast<const std::byte*>(src) + at, chunk.size());
@@ -146,6 +154,7 @@ class CudaDevice final : public proto::Device {
     }
 
     void to_host(void* dst, const void* src, std::size_t bytes) {
+        if (bytes == 0) return;
         if (bytes < options_.staging_min_bytes) return dev::copy_to_host(dst, src, bytes);
         const std::lock_guard lock(staging_mutex_);
         staging().send_from_device(
