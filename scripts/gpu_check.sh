@@ -45,10 +45,12 @@ cuda_sources=(core/cuda/src/runtime.cu core/cuda/src/mixing.cu core/cuda/src/com
               core/cuda/src/topk.cu core/cuda/src/staging.cu core/cuda/src/ucx_probe.cpp)
 # The CPU reference: the very kernels and codecs the CPU build runs (header-only fmt and json).
 cpu_sources=(core/src/error.cpp core/src/json.cpp core/src/mixing.cpp core/src/mixing_simd.cpp
-             optimizers/src/compressor.cpp optimizers/cuda/src/device_codec.cpp)
+             optimizers/src/compressor.cpp optimizers/cuda/src/device_codec.cpp
+             optimizers/cuda/src/cuda_device.cpp)
 test_sources=(tests/main.cpp tests/cuda/test_parity_mixing.cpp tests/cuda/test_parity_compress.cpp
               tests/cuda/test_device_codec.cpp tests/cuda/test_staging.cpp
-              tests/cuda/test_host_checks.cpp)
+              tests/cuda/test_host_checks.cpp tests/cuda/test_cuda_device.cpp
+              tests/cuda/test_cuda_device_codec.cpp)
 bench_sources=(bench/mix_device.cpp bench/mix_device_main.cpp)
 
 # .cu files go through nvcc, .cpp files straight to the host compiler (nvcc's handling of .cpp

@@ -268,7 +268,8 @@ void Compressor::decode(std::span<const std::byte> in, const CodecKey& key,
     decode_add(in, key, y);
 }
 
-std::unique_ptr<Compressor> make_compressor(const CompressorConfig& c) {
+namespace {
+std::unique_ptr<Compressor> build_compressor(const CompressorConfig& c) {
     switch (c.kind) {
         case CompressorKind::fp16:
             return std::make_unique<Fp16>();
@@ -284,6 +285,13 @@ std::unique_ptr<Compressor> make_compressor(const CompressorConfig& c) {
             return std::make_unique<RandomK>(c.fraction, c.seed);
     }
     throw Error("unknown compressor");
+}
+}  // namespace
+
+std::unique_ptr<Compressor> make_compressor(const CompressorConfig& c) {
+    auto q = build_compressor(c);
+    q->config_ = c;
+    return q;
 }
 
 std::uint64_t codec_seed(const CompressorConfig& config, const CodecKey& key) noexcept {

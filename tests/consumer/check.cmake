@@ -1,5 +1,6 @@
 # Installs the build into a scratch prefix, then configures, builds and runs a small consumer
-# project that uses find_package(gossamer) and links gossamer::topology.
+# project that uses find_package(gossamer) and links gossamer::topology (and, with CUDA,
+# gossamer::optimizers_cuda).
 file(REMOVE_RECURSE ${WORK_DIR})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${WORK_DIR}/prefix
                 RESULT_VARIABLE rc OUTPUT_QUIET)
@@ -22,6 +23,13 @@ if(NOT rc EQUAL 0 OR NOT out MATCHES "ring 8: slem 0.8047")
   message(FATAL_ERROR "consumer run failed (${rc}): ${out}")
 endif()
 message(STATUS "consumer: ${out}")
+if(WITH_CUDA)  # built with GOSSAMER_USE_CUDA: the package has gossamer::optimizers_cuda
+  execute_process(COMMAND ${WORK_DIR}/build/consumer_cuda RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "^(cuda device: |no CUDA device: .*; use device \"cpu\")")
+    message(FATAL_ERROR "consumer_cuda run failed (${rc}): ${out}")
+  endif()
+  message(STATUS "consumer_cuda: ${out}")
+endif()
 
 # examples/custom_loop on its own against the installed package (gossamer::peer, gossamer/peer.hpp):
 # configure, build, and train its 4 peers as threads.

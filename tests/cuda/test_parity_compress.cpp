@@ -17,6 +17,7 @@ namespace {
 
 using gossamer::test::cuda_device_or_skip;
 using gossamer::test::download;
+using gossamer::test::same_bits;
 using gossamer::test::test_values;
 using gossamer::test::upload;
 namespace cuda = gossamer::cuda;
@@ -42,17 +43,6 @@ cuda::DeviceBuffer upload_bytes(const std::vector<std::byte>& v) {
     cuda::DeviceBuffer b(v.size());
     cuda::copy_to_device(b.data(), v.data(), v.size());
     return b;
-}
-
-// Bit-identical, except that any NaN matches any NaN: arithmetic on a NaN gives the canonical
-// NaN on the GPU and keeps the operand's payload on x86.
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (std::isnan(a[i]) && std::isnan(b[i])) continue;
-        if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return false;
-    }
-    return true;
 }
 
 // Edge values for fp16: half range limits, subnormals, ties, saturation, NaN and infinities.

@@ -12,26 +12,12 @@
 
 namespace {
 
+using gossamer::test::check_close;
 using gossamer::test::cuda_device_or_skip;
 using gossamer::test::download;
 using gossamer::test::test_values;
 using gossamer::test::upload;
 namespace cuda = gossamer::cuda;
-
-// Bit-identical when the CPU reference used FMAs; otherwise within (terms + 1) roundings of the
-// sum of magnitudes.
-void check_close(const std::vector<float>& gpu, const std::vector<float>& cpu,
-                 const std::vector<float>& magnitude, int terms) {
-    REQUIRE(gpu.size() == cpu.size());
-    const bool fma = gossamer::best_simd_isa() != gossamer::SimdIsa::scalar;
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < gpu.size(); ++i) {
-        const bool ok = fma ? std::memcmp(&gpu[i], &cpu[i], sizeof(float)) == 0
-                            : std::abs(gpu[i] - cpu[i]) <= (terms + 1) * 0x1.0p-23f * magnitude[i];
-        if (!ok && bad++ < 3) INFO("element " << i << ": gpu " << gpu[i] << ", cpu " << cpu[i]);
-    }
-    CHECK(bad == 0);
-}
 
 }  // namespace
 

@@ -58,6 +58,9 @@ class Compressor {
     virtual ~Compressor() = default;
 
     virtual CompressorKind kind() const noexcept = 0;
+    /// The configuration make_compressor() built it from (other implementations of the same
+    /// codec, such as the device codec, need its block, fraction and seed).
+    const CompressorConfig& config() const noexcept { return config_; }
     /// Exact encoded size of a vector of n floats, in bytes (no framing: n is known to both ends).
     virtual std::size_t encoded_bytes(std::size_t n) const = 0;
     /// Whole 4-byte words that hold encoded_bytes(n): what a Message carries as `elements`.
@@ -75,6 +78,10 @@ class Compressor {
                             std::span<float> y) const = 0;
     /// y = Q(x): zeroes y, then decode_add().
     void decode(std::span<const std::byte> in, const CodecKey& key, std::span<float> y) const;
+
+  private:
+    friend std::unique_ptr<Compressor> make_compressor(const CompressorConfig& config);
+    CompressorConfig config_;
 };
 
 /// Builds the compressor `config` describes.
