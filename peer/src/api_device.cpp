@@ -17,8 +17,12 @@ std::shared_ptr<proto::Device> make_peer_device(const std::string& name) {
         try {
             return optim::cuda::make_cuda_device();
         } catch (const Error& e) {
-            throw ConfigError("", "PeerOptions::device", e.what(),
-                              "run on a machine with an NVIDIA GPU, or use device \"cpu\"");
+            std::string what = e.what();  // "no CUDA device: <why>; use device "cpu""
+            const std::string advice = "; use device \"cpu\"";
+            if (what.ends_with(advice)) what.resize(what.size() - advice.size());
+            throw ConfigError("", "PeerOptions::device", what,
+                              "run on a machine with an NVIDIA GPU and its driver, or use device "
+                              "\"cpu\"");
         }
 #else
         throw ConfigError("", "PeerOptions::device", "this build of Gossamer has no CUDA support",

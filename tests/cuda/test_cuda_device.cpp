@@ -150,6 +150,32 @@ TEST_CASE("cuda device delta and axpy match the CPU, in place and at odd offsets
     check_close(get(*d, db.data() + off, n), y, mag, 1);
 }
 
+TEST_CASE("cuda device divide, scale, debias and zero match the CPU's roundings bit for bit") {
+    const auto d = cuda_device_or_null();
+    if (!d) return;
+    const std::size_t n = 5003, off = 3;
+    const auto a = test_values(n + off, 31);
+    const std::vector<float> a0(a.begin() + off, a.end());
+    std::vector<float> div(n), sc(n), db(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        div[i] = a0[i] / 3.0f;                             // the all-reduce's average
+        sc[i] = static_cast<float>(0.3 * a0[i]);           // a push-sum share, x = w z
+        db[i] = static_cast<float>(a0[i] / 0.7000000001);  // z = x / w
+    }
+    auto da = put(*d, a);
+    proto::DeviceVector out(*d, n);
+    d->scale(out.data(), 0.3, da.data() + off, n);
+    CHECK(same_bits(get(*d, out.data(), n), sc));
+    d->debias(out.data(), da.data() + off, 0.7000000001, n);
+    CHECK(same_bits(get(*d, out.data(), n), db));
+    d->divide(da.data() + off, 3.0f, n);  // in place, at an odd offset
+    CHECK(same_bits(get(*d, da.data() + off, n), div));
+    d->scale(da.data() + off, 0.3, da.data() + off, n);  // y may be x
+    d->zero(da.data(), off);
+    const auto z = get(*d, da.data(), off);
+    CHECK(z == std::vector<float>(off, 0.0f));
+}
+
 TEST_CASE("cuda device frees what it allocated and ignores nullptr") {
     const auto d = cuda_device_or_null();
     if (!d) return;

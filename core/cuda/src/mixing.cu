@@ -95,6 +95,12 @@ __global__ void divide_kernel(float* y, float d, std::size_t n) {
         y[i] = __fdiv_rn(y[i], d);
 }
 
+__global__ void scale_double_kernel(float* y, double a, const float* x, std::size_t n) {
+    const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+    for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
+        y[i] = static_cast<float>(__dmul_rn(a, static_cast<double>(x[i])));
+}
+
 bool overlaps(const float* a, const float* b, std::size_t n) {
     const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
     return pa < pb + n * sizeof(float) && pb < pa + n * sizeof(float);
@@ -194,6 +200,15 @@ void debias(float* z, const float* x, double w, std::size_t n, void* stream) {
     debias_kernel<<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(z, x, w,
                                                                                            n);
     detail::check_launch("cuda::debias");
+}
+
+void scale_double(float* y, double a, const float* x, std::size_t n, void* stream) {
+    check_in_place("cuda::scale_double", y, x, n);
+    if (n == 0) return;
+    require(y && x, "cuda::scale_double: a null pointer");
+    scale_double_kernel<<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(
+        y, a, x, n);
+    detail::check_launch("cuda::scale_double");
 }
 
 void divide(float* y, float d, std::size_t n, void* stream) {

@@ -103,6 +103,26 @@ class CudaDevice final : public proto::Device {
         wait();
     }
 
+    void divide(float* y, float divisor, std::size_t n) override {
+        dev::divide(y, divisor, n);
+        wait();
+    }
+
+    void scale(float* y, double a, const float* x, std::size_t n) override {
+        dev::scale_double(y, a, x, n);
+        wait();
+    }
+
+    void debias(float* z, const float* x, double w, std::size_t n) override {
+        dev::debias(z, x, w, n);
+        wait();
+    }
+
+    void zero(float* y, std::size_t n) override {
+        dev::fill_zero(y, float_bytes(n));
+        wait();
+    }
+
     void encode(const Compressor& q, const float* x, std::size_t n, const CodecKey& key,
                 std::span<std::byte> out) override {
         const std::size_t bytes = q.encoded_bytes(n);

@@ -33,6 +33,9 @@ void scale_copy(float* y, float a, const float* x, std::size_t n, void* stream =
 void axpy(float* y, float a, const float* x, std::size_t n, void* stream = nullptr);
 /// d <- x - x_hat: choco's delta against the replica (d may be x or x_hat).
 void delta(float* d, const float* x, const float* x_hat, std::size_t n, void* stream = nullptr);
+/// y <- float(a * double(x)): push-sum's shares and x = w z as sgp and async compute them on the
+/// CPU (product in double, one rounding to float). y may be x.
+void scale_double(float* y, double a, const float* x, std::size_t n, void* stream = nullptr);
 /// y <- y / d, IEEE-rounded as on the CPU (the all-reduce's average). d must be finite and
 /// non-zero (Error).
 void divide(float* y, float d, std::size_t n, void* stream = nullptr);
