@@ -54,9 +54,10 @@ class Peer:
     params: a 1-D float32 buffer: a NumPy array or a torch tensor (gossamer.torch.flatten's
         buffer), on the CPU or on a CUDA device. The peer writes the first point into it now and
         the next point at every step().
-    device: where params live, "cpu" or "cuda" (default: the tensor's own). With "cuda", dpsgd and
-        allreduce do the round's work on the GPU (docs/gpu.md); Gossamer's device calls run on
-        the default stream and wait, so synchronize other streams before step().
+    device: where params live, "cpu" or "cuda" (default: the tensor's own). With "cuda", every
+        algorithm but choco does the round's work on the tensor's GPU (docs/gpu.md); Gossamer's
+        device calls run on the default stream and wait, so synchronize other streams before
+        step().
     topology: a topology file path or a gossamer.Topology (default $GOSSAMER_TOPOLOGY).
     rank: this peer's rank (default $GOSSAMER_RANK, else OMPI_COMM_WORLD_RANK, PMI_RANK,
         SLURM_PROCID).
@@ -85,12 +86,17 @@ class Peer:
             job_id = _env_int("GOSSAMER_JOB_ID") or 1
         device, buffer = _as_buffer(params, device)
         self._params = params  # the caller's object stays alive as long as the peer
-        self._peer = _native.Peer(
-            buffer, str(topology), rank, algorithm, _json_text(options, "options"),
-            _json_text(partitions, "partitions"), list(layout or []), int(steps), transport, job,
-            token_file, int(job_id), float(join_timeout), float(step_timeout),
-            float(stall_timeout), float(run_timeout), str(metrics_path), bool(exact_average),
-            device)
+        args = (buffer, str(topology), rank, algorithm, _json_text(options, "options"),
+                _json_text(partitions, "partitions"), list(layout or []), int(steps), transport, job,
+                token_file, int(job_id), float(join_timeout), float(step_timeout),
+                float(stall_timeout), float(run_timeout), str(metrics_path), bool(exact_average),
+                device)
+        if device == "cuda" and getattr(params.device, "index", None) is not None:
+            import torch  # the GPU is the tensor's: Gossamer uses the current device
+            with torch.cuda.device(params.device.index):
+                self._peer = _native.Peer(*args)
+        else:
+            self._peer = _native.Peer(*args)
 
     def step(self, loss):
         """Hands over this step's update (params before - params now) and returns with the next

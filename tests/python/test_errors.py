@@ -105,7 +105,7 @@ class _FakeCudaTensor:
 
     def __init__(self, n):
         self._host = np.zeros(n, np.float32)
-        self.device = torch.device("cuda", 0)
+        self.device = torch.device("cuda")
         self.dtype = torch.float32
 
     def data_ptr(self):

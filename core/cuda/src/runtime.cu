@@ -36,6 +36,16 @@ std::string device_description() {
            std::to_string(static_cast<int>(gib * 10) % 10) + " GiB)";
 }
 
+int current_device() {
+    int device = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    return device;
+}
+
+void set_current_device(int device) {
+    check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+}
+
 int multiprocessor_count() {
     static const int sms = [] {
         int device = 0, count = 0;

@@ -35,12 +35,15 @@ std::size_t float_bytes(std::size_t n) {
 class CudaDevice final : public proto::Device {
   public:
     explicit CudaDevice(const CudaDeviceOptions& options)
-        : options_(options), description_(dev::device_description()) {}
+        : options_(options),
+          description_(dev::device_description()),
+          device_(dev::current_device()) {}
 
     std::string_view name() const noexcept override { return "cuda"; }
     std::string description() const override { return description_; }
 
     float* allocate(std::size_t n) override {
+        use();
         if (n == 0) return nullptr;
         dev::DeviceBuffer buffer(float_bytes(n));
         dev::fill_zero(buffer.data(), buffer.size());
@@ -62,10 +65,12 @@ class CudaDevice final : public proto::Device {
     }
 
     void upload(float* dst, std::span<const float> src) override {
+        use();
         to_device(dst, src.data(), float_bytes(src.size()));
     }
 
     void upload_add(float* y, std::span<const float> src) override {
+        use();
         const std::lock_guard lock(scratch_mutex_);
         float* s = reinterpret_cast<float*>(scratch(float_bytes(src.size())));
         to_device(s, src.data(), float_bytes(src.size()));
@@ -75,16 +80,19 @@ class CudaDevice final : public proto::Device {
     }
 
     void download(std::span<float> dst, const float* src) override {
+        use();
         to_host(dst.data(), src, float_bytes(dst.size()));
     }
 
     void copy(float* dst, const float* src, std::size_t n) override {
+        use();
         dev::copy_device(dst, src, float_bytes(n));
         wait();
     }
 
     void mix(float* x, double w_self, std::span<const proto::DeviceTerm> terms,
              std::size_t n) override {
+        use();
         // Weights rounded to float as the CPU's gossip mix does (optimizers/src/gossip_mix.cpp).
         std::vector<dev::DeviceTerm> fused;
         fused.reserve(terms.size());
@@ -94,37 +102,44 @@ class CudaDevice final : public proto::Device {
     }
 
     void delta(float* d, const float* x, const float* x_hat, std::size_t n) override {
+        use();
         dev::delta(d, x, x_hat, n);
         wait();
     }
 
     void axpy(float* y, float a, const float* x, std::size_t n) override {
+        use();
         dev::axpy(y, a, x, n);
         wait();
     }
 
     void divide(float* y, float divisor, std::size_t n) override {
+        use();
         dev::divide(y, divisor, n);
         wait();
     }
 
     void scale(float* y, double a, const float* x, std::size_t n) override {
+        use();
         dev::scale_double(y, a, x, n);
         wait();
     }
 
     void debias(float* z, const float* x, double w, std::size_t n) override {
+        use();
         dev::debias(z, x, w, n);
         wait();
     }
 
     void zero(float* y, std::size_t n) override {
+        use();
         dev::fill_zero(y, float_bytes(n));
         wait();
     }
 
     void encode(const Compressor& q, const float* x, std::size_t n, const CodecKey& key,
                 std::span<std::byte> out) override {
+        use();
         const std::size_t bytes = q.encoded_bytes(n);
         if (out.size() < bytes)
             throw Error(fmt::format("cuda device: {} encoding needs {} bytes, the buffer holds {}",
@@ -140,6 +155,7 @@ class CudaDevice final : public proto::Device {
 
     void decode_add(const Compressor& q, std::span<const std::byte> in, const CodecKey& key,
                     float* y, std::size_t n) override {
+        use();
         const std::size_t bytes = q.encoded_bytes(n);
         if (in.size() < bytes)
             throw Error(fmt::format("cuda device: a {} message of {} bytes, expected {}",
@@ -154,6 +170,8 @@ class CudaDevice final : public proto::Device {
 
   private:
     void wait() { dev::synchronize(nullptr, options_.timeout); }
+    // The device of the thread that made this one (the user's), on whichever thread calls.
+    void use() { dev::set_current_device(device_); }
 
     // Host -> device: one cudaMemcpy for small payloads (waited for: from pageable memory it
     // may return before the DMA has landed); larger ones through the pinned chunks of
@@ -220,6 +238,7 @@ class CudaDevice final : public proto::Device {
 
     const CudaDeviceOptions options_;
     const std::string description_;
+    const int device_;
 
     std::mutex allocations_mutex_;
     std::unordered_map<float*, dev::DeviceBuffer> allocations_;

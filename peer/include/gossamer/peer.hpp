@@ -67,10 +67,11 @@ struct PeerOptions {
     std::uint64_t job_id = 1;
     PeerTransport transport = PeerTransport::ucx;
     /// Where `params` live (docs/gpu.md, "Parameters on the device"): "cpu" (host memory);
-    /// "cuda" (a pointer to memory of the current CUDA device: the round's work runs on the GPU
-    /// and only message payloads are staged through host memory; dpsgd and allreduce; needs a build
-    /// with CUDA); "emulated" (for tests without a GPU: host pages that only Gossamer's device
-    /// calls can touch; allocate `params` from gossamer::proto::emulated_device()).
+    /// "cuda" (a pointer to memory of the CUDA device current on the thread that constructs the
+    /// Peer: the round's work runs on that GPU and only message payloads are staged through
+    /// host memory; every algorithm but choco; needs a build with CUDA); "emulated" (for tests
+    /// without a GPU: host pages that only Gossamer's device calls can touch; allocate `params`
+    /// from gossamer::proto::emulated_device()).
     std::string device = "cpu";
     std::shared_ptr<InprocJob> inproc;  ///< transport == inproc: the shared job
 

@@ -19,6 +19,10 @@ int device_count() noexcept;
 /// "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)" for device 0, or why there is none
 /// ("no CUDA device: CUDA driver version is insufficient for CUDA runtime version").
 std::string device_description();
+/// The calling thread's current device (cudaGetDevice; 0 unless the thread chose another).
+int current_device();
+/// Makes `device` the calling thread's current device (cudaSetDevice).
+void set_current_device(int device);
 /// Multiprocessors of the current device (cached after the first call); kernels size their
 /// grids from it.
 int multiprocessor_count();
