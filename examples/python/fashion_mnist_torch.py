@@ -68,6 +68,8 @@ def parse_args():
     p.add_argument("--slow", default=None, type=slow_spec, help="RANK:FACTOR, e.g. 0:3: that peer's steps take "
                    "FACTOR times as long (a straggler)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                   help="where the model trains; with cuda, Gossamer mixes on the GPU too")
     p.add_argument("--metrics-dir", default="", help="write DIR/peer<R>.jsonl (metrics)")
     return p.parse_args()
 
@@ -81,10 +83,11 @@ def load(args, data=None):
 
 
 def evaluate(model, test):
+    device = next(model.parameters()).device
     with torch.no_grad():
-        out = model(test["x"])
-        return (float(F.cross_entropy(out, test["y"])),
-                float((out.argmax(1) == test["y"]).float().mean()))
+        x, y = test["x"].to(device), test["y"].to(device)
+        out = model(x)
+        return (float(F.cross_entropy(out, y)), float((out.argmax(1) == y).float().mean()))
 
 
 _print_lock = threading.Lock()
@@ -109,8 +112,9 @@ def train_peer(rank, n, args, train, test, topology, job, slow, model, launch=No
     momentum wrapped by GossipOptimizer. Returns (final buffer, metrics, seconds to the last
     step)."""
     torch.set_num_threads(1)
+    model.to(args.device)  # before flatten: the flat buffer lives where the parameters do
     flat = gossamer.torch.flatten(model, PARTITIONS)
-    x, y = train["x"][rank::n], train["y"][rank::n]
+    x, y = train["x"][rank::n].to(args.device), train["y"][rank::n].to(args.device)
     per_epoch = len(x) // args.batch
     steps = per_epoch * args.epochs
     options = args.options or None
@@ -130,7 +134,7 @@ def train_peer(rank, n, args, train, test, topology, job, slow, model, launch=No
     step = 0
     while not opt.done:
         if step % per_epoch == 0:
-            order = torch.randperm(len(x), generator=g)
+            order = torch.randperm(len(x), generator=g).to(args.device)
         idx = order[(step % per_epoch) * args.batch:(step % per_epoch + 1) * args.batch]
         t0 = time.monotonic()
         opt.zero_grad()
@@ -154,6 +158,10 @@ def train_peer(rank, n, args, train, test, topology, job, slow, model, launch=No
 
 def main():
     args = parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("fashion_mnist_torch.py: --device cuda: PyTorch sees no CUDA device here; use "
+              "--device cpu", file=sys.stderr)
+        return 2
     slow = {}
     if args.slow:
         r, f = args.slow.split(":")
@@ -220,7 +228,7 @@ def main():
         return 1
     model = first_model(args.seed)
     gossamer.torch.flatten(model, PARTITIONS).buffer.copy_(
-        torch.stack([b for b, _, _ in results]).mean(0))
+        torch.stack([b.cpu() for b, _, _ in results]).mean(0))
     tl, acc = evaluate(model, test)
     fast = [s for r, (_, _, s) in enumerate(results) if r not in slow]
     print(f"average model: test loss {tl:.3f}, accuracy {100 * acc:.1f}%; all done after "

@@ -11,6 +11,17 @@ SRC = os.environ.get("GOSSAMER_SOURCE_DIR", os.path.join(os.path.dirname(__file_
 EXAMPLE = os.path.join(SRC, "examples", "python", "fashion_mnist_torch.py")
 
 
+def test_the_example_refuses_cuda_without_a_gpu_in_one_line():
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: --device cuda is valid here")
+    r = subprocess.run([sys.executable, EXAMPLE, "--device", "cuda"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "fashion_mnist_torch.py: --device cuda: PyTorch sees no CUDA device here; use --device cpu"]
+
+
 @pytest.mark.parametrize("algorithm", ["async", "allreduce"])
 def test_the_example_trains(algorithm):
     data = os.environ.get("GOSSAMER_DATA_DIR", "/usr/share/datasets/fashion-mnist")
