@@ -126,21 +126,38 @@ std::span<const float> Choco::compute_point() {
 
 void Choco::current_model(std::span<float> out) const {
     const auto x = context().worker->params();
+    if (Device* d = context().worker->device()) return d->download(out.first(x.size()), x.data());
     std::copy(x.begin(), x.end(), out.begin());
+}
+
+void Choco::take(Xhat& xhat, std::vector<float> values) {
+    Device* d = worker().device();
+    if (!d) {
+        xhat.host = std::move(values);
+        return;
+    }
+    if (xhat.dev.size() != values.size()) xhat.dev = DeviceVector(*d, values.size());
+    d->upload(xhat.dev.data(), values);
+}
+
+std::vector<float> Choco::payload_of(const Xhat& xhat) const {
+    if (xhat.dev.empty()) return xhat.host;
+    std::vector<float> out(xhat.dev.size());
+    context().worker->device()->download(out, xhat.dev.data());
+    return out;
 }
 
 std::span<const float> Choco::public_replica(int j, std::size_t c) const {
     const Channel& ch = channels_.at(c);
     auto it = ch.out.find(j);
     if (it == ch.out.end()) return {};
-    return shared_ ? std::span<const float>(ch.own.xhat)
-                   : std::span<const float>(it->second.slot.xhat);
+    return shared_ ? ch.own.xhat.view() : it->second.slot.xhat.view();
 }
 
 std::span<const float> Choco::neighbour_replica(int j, std::size_t c) const {
     const Channel& ch = channels_.at(c);
     auto it = ch.in.find(j);
-    return it == ch.in.end() ? std::span<const float>() : std::span<const float>(it->second.xhat);
+    return it == ch.in.end() ? std::span<const float>() : it->second.xhat.view();
 }
 
 std::uint64_t Choco::sent_on(int j, std::size_t c) const {
@@ -193,21 +210,35 @@ Message Choco::encode(Channel& c, Slot& slot, int receiver) {
         m.elements = n;
         if (math) {
             const auto x = params().subspan(c.offset, n);
-            slot.xhat.assign(x.begin(), x.end());
-            m.payload = slot.xhat;
+            if (Device* d = worker().device()) {
+                if (slot.xhat.dev.size() != n) slot.xhat.dev = DeviceVector(*d, n);
+                d->copy(slot.xhat.dev.data(), x.data(), n);
+            } else {
+                slot.xhat.host.assign(x.begin(), x.end());
+            }
+            m.payload = payload_of(slot.xhat);
         }
         return m;
     }
     m.kind = MessageKind::model_delta;
     m.elements = c.q->encoded_words(n);
     if (!math) return m;
-    scratch_.resize(n);
-    gossamer::delta(scratch_, params().subspan(c.offset, n), slot.xhat);
-    m.payload.resize(m.elements);
     const auto k = key(c, rank(), receiver, m.edge_seq);
+    if (Device* d = worker().device()) {
+        if (dscratch_.size() < n) dscratch_ = DeviceVector(*d, worker().size());
+        d->delta(dscratch_.data(), params().data() + c.offset, slot.xhat.dev.data(), n);
+        m.payload.resize(m.elements);
+        d->encode(*c.q, dscratch_.data(), n, k, bytes_of(m.payload));
+        d->decode_add(*c.q, std::as_bytes(std::span<const float>(m.payload)), k,
+                      slot.xhat.dev.data(), n);
+        return m;
+    }
+    scratch_.resize(n);
+    gossamer::delta(scratch_, params().subspan(c.offset, n), slot.xhat.host);
+    m.payload.resize(m.elements);
     c.q->encode(scratch_, k, bytes_of(m.payload));
     // x_hat moves by the decoded message, exactly as the receiver's copy will.
-    c.q->decode_add(std::as_bytes(std::span<const float>(m.payload)), k, slot.xhat);
+    c.q->decode_add(std::as_bytes(std::span<const float>(m.payload)), k, slot.xhat.host);
     return m;
 }
 
@@ -259,13 +290,18 @@ void Choco::advance(Channel& c, int j, InEdge& e) {
         const Message& m = it->second;
         if (m.round > c.round) break;
         if (worker().math()) {
-            if (e.xhat.size() != n)
+            if (e.xhat.view().size() != n)
                 throw Error(fmt::format("choco: a delta from peer {} before its full model", j));
             if (m.payload.size() != c.q->encoded_words(n))
                 throw Error(fmt::format("choco: a delta from peer {} of {} words, expected {}", j,
                                         m.payload.size(), c.q->encoded_words(n)));
-            c.q->decode_add(std::as_bytes(std::span<const float>(m.payload)),
-                            key(c, j, rank(), m.edge_seq), e.xhat);
+            const auto bytes = std::as_bytes(std::span<const float>(m.payload));
+            const auto k = key(c, j, rank(), m.edge_seq);
+            if (Device* d = worker().device()) {
+                d->decode_add(*c.q, bytes, k, e.xhat.dev.data(), n);
+            } else {
+                c.q->decode_add(bytes, k, e.xhat.host);
+            }
         }
         e.covered = std::max(e.covered, m.round);
         ++e.next_seq;
@@ -306,7 +342,7 @@ void Choco::try_mix(Time now, Actions& out) {
         for (int j : round->graph.in_neighbors(i)) {
             if (dead_.contains(j)) continue;
             const auto w = g * static_cast<float>(round->weights.at(i, j));
-            terms.push_back({c.in.at(j).xhat, w});
+            terms.push_back({c.in.at(j).xhat.view(), w});
             if (shared_) self_sum += w;
         }
         if (!shared_)
@@ -314,11 +350,17 @@ void Choco::try_mix(Time now, Actions& out) {
             // + at its receiver and once with - at its sender, so the average is kept.
             for (int j : round->graph.out_neighbors(i))
                 if (!dead_.contains(j))
-                    terms.push_back(
-                        {c.out.at(j).slot.xhat, -g * static_cast<float>(round->weights.at(j, i))});
+                    terms.push_back({c.out.at(j).slot.xhat.view(),
+                                     -g * static_cast<float>(round->weights.at(j, i))});
         // x <- x + gamma sum_j W_ij (x_hat_j - x_hat_i): one fused pass.
-        if (shared_ && !terms.empty()) terms.push_back({c.own.xhat, -self_sum});
-        gossamer::mix(params().subspan(c.offset, c.size), 1.0f, terms);
+        if (shared_ && !terms.empty()) terms.push_back({c.own.xhat.view(), -self_sum});
+        if (Device* d = worker().device()) {
+            std::vector<DeviceTerm> dterms;  // float weights, exact in double
+            for (const MixTerm& t : terms) dterms.push_back({t.data.data(), t.weight});
+            d->mix(params().data() + c.offset, 1.0, dterms, c.size);
+        } else {
+            gossamer::mix(params().subspan(c.offset, c.size), 1.0f, terms);
+        }
     }
     ++t_;
     ++mutable_stats().rounds;
@@ -362,7 +404,7 @@ void Choco::on_message(Time now, Message msg, Actions& out) {
         throw Error(fmt::format("choco: a full model from peer {} has {} values, expected {}", j,
                                 msg.payload.size(), c.size));
     e.queued.erase(e.queued.begin(), e.queued.upper_bound(msg.edge_seq));
-    e.xhat = std::move(msg.payload);
+    take(e.xhat, std::move(msg.payload));
     e.next_seq = msg.edge_seq + 1;
     e.covered = std::max(e.covered, msg.round);
     try_mix(now, out);
@@ -383,7 +425,7 @@ void Choco::answer_resync(Time now, Channel& c, int j, std::uint64_t seq, Action
     m.edge_seq = slot.next_seq - 1;
     m.round = slot.last_round;
     m.elements = c.size;
-    if (worker().math()) m.payload = shared_ ? c.own.xhat : slot.xhat;
+    if (worker().math()) m.payload = payload_of(shared_ ? c.own.xhat : slot.xhat);
     ++resync_answers_;
     send(out, std::move(m));
 }

@@ -5,7 +5,6 @@
 #include "gossamer/optimizers/allreduce.hpp"
 #include "gossamer/optimizers/async_gossip.hpp"
 #include "gossamer/optimizers/choco.hpp"
-#include "gossamer/optimizers/device.hpp"
 #include "gossamer/optimizers/dpsgd.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/sgp.hpp"
@@ -18,12 +17,6 @@ std::vector<std::string> protocol_names() {
 
 std::unique_ptr<Protocol> make_protocol(std::string_view name, const json::Node* options,
                                         PeerContext ctx) {
-    if (ctx.worker && ctx.worker->device() && name == "choco")
-        throw ConfigError("", "algorithm",
-                          fmt::format("algorithm \"{}\" keeps its parameters in host memory; "
-                                      "choco does not run on device \"{}\" yet",
-                                      name, ctx.worker->device()->name()),
-                          "use dpsgd (it takes per-partition compressors), or device \"cpu\"");
     if (name == "allreduce") return make_allreduce(options, std::move(ctx));
     if (name == "choco") return make_choco(options, std::move(ctx));
     if (name == "dpsgd") return make_dpsgd(options, std::move(ctx));

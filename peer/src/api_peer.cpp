@@ -56,12 +56,6 @@ void check_options(const PeerOptions& o, std::size_t params, const PartitionLayo
     if (o.device != "cpu" && o.device != "cuda" && o.device != "emulated")
         throw ConfigError("", "PeerOptions::device", fmt::format("unknown device \"{}\"", o.device),
                           "use \"cpu\", \"cuda\" or \"emulated\"");
-    if (o.device != "cpu" && o.algorithm == "choco")
-        throw ConfigError("", "PeerOptions::device",
-                          fmt::format("algorithm \"{}\" keeps its parameters in host memory; "
-                                      "choco does not run on device \"{}\" yet",
-                                      o.algorithm, o.device),
-                          "use dpsgd (it takes per-partition compressors), or device \"cpu\"");
     if (o.transport == PeerTransport::inproc && !o.inproc)
         throw ConfigError("", "PeerOptions::inproc", "the inproc transport needs a job",
                           "set it to make_inproc_job(n), shared by the n peers");

@@ -55,7 +55,7 @@ class Peer:
         buffer), on the CPU or on a CUDA device. The peer writes the first point into it now and
         the next point at every step().
     device: where params live, "cpu" or "cuda" (default: the tensor's own). With "cuda", every
-        algorithm but choco does the round's work on the tensor's GPU (docs/gpu.md); Gossamer's
+        algorithm does the round's work on the tensor's GPU (docs/gpu.md); Gossamer's
         device calls run on the default stream and wait, so synchronize other streams before
         step().
     topology: a topology file path or a gossamer.Topology (default $GOSSAMER_TOPOLOGY).

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "gossamer/core/mixing.hpp"
+#include "gossamer/optimizers/allreduce.hpp"
 #include "gossamer/optimizers/async_gossip.hpp"
+#include "gossamer/optimizers/choco.hpp"
 #include "gossamer/optimizers/device.hpp"
 #include "gossamer/optimizers/dpsgd.hpp"
 #include "gossamer/optimizers/edge_replica.hpp"
@@ -231,7 +233,7 @@ std::vector<std::vector<double>> harness_run(const gossip_test::Factory& factory
 
 }  // namespace
 
-TEST_CASE("sgp, async and dpsgd with device workers report the host's models bit for bit") {
+TEST_CASE("every protocol with device workers report the host's models bit for bit") {
     struct Case {
         const char* name;
         gossip_test::Factory factory;
@@ -242,9 +244,15 @@ TEST_CASE("sgp, async and dpsgd with device workers report the host's models bit
         {"async numerator", proto::make_async, R"({"step": "numerator", "seed": 5})"},
         {"async debiased", proto::make_async, R"({"step": "debiased", "seed": 5})"},
         {"dpsgd", proto::make_dpsgd, R"({"mode": "atc"})"},
+        {"allreduce", proto::make_allreduce, R"({"chunks": 2})"},
+        {"choco shared", proto::make_choco,
+         R"({"compressor": {"name": "int8", "block": 8}, "replicas": "shared"})"},
+        {"choco per edge", proto::make_choco,
+         R"({"compressor": {"name": "randomk", "fraction": 0.4}, "replicas": "per_edge"})"},
     };
     for (const Case& c : cases) {
-        CAPTURE(c.name);
+        const std::string name = c.name;
+        CAPTURE(name);
         const auto host = harness_run(c.factory, c.options, false);
         const auto dev = harness_run(c.factory, c.options, true);
         CHECK(host == dev);

@@ -69,7 +69,7 @@ struct PeerOptions {
     /// Where `params` live (docs/gpu.md, "Parameters on the device"): "cpu" (host memory);
     /// "cuda" (a pointer to memory of the CUDA device current on the thread that constructs the
     /// Peer: the round's work runs on that GPU and only message payloads are staged through
-    /// host memory; every algorithm but choco; needs a build with CUDA); "emulated" (for tests
+    /// host memory; every algorithm; needs a build with CUDA); "emulated" (for tests
     /// without a GPU: host pages that only Gossamer's device calls can touch; allocate `params`
     /// from gossamer::proto::emulated_device()).
     std::string device = "cpu";

@@ -42,6 +42,7 @@
 
 #include "gossamer/core/json.hpp"
 #include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/optimizers/device.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 
 namespace gossamer::proto {
@@ -105,8 +106,16 @@ class Choco final : public Protocol {
     void on_peer_failed(Time now, int rank, Actions& out) override;
 
   private:
+    // One replica x_hat: host floats, or device memory when the worker has a device.
+    struct Xhat {
+        std::vector<float> host;
+        DeviceVector dev;
+        std::span<const float> view() const {
+            return dev.empty() ? std::span<const float>(host) : std::span<const float>(dev.span());
+        }
+    };
     struct Slot {  // one x_hat that neighbours track, and its message count
-        std::vector<float> xhat;
+        Xhat xhat;
         std::uint64_t next_seq = 0;
         std::int64_t last_round = -1;
     };
@@ -115,7 +124,7 @@ class Choco final : public Protocol {
         std::deque<std::pair<std::uint64_t, Time>> recent;  // (seq, sent at) of recent sends
     };
     struct InEdge {
-        std::vector<float> xhat;
+        Xhat xhat;
         std::uint64_t next_seq = 0;
         std::int64_t covered = -1;
         std::map<std::uint64_t, Message> queued;  // by edge_seq
@@ -133,6 +142,10 @@ class Choco final : public Protocol {
     bool due(const Channel& c) const;
     void send_round(Time now, Actions& out);
     Message encode(Channel& c, Slot& slot, int receiver_or_all);
+    // x_hat <- the host floats `values` (a full model received).
+    void take(Xhat& xhat, std::vector<float> values);
+    // The host floats of x_hat (a re-sync).
+    std::vector<float> payload_of(const Xhat& xhat) const;
     void try_mix(Time now, Actions& out);
     void advance(Channel& c, int j, InEdge& e);
     void answer_resync(Time now, Channel& c, int j, std::uint64_t seq, Actions& out);
@@ -147,6 +160,7 @@ class Choco final : public Protocol {
     std::vector<int> base_out_;  // shared mode: out-neighbours of the union over the period
     std::set<int> dead_;
     std::vector<float> scratch_;
+    DeviceVector dscratch_;  // scratch_ on the worker's device
     std::uint64_t next_deadline_ = 1, armed_deadline_ = 0;
     std::uint64_t resync_requests_ = 0, resync_answers_ = 0;
 };

@@ -3,7 +3,7 @@
 /// "Parameters on the device").
 ///
 /// A LocalWorker whose parameters live in device memory (a GPU) names its Device; the protocols
-/// that support it (dpsgd, allreduce, sgp, async) then keep their replicas and receive buffers on
+/// (all of them) then keep their replicas and receive buffers on
 /// that device and do the round's work there (the delta x - x_hat, the replica updates, the
 /// compressors, the fused mix, the all-reduce's sums, push-sum's shares and de-bias), crossing to
 /// host memory only for what travels: a message payload is downloaded before it is sent and

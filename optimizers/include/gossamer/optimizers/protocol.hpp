@@ -69,8 +69,8 @@ class LocalWorker {
     /// Per-partition work so far, by partition id; empty when the worker keeps none.
     virtual std::span<const PartitionWork> work() const { return {}; }
     /// Where params() and gradient() live: nullptr for host memory, else the device that holds
-    /// them (docs/gpu.md). Only protocols that support devices accept such a worker
-    /// (make_protocol refuses the others with a ConfigError).
+    /// them (docs/gpu.md). Every protocol then keeps its own vectors on that device and does its
+    /// vector work there.
     virtual Device* device() const { return nullptr; }
 };
 
