@@ -21,6 +21,7 @@
 #include "gossamer/core/error.hpp"
 #include "launch.hpp"
 #include "local_ports.hpp"
+#include "metrics_follow.hpp"
 
 namespace gossamer::cli {
 namespace {
@@ -31,56 +32,6 @@ constexpr int kEmulatedFailure = 3;  // gossamer peer's exit status at its clust
 constexpr int kBadUsage = 2;
 constexpr int kCannotExec = 127;
 constexpr int kLogLines = 10;
-
-/// Follows one peer's metrics file (docs/peer.md, Metrics) as it grows.
-struct Follower {
-    fs::path path;
-    std::streamoff offset = 0;
-    std::string partial;
-    std::int64_t steps = 0;
-    std::optional<json::Json> summary;
-    std::map<std::int64_t, std::pair<double, double>> evals;  // tick -> (time, accuracy)
-
-    void read() {
-        std::ifstream in(path, std::ios::binary);
-        if (!in) return;
-        in.seekg(offset);
-        std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        offset += static_cast<std::streamoff>(chunk.size());
-        partial += chunk;
-        for (auto nl = partial.find('\n'); nl != std::string::npos; nl = partial.find('\n')) {
-            const std::string line = partial.substr(0, nl);
-            partial.erase(0, nl + 1);
-            if (line.find("\"summary\"") != std::string::npos) {
-                auto j = json::Json::parse(line, nullptr, false);
-                if (!j.is_discarded() && j.value("summary", false)) summary = std::move(j);
-            } else if (line.find("\"eval\"") != std::string::npos) {
-                auto j = json::Json::parse(line, nullptr, false);
-                if (j.is_object() && j["eval"].is_number_integer() && j["time"].is_number() &&
-                    j["accuracy"].is_number())
-                    evals[j["eval"].get<std::int64_t>()] = {j["time"].get<double>(),
-                                                            j["accuracy"].get<double>()};
-            } else if (line.find("\"step\"") != std::string::npos) {
-                ++steps;
-            }
-        }
-    }
-};
-
-/// The first tick at which the mean accuracy of the peers evaluated at it reached `target`.
-std::optional<double> time_to_target(const std::vector<Follower>& peers, double target) {
-    std::map<std::int64_t, std::tuple<double, double, int>> ticks;  // time, sum, count
-    for (const auto& f : peers)
-        for (const auto& [k, e] : f.evals) {
-            auto& [time, sum, count] = ticks[k];
-            time = e.first;
-            sum += e.second;
-            ++count;
-        }
-    for (const auto& [k, t] : ticks)
-        if (std::get<1>(t) / std::get<2>(t) >= target) return std::get<0>(t);
-    return std::nullopt;
-}
 
 std::string hex_token() {
     std::random_device rd;

@@ -18,6 +18,8 @@
 #include "gossamer/sim/cluster.hpp"
 #include "gossamer/sim/compute_model.hpp"
 #include "launch.hpp"
+#include "metrics_follow.hpp"
+#include "peer_eval.hpp"
 
 namespace gossamer::cli {
 namespace {
@@ -71,6 +73,30 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
         };
         return o;
     };
+    // Evaluation points, as gossamer peer writes them: each peer's own model every
+    // --eval-interval s on an evaluator thread of its own (cli/peer_eval.hpp).
+    const auto path_of = [&](int r) { return (dir / fmt::format("peer{}.jsonl", r)).string(); };
+    const Dataset subset =
+        job.eval_samples > 0 ? eval_subset(data.test, job.eval_samples) : Dataset{};
+    std::vector<std::unique_ptr<Model>> models;
+    std::vector<std::optional<PeerEvaluator>> evals(static_cast<std::size_t>(n));
+    if (job.eval_samples > 0)
+        for (int r = 0; r < n; ++r) models.push_back(optim::build_model(*job.config, data.train));
+    lt.attach = [&](int r, const proto::Protocol& protocol, peer::DriverOptions& o) {
+        if (job.eval_samples <= 0) return;
+        const auto i = static_cast<std::size_t>(r);
+        auto& ev = evals[i].emplace(*models[i], subset, job.config->eval_batch, r,
+                                    job.eval_interval, [] {});
+        o.extra_metrics = [&ev] { return ev.take(); };
+        o.on_step = [&ev, &protocol, size = models[i]->parameter_count(),
+                     then = std::move(o.on_step)](const peer::StepRecord& s) {
+            if (then) then(s);
+            ev.at_step(s.time, [&](std::vector<float>& into) {
+                into.resize(size);
+                protocol.current_model(into);
+            });
+        };
+    };
     progress(fmt::format("{}: {} peers as threads", algo, n), true);
     const auto t0 = std::chrono::steady_clock::now();
     std::optional<peer::LocalTrainingResult> res;
@@ -84,10 +110,18 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
         });
         res = peer::run_local_training(lt);
     }
+    std::vector<Follower> follow;
+    for (int r = 0; r < n; ++r) {
+        auto& ev = evals[static_cast<std::size_t>(r)];
+        if (ev) append_metrics_lines(path_of(r), ev->finish());
+        follow.emplace_back().path = path_of(r);
+        follow.back().read();
+    }
     LaunchRow row;
     row.algorithm = algo;
     row.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     row.accuracy = res->accuracy;
+    if (job.target) row.time_to_target = time_to_target(follow, *job.target);
     row.loss = res->loss;
     double bytes = 0, idle = 0;
     int finished = 0;

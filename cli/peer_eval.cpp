@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <fstream>
 #include <utility>
 
 #include "gossamer/core/error.hpp"
@@ -105,6 +106,14 @@ void PeerEvaluator::loop(std::stop_token stop) {
         cv_.notify_all();
         if (wake_) wake_();
     }
+}
+
+void append_metrics_lines(const std::string& path, const std::vector<json::Json>& lines) {
+    if (path.empty() || lines.empty()) return;
+    std::ofstream f(path, std::ios::app);
+    for (const auto& l : lines) f << l.dump() << "\n";
+    f.flush();
+    if (!f) throw Error(fmt::format("{}: cannot write metrics", path));
 }
 
 }  // namespace gossamer::cli

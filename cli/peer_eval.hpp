@@ -29,6 +29,10 @@ double eval_interval_option(const ParsedArgs& a);
 /// every peer.
 Dataset eval_subset(const Dataset& test, std::int64_t samples);
 
+/// Appends `lines` to the metrics file at `path` (the evaluations that finished after the driver
+/// closed it); Error when it cannot be written. Nothing to do for an empty path.
+void append_metrics_lines(const std::string& path, const std::vector<json::Json>& lines);
+
 class PeerEvaluator {
   public:
     /// `model` is used by the evaluator's thread alone until finish() returned; `wake` is called

@@ -94,15 +94,6 @@ json::Json write_average(const PeerJob& job, Model& model, const PartitionLayout
     return rec;
 }
 
-// The evaluations that finished after the driver closed its metrics file.
-void append_lines(const std::string& path, const std::vector<json::Json>& lines) {
-    if (path.empty() || lines.empty()) return;
-    std::ofstream f(path, std::ios::app);
-    for (const auto& l : lines) f << l.dump() << "\n";
-    f.flush();
-    if (!f) throw Error(fmt::format("{}: cannot write metrics", path));
-}
-
 }  // namespace
 
 int run_peer_job(PeerJob& job) {
@@ -179,7 +170,7 @@ int run_peer_job(PeerJob& job) {
                               r.end_time));
         std::_Exit(3);  // as a crash: no goodbye, no average
     }
-    if (eval) append_lines(job.driver.metrics_path, eval->finish());
+    if (eval) append_metrics_lines(job.driver.metrics_path, eval->finish());
 
     // The survivors: every rank neither this transport nor the bootstrap has lost. A survivor
     // lost during the average stops it; then it starts again over the others (at most n times:

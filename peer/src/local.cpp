@@ -69,7 +69,14 @@ LocalTrainingResult run_local_training(const LocalTraining& job) {
         locals.push_back(w.trainer.get());
     }
     LocalTrainingResult res;
-    res.peers = run_inproc_peers(protocols, locals, job.options);
+    std::function<DriverOptions(int)> options = job.options;
+    if (job.attach)
+        options = [&](int r) {
+            DriverOptions o = job.options ? job.options(r) : DriverOptions{};
+            job.attach(r, *protocols[static_cast<std::size_t>(r)], o);
+            return o;
+        };
+    res.peers = run_inproc_peers(protocols, locals, options);
     // The mass-weighted average of the survivors' models, as the simulator evaluates it.
     const auto model = optim::build_model(*job.config, *job.train);
     const std::size_t size = model->parameter_count();

@@ -2,11 +2,13 @@
 // (--inproc), and as gossamer peer processes over UCX (the integration suite).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "launch_job.hpp"
 
@@ -66,6 +68,35 @@ TEST_CASE("launch runs allreduce and dpsgd as real peers and dpsgd ends at the l
     CAPTURE(simulated);
     CHECK(std::isfinite(real));
     CHECK(std::abs(real / simulated - 1) < 0.05);
+}
+
+TEST_CASE("launch --inproc peers write evaluation points and the table gets the time to target") {
+    LaunchJob job;
+    const auto out = (job.dir.path() / "evals").string();
+    auto r = job.launch("--inproc --algorithms dpsgd --json --eval-interval 0.05 --out " + out);
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    for (int rank = 0; rank < 4; ++rank) {
+        std::ifstream in(out + "/dpsgd/peer" + std::to_string(rank) + ".jsonl");
+        std::string line;
+        std::vector<double> ticks;
+        while (std::getline(in, line)) {
+            const auto j = Json::parse(line);
+            if (!j.contains("eval")) continue;
+            CHECK(j["rank"] == rank);
+            CHECK(j["accuracy"].get<double>() >= 0);
+            CHECK(j["accuracy"].get<double>() <= 1);
+            ticks.push_back(j["time"].get<double>());
+        }
+        CAPTURE(rank);
+        CHECK(ticks.size() >= 2);  // tick 0 and at least one more of the 0.05 s ticks
+        CHECK(std::is_sorted(ticks.begin(), ticks.end()));
+    }
+    // The config's target accuracy (0.6) is reached (final accuracy about 0.8): at a tick.
+    const auto row = Json::parse(r.out)["algorithms"][0];
+    REQUIRE(row["time_to_target"].is_number());
+    const double t = row["time_to_target"].get<double>();
+    CHECK(std::abs(t / 0.05 - std::round(t / 0.05)) < 1e-9);
 }
 
 TEST_CASE("launch with an unknown algorithm is one line, exit 2, and writes nothing") {

@@ -43,6 +43,9 @@ struct LocalTraining {
     const Dataset* test = nullptr;
     int epochs = 1;
     std::function<DriverOptions(int rank)> options;  ///< empty: the defaults
+    /// Called on rank's thread with its protocol and the options from `options`, before its
+    /// driver starts: hooks that read the protocol's model (evaluation points). May be empty.
+    std::function<void(int rank, const proto::Protocol& protocol, DriverOptions& options)> attach;
 };
 
 struct LocalTrainingResult {
