@@ -57,6 +57,7 @@ void write_run(const std::filesystem::path& dir, const sim::SimResult& r) {
                  {"loss", e.loss},
                  {"min_accuracy", e.min_accuracy},
                  {"max_accuracy", e.max_accuracy},
+                 {"mean_accuracy", e.mean_accuracy},
                  {"consensus", e.consensus},
                  {"samples", e.samples},
                  {"bytes", e.bytes},
@@ -106,6 +107,9 @@ int run_sim(const std::vector<std::string>& args) {
                  {"eval-interval", "S",
                   "virtual seconds between evaluations (default: a quarter of a nominal epoch)"},
                  {"target", "ACC", "target accuracy (default: training.target_accuracy)"},
+                 {"peer-eval-samples", "N",
+                  "test samples of each peer's own evaluation (default 2000; gossamer launch's "
+                  "--eval-samples)"},
                  {"json", "", "print the summary as JSON"},
                  {"save", "FILE", "also write the JSON summary to FILE"}},
                 0);
@@ -136,6 +140,8 @@ int run_sim(const std::vector<std::string>& args) {
     base.cluster = &cluster;
     base.mode = mode;
     if (mode == sim::Mode::math) {
+        base.peer_eval_samples =
+            static_cast<int>(a.integer("peer-eval-samples", 2000, 1, 100'000'000));
         progress(fmt::format("loading {}", cfg->data.name));
         data = optim::load_training_data(*cfg);
         base.train = &data.train;
@@ -181,7 +187,7 @@ int run_sim(const std::vector<std::string>& args) {
         "min..max [%]", "consensus", "samples/s", "MB sent/peer", "bwd GMAC/peer", "idle");
     for (const auto& algo : algorithms) {
         std::vector<double> t_target, acc, lo, hi, cons, sps, mb, idle, end, gmac, mb_goal,
-            gmac_goal, samples_goal;
+            gmac_goal, samples_goal, t_peer_mean;
         int reached = 0;
         for (int k = 0; k < seeds; ++k) {
             sim::SimSetup s = base;
@@ -225,6 +231,11 @@ int run_sim(const std::vector<std::string>& args) {
                 hi.push_back(last.max_accuracy);
                 cons.push_back(last.consensus);
                 for (const auto& e : r.evals)
+                    if (has_goal && e.mean_accuracy >= goal) {
+                        t_peer_mean.push_back(e.time);
+                        break;
+                    }
+                for (const auto& e : r.evals)
                     if (has_goal && e.accuracy >= goal) {
                         t_target.push_back(e.time);
                         const double n_peers = static_cast<double>(r.peers.size());
@@ -257,6 +268,11 @@ int run_sim(const std::vector<std::string>& args) {
              {"time_to_target",
               reached == seeds && has_goal ? json::Json(st.mean) : json::Json(nullptr)},
              {"time_to_target_spread", st.spread},
+             // The same target for the mean of the peers' own accuracies (like gossamer launch).
+             {"time_to_target_peer_mean",
+              has_goal && t_peer_mean.size() == static_cast<std::size_t>(seeds)
+                  ? json::Json(stat_of(t_peer_mean).mean)
+                  : json::Json(nullptr)},
              {"samples_to_target",
               reached == seeds && has_goal ? json::Json(sst.mean) : json::Json(nullptr)},
              {"reached", reached},

@@ -235,6 +235,7 @@ void Engine::evaluate(Time now, bool final) {
         const EvalResult one = eval_model_->evaluate(x.span(), final ? *s_.test : peer_test_, 1000);
         ep.min_accuracy = std::min(ep.min_accuracy, one.accuracy.value_or(0));
         ep.max_accuracy = std::max(ep.max_accuracy, one.accuracy.value_or(0));
+        ep.mean_accuracy += one.accuracy.value_or(0) / static_cast<double>(models.size());
         for (std::size_t i = 0; i < size; ++i) {
             const double d = x.span()[i] - avg.span()[i];
             spread += d * d;

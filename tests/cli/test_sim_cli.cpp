@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -111,6 +112,40 @@ TEST_CASE("bad cluster files and options are one line and exit 2") {
     auto opts = job.sim(kSrc + "/examples/clusters/homogeneous16.json",
                         "--algorithms allreduce --mode fast");
     CHECK(opts.status == 2);
+}
+
+TEST_CASE("sim reports the mean of the peers' own accuracies and when it reaches the target") {
+    Job job;
+    const auto out = (job.dir.path() / "m").string();
+    auto r = job.sim(job.cluster(R"({"defaults": {"base_time": 0.005},
+        "network": {"latency": 1e-5, "bandwidth": 1e9}})"),
+                     "--algorithms async --eval-interval 0.05 --peer-eval-samples 150 --json "
+                     "--out " +
+                         out);
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    std::ifstream in(out + "/async/seed0/metrics.jsonl");
+    std::string line;
+    std::optional<double> first_mean;  // the first eval time at which the peer mean reached 0.6
+    int lines = 0;
+    while (std::getline(in, line)) {
+        const auto j = Json::parse(line);
+        const double mean = j["mean_accuracy"].get<double>();
+        CHECK(mean >= j["min_accuracy"].get<double>() - 1e-12);
+        CHECK(mean <= j["max_accuracy"].get<double>() + 1e-12);
+        if (!first_mean && mean >= 0.6) first_mean = j["time"].get<double>();
+        ++lines;
+    }
+    CHECK(lines >= 3);
+    const auto row = Json::parse(r.out)["algorithms"][0];
+    REQUIRE(first_mean);
+    REQUIRE(row["time_to_target_peer_mean"].is_number());
+    CHECK(row["time_to_target_peer_mean"].get<double>() == *first_mean);
+    auto bad = job.sim(kSrc + "/examples/clusters/small4.json", "--peer-eval-samples 0");
+    CHECK(bad.status == 2);
+    CHECK(bad.err ==
+          "error: --peer-eval-samples: 0 is out of range; use a value from 1 to "
+          "100000000\n");
 }
 
 TEST_CASE("a bad option of any algorithm stops the simulation before anything runs") {

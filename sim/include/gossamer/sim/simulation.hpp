@@ -51,9 +51,12 @@ struct EvalPoint {
     Time time = 0;
     double accuracy = 0, loss = 0;              ///< of the exact average of the live peers' models
     double min_accuracy = 0, max_accuracy = 0;  ///< over the live peers' own models
-    double consensus = 0;                       ///< sqrt(mean_i ||x_i - mean||^2)
-    std::int64_t samples = 0;                   ///< samples processed by all peers so far
-    std::uint64_t bytes = 0;                    ///< bytes sent by all peers so far
+    /// The mean of the live peers' own accuracies: what real peers' evaluation points measure
+    /// (gossamer launch's time to target), on peer_eval_samples test samples.
+    double mean_accuracy = 0;
+    double consensus = 0;             ///< sqrt(mean_i ||x_i - mean||^2)
+    std::int64_t samples = 0;         ///< samples processed by all peers so far
+    std::uint64_t bytes = 0;          ///< bytes sent by all peers so far
     std::uint64_t backward_macs = 0;  ///< backward multiply-adds of all peers so far (math mode)
 };
 
