@@ -159,14 +159,17 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
         if (job.script) {  // the same facts through the environment (gossamer.launched())
             argv = {job.python, *job.script};
             argv.insert(argv.end(), job.script_args.begin(), job.script_args.end());
-            peer_env.insert(peer_env.end(), {{"GOSSAMER_RANK", std::to_string(r)},
-                                             {"GOSSAMER_TOPOLOGY", topology},
-                                             {"GOSSAMER_CONFIG", config},
-                                             {"GOSSAMER_ALGORITHM", algo},
-                                             {"GOSSAMER_EPOCHS", std::to_string(job.epochs)},
-                                             {"GOSSAMER_OUT", dir.string()},
-                                             {"GOSSAMER_JOB_ID", std::to_string(job_id)},
-                                             {"PYTHONPATH", python_path(exe)}});
+            peer_env.insert(peer_env.end(),
+                            {{"GOSSAMER_RANK", std::to_string(r)},
+                             {"GOSSAMER_TOPOLOGY", topology},
+                             {"GOSSAMER_CONFIG", config},
+                             {"GOSSAMER_ALGORITHM", algo},
+                             {"GOSSAMER_EPOCHS", std::to_string(job.epochs)},
+                             {"GOSSAMER_OUT", dir.string()},
+                             {"GOSSAMER_JOB_ID", std::to_string(job_id)},
+                             {"GOSSAMER_EVAL_INTERVAL", fmt::format("{}", job.eval_interval)},
+                             {"GOSSAMER_EVAL_SAMPLES", std::to_string(job.eval_samples)},
+                             {"PYTHONPATH", python_path(exe)}});
         }
         kids.start(argv, peer_env, dir / fmt::format("peer{}.log", r));
         follow[r].path = dir / fmt::format("peer{}.jsonl", r);

@@ -127,8 +127,13 @@ def train_peer(rank, n, args, train, test, topology, job, slow, model, launch=No
                          options=options, layout=flat.layout, steps=steps,
                          transport="inproc" if job else "ucx", job=job, metrics_path=metrics,
                          exact_average=launch is not None)
+    scored = None  # evaluation points for gossamer launch's time-to-target column
+    if launch and launch.eval_interval > 0:
+        k = launch.eval_samples or len(test["x"])
+        subset = {"x": test["x"][:k], "y": test["y"][:k]}
+        scored = lambda: evaluate(model, subset)[::-1]  # (accuracy, loss)
     opt = gossamer.torch.GossipOptimizer(
-        torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9), peer, flat)
+        torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9), peer, flat, scored)
     g = torch.Generator().manual_seed(args.seed * 1000 + rank)
     start = time.monotonic()
     step = 0

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cmath>
 #include <thread>
+#include <utility>
 
 #include "api_connect.hpp"
 #include "api_worker.hpp"
@@ -56,6 +58,10 @@ void check_options(const PeerOptions& o, std::size_t params, const PartitionLayo
     if (o.device != "cpu" && o.device != "cuda" && o.device != "emulated")
         throw ConfigError("", "PeerOptions::device", fmt::format("unknown device \"{}\"", o.device),
                           "use \"cpu\", \"cuda\" or \"emulated\"");
+    if (!(o.eval_interval >= 0) || !std::isfinite(o.eval_interval))
+        throw ConfigError("", "PeerOptions::eval_interval",
+                          fmt::format("{} s is not a time >= 0", o.eval_interval),
+                          "give seconds between evaluation points, or 0 for none");
     if (o.transport == PeerTransport::inproc && !o.inproc)
         throw ConfigError("", "PeerOptions::inproc", "the inproc transport needs a job",
                           "set it to make_inproc_job(n), shared by the n peers");
@@ -83,6 +89,10 @@ struct Peer::Impl {
     mutable std::mutex metrics_mutex;
     PeerMetrics metrics;  // under metrics_mutex
     Clock::time_point returned = Clock::now();
+    Clock::time_point first_point = Clock::now();  // the evaluation points' clock starts here
+    std::int64_t last_tick = -1, due_tick = -1;    // user thread
+    std::mutex evals_mutex;
+    std::vector<json::Json> eval_lines;  // recorded, not yet written (under evals_mutex)
 
     void run_comm();
     peer::AverageResult average(api::Connection& conn, std::span<const float> x, double mass,
@@ -150,6 +160,10 @@ void Peer::Impl::run_comm() {
             if (!peer::is_average_message(m)) return false;
             early.push_back(std::move(m));
             return true;
+        };
+        d.extra_metrics = [this] {
+            std::lock_guard lock(evals_mutex);
+            return std::exchange(eval_lines, {});
         };
         const transport::Transport* t = &conn->transport();
         d.on_step = [this, t](const peer::StepRecord&) { snapshot(t, nullptr); };
@@ -229,7 +243,7 @@ Peer::Peer(PeerOptions options, std::span<float> params, PartitionLayout layout)
         m.worker->wait_point(Clock::now() + m.options.join_timeout + std::chrono::seconds(5) +
                              m.options.stall_timeout);  // the bootstrap's io_timeout: 5 s
     if (wake == api::UserWorker::Wake::point) {
-        m.returned = Clock::now();
+        m.returned = m.first_point = Clock::now();
         return;
     }
     m.leave = true;
@@ -296,6 +310,35 @@ PeerMetrics Peer::finish() {
     }
     if (auto e = m.worker->error()) std::rethrow_exception(e);
     return metrics();
+}
+
+bool Peer::evaluation_due() {
+    Impl& m = *impl_;
+    if (!(m.options.eval_interval > 0) || m.closed) return false;
+    const auto tick = static_cast<std::int64_t>(
+        std::floor(seconds(Clock::now() - m.first_point) / m.options.eval_interval));
+    if (tick <= m.last_tick) return false;
+    m.due_tick = tick;
+    return true;
+}
+
+void Peer::record_evaluation(double accuracy, double loss) {
+    Impl& m = *impl_;
+    if (m.due_tick < 0)
+        throw Error(
+            fmt::format("gossamer::Peer rank {}: record_evaluation() without a point due; "
+                        "call it after evaluation_due() returned true",
+                        m.rank));
+    json::Json line = {{"rank", m.rank},
+                       {"eval", m.due_tick},
+                       {"time", static_cast<double>(m.due_tick) * m.options.eval_interval},
+                       {"at", seconds(Clock::now() - m.first_point)},
+                       {"accuracy", accuracy},
+                       {"loss", loss}};
+    m.last_tick = m.due_tick;
+    m.due_tick = -1;
+    std::lock_guard lock(m.evals_mutex);
+    m.eval_lines.push_back(std::move(line));
 }
 
 PeerMetrics Peer::metrics() const {

@@ -37,6 +37,17 @@ def _json_text(value, name):
     return _json.dumps(value)
 
 
+def _env_float(name):
+    text = _os.environ.get(name)
+    if text is None or text == "":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ConfigError(f"{name}: \"{text}\" is not a number; the launcher sets seconds") \
+            from None
+
+
 def _env_int(name):
     text = _os.environ.get(name)
     if text is None or text == "":
@@ -72,7 +83,8 @@ class Peer:
     def __init__(self, params, topology=None, *, rank=None, algorithm="dpsgd", options=None,
                  partitions=None, layout=None, steps, transport="ucx", job=None, token_file="",
                  job_id=None, join_timeout=30.0, step_timeout=180.0, stall_timeout=120.0,
-                 run_timeout=86400.0, metrics_path="", exact_average=False, device=None):
+                 run_timeout=86400.0, metrics_path="", exact_average=False, device=None,
+                 eval_interval=None):
         if topology is None:
             topology = _os.environ.get("GOSSAMER_TOPOLOGY")
             if not topology:
@@ -84,13 +96,15 @@ class Peer:
             rank = _env_int("GOSSAMER_RANK")
         if job_id is None:
             job_id = _env_int("GOSSAMER_JOB_ID") or 1
+        if eval_interval is None:
+            eval_interval = _env_float("GOSSAMER_EVAL_INTERVAL") or 0.0
         device, buffer = _as_buffer(params, device)
         self._params = params  # the caller's object stays alive as long as the peer
         args = (buffer, str(topology), rank, algorithm, _json_text(options, "options"),
                 _json_text(partitions, "partitions"), list(layout or []), int(steps), transport, job,
                 token_file, int(job_id), float(join_timeout), float(step_timeout),
                 float(stall_timeout), float(run_timeout), str(metrics_path), bool(exact_average),
-                device)
+                device, float(eval_interval))
         if device == "cuda" and getattr(params.device, "index", None) is not None:
             import torch  # the GPU is the tensor's: Gossamer uses the current device
             with torch.cuda.device(params.device.index):
@@ -113,6 +127,16 @@ class Peer:
 
     def metrics(self):
         return self._peer.metrics()
+
+    def evaluation_due(self):
+        """True once per eval_interval tick (tick 0 first): evaluate your model now and pass the
+        result to record_evaluation() (docs/python.md, "Evaluation points")."""
+        return self._peer.evaluation_due()
+
+    def record_evaluation(self, accuracy, loss):
+        """Writes the due tick's point {"eval", "time", "accuracy", "loss"} to the metrics file:
+        what `gossamer launch` times its target with."""
+        self._peer.record_evaluation(float(accuracy), float(loss))
 
     @property
     def rank(self):
@@ -211,6 +235,10 @@ class Launch:
         self.out = env.get("GOSSAMER_OUT", "")
         self.epochs = int(env["GOSSAMER_EPOCHS"]) if env.get("GOSSAMER_EPOCHS") else None
         self.config = env.get("GOSSAMER_CONFIG", "")
+        # The launcher's --eval-interval and --eval-samples (gossamer.Peer reads the interval
+        # itself): evaluate on the first eval_samples test samples at each due point.
+        self.eval_interval = float(env.get("GOSSAMER_EVAL_INTERVAL") or 0)
+        self.eval_samples = int(env.get("GOSSAMER_EVAL_SAMPLES") or 0) or None
 
     @property
     def metrics_path(self):

@@ -117,13 +117,16 @@ class GossipOptimizer:
     Gradients, the optimizer's state and state_dict() are the wrapped optimizer's and survive
     every round (only the parameter values change). step() returns the loss, as torch's do;
     done is True after the peer's last step (the parameters then hold the final model).
-    An LR scheduler is attached to the wrapped optimizer (opt.optimizer).
+    An LR scheduler is attached to the wrapped optimizer (opt.optimizer). evaluate: a function
+    returning (accuracy, loss) of the model, called at the peer's evaluation points (its
+    eval_interval) before the step is handed over.
     """
 
-    def __init__(self, optimizer, peer, flat=None):
+    def __init__(self, optimizer, peer, flat=None, evaluate=None):
         self.optimizer = optimizer
         self.peer = peer
         self.flat = flat
+        self.evaluate = evaluate  # () -> (accuracy, loss), at the peer's evaluation points
         self.done = False
 
     def step(self, loss=None, closure=None):
@@ -137,6 +140,9 @@ class GossipOptimizer:
         if self.flat is not None:
             self.flat.check()
         value = float(loss.detach()) if torch.is_tensor(loss) else float(loss or 0.0)
+        if self.evaluate is not None and self.peer.evaluation_due():
+            accuracy, test_loss = self.evaluate()
+            self.peer.record_evaluation(accuracy, test_loss)
         self.done = not self.peer.step(value)
         return loss
 

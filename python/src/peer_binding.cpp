@@ -140,7 +140,8 @@ void bind_peer(py::module_& m) {
                          std::int64_t steps, std::string transport, const Job* job,
                          std::string token_file, std::uint64_t job_id, double join_timeout,
                          double step_timeout, double stall_timeout, double run_timeout,
-                         std::string metrics_path, bool exact_average, std::string device) {
+                         std::string metrics_path, bool exact_average, std::string device,
+                         double eval_interval) {
                  PeerOptions o;
                  o.topology = std::move(topology);
                  o.rank = rank;
@@ -165,6 +166,7 @@ void bind_peer(py::module_& m) {
                  o.metrics_path = std::move(metrics_path);
                  o.exact_average = exact_average;
                  o.device = std::move(device);
+                 o.eval_interval = eval_interval;
                  std::vector<Partition> parts;
                  for (auto& [name, offset, size] : layout) parts.push_back({name, offset, size});
                  return std::make_unique<PyPeer>(params, std::move(o), std::move(parts));
@@ -174,10 +176,17 @@ void bind_peer(py::module_& m) {
              py::arg("transport"), py::arg("job").none(true), py::arg("token_file"),
              py::arg("job_id"), py::arg("join_timeout"), py::arg("step_timeout"),
              py::arg("stall_timeout"), py::arg("run_timeout"), py::arg("metrics_path"),
-             py::arg("exact_average"), py::arg("device") = "cpu")
+             py::arg("exact_average"), py::arg("device") = "cpu", py::arg("eval_interval") = 0.0)
         .def("step", &PyPeer::step, py::arg("loss"))
         .def("finish", [](PyPeer& p) { return metrics_dict(p.finish()); })
         .def("close", &PyPeer::close)
+        .def("evaluation_due", [](PyPeer& p) { return p.live().evaluation_due(); })
+        .def(
+            "record_evaluation",
+            [](PyPeer& p, double accuracy, double loss) {
+                p.live().record_evaluation(accuracy, loss);
+            },
+            py::arg("accuracy"), py::arg("loss"))
         .def("metrics", [](PyPeer& p) { return metrics_dict(p.live().metrics()); })
         .def_property_readonly("rank", [](PyPeer& p) { return p.live().rank(); })
         .def_property_readonly("size", [](PyPeer& p) { return p.live().size(); })

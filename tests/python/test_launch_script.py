@@ -26,7 +26,8 @@ def test_launch_runs_python_peers(tmp_path):
     r = subprocess.run([cli(), "launch", "--topology", topo.source, "--config",
                         str(tmp_path / "train.json"), "--script", EXAMPLE, "--algorithms",
                         "allreduce,async", "--out", str(out), "--no-plots", "--json",
-                        "--timeout", "90"], capture_output=True, text=True, timeout=120)
+                        "--timeout", "90", "--eval-interval", "0.3", "--eval-samples", "200"],
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert [row["algorithm"] for row in summary["algorithms"]] == ["allreduce", "async"]
@@ -36,6 +37,14 @@ def test_launch_runs_python_peers(tmp_path):
         for rank in range(2):
             lines = (out / row["algorithm"] / f"peer{rank}.jsonl").read_text().splitlines()
             assert sum('"step"' in x for x in lines) == 20
+            # The script's evaluation points (GossipOptimizer(evaluate=...) at the launcher's
+            # --eval-interval), tick 0 first, each tick once, on 200 samples.
+            evals = [json.loads(x) for x in lines if '"eval"' in x]
+            assert evals and evals[0]["eval"] == 0, lines
+            ticks = [e["eval"] for e in evals]
+            assert ticks == sorted(set(ticks))
+            assert all(e["rank"] == rank and 0 <= e["accuracy"] <= 1 for e in evals)
+            assert all(abs(e["time"] - 0.3 * e["eval"]) < 1e-9 for e in evals)
             assert "rank" in (out / row["algorithm"] / f"peer{rank}.log").read_text()
 
 

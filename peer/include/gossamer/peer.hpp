@@ -89,6 +89,8 @@ struct PeerOptions {
     /// After the last step, every surviving peer ends with the exact average of the survivors'
     /// models (push-sum mass weighted; one ring all-reduce, docs/peer.md): step() waits for it.
     bool exact_average = false;
+    /// Seconds between evaluation points of your model (evaluation_due(), docs/api.md); 0: none.
+    double eval_interval = 0;
 };
 
 /// What the peer has done so far (a snapshot at the last step boundary; final after the last
@@ -138,6 +140,18 @@ class Peer {
     PeerMetrics finish();
     /// Any thread.
     PeerMetrics metrics() const;
+
+    /// Evaluation points (docs/api.md), as `gossamer peer` writes them: true once per tick
+    /// k * PeerOptions::eval_interval seconds since the first point (tick 0 at the first call),
+    /// when a tick has passed since the last point; then evaluate your model and hand the
+    /// result to record_evaluation() before the next step(). Your thread; false without an
+    /// interval or after finish().
+    bool evaluation_due();
+    /// Writes the point of the tick evaluation_due() reported into the metrics file
+    /// (PeerOptions::metrics_path): {"rank","eval","time","at","accuracy","loss"}, where time
+    /// is the tick's and at when it was recorded. `gossamer launch` times its target from these.
+    /// Error when no point is due.
+    void record_evaluation(double accuracy, double loss);
 
     int rank() const noexcept;
     int size() const noexcept;
