@@ -37,26 +37,25 @@ def _json_text(value, name):
     return _json.dumps(value)
 
 
-def _env_float(name):
+def _env_number(name, kind=int):
+    """The number in environment variable `name` (int or float), None when unset or empty."""
     text = _os.environ.get(name)
     if text is None or text == "":
         return None
     try:
-        return float(text)
+        return kind(text)
     except ValueError:
-        raise ConfigError(f"{name}: \"{text}\" is not a number; the launcher sets seconds") \
-            from None
+        what = "an integer" if kind is int else "a number"
+        raise ConfigError(f"{name}: \"{text}\" is not {what}; the launcher sets it as a "
+                          "number") from None
 
 
 def _env_int(name):
-    text = _os.environ.get(name)
-    if text is None or text == "":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise ConfigError(f"{name}: \"{text}\" is not an integer; the launcher sets the rank "
-                          "as a number") from None
+    return _env_number(name, int)
+
+
+def _env_float(name):
+    return _env_number(name, float)
 
 
 class Peer:

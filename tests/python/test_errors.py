@@ -143,3 +143,15 @@ def test_flatten_refuses_parameters_outside_cpu_and_cuda():
     model = torch.nn.Linear(3, 2, device="meta")
     with pytest.raises(gossamer.ConfigError, match=r"^parameter weight: torch.float32 on meta"):
         gossamer.torch.flatten(model)
+
+
+def test_a_bad_eval_interval_from_the_launcher_is_one_line(ring4, monkeypatch):
+    monkeypatch.setenv("GOSSAMER_EVAL_INTERVAL", "abc")
+    with pytest.raises(gossamer.ConfigError, match=r'^GOSSAMER_EVAL_INTERVAL: "abc" is not a '
+                                                   r"number"):
+        gossamer.Peer(np.zeros(10, np.float32), ring4.source, rank=0, steps=5,
+                      transport="inproc", job=gossamer.InprocJob(4))
+    monkeypatch.setenv("GOSSAMER_EVAL_INTERVAL", "-1")
+    with pytest.raises(gossamer.ConfigError, match=r"^PeerOptions::eval_interval: -1 s"):
+        gossamer.Peer(np.zeros(10, np.float32), ring4.source, rank=0, steps=5,
+                      transport="inproc", job=gossamer.InprocJob(4))
