@@ -40,17 +40,18 @@ mkdir -p "$dir/obj" "$out"
 flags=(-std=c++20 -O3 -DNDEBUG -DFMT_HEADER_ONLY -DGOSSAMER_HAVE_CUDA
        -gencode "arch=compute_$arch,code=sm_$arch"
        -Icore/include -Icore/cuda/include -Ioptimizers/include -Ioptimizers/cuda/include -Itests
-       -Ibench -I"$inc")
+       -Ibench -Itopology/include -Itransport/include -I"$inc")
 cuda_sources=(core/cuda/src/runtime.cu core/cuda/src/mixing.cu core/cuda/src/compress.cu
               core/cuda/src/topk.cu core/cuda/src/staging.cu core/cuda/src/ucx_probe.cpp)
 # The CPU reference: the very kernels and codecs the CPU build runs (header-only fmt and json).
 cpu_sources=(core/src/error.cpp core/src/json.cpp core/src/mixing.cpp core/src/mixing_simd.cpp
              optimizers/src/compressor.cpp optimizers/cuda/src/device_codec.cpp
-             optimizers/cuda/src/cuda_device.cpp)
+             optimizers/cuda/src/cuda_device.cpp optimizers/src/edge_replica.cpp
+             optimizers/src/push_sum_math.cpp optimizers/src/gossip_mix.cpp)
 test_sources=(tests/main.cpp tests/cuda/test_parity_mixing.cpp tests/cuda/test_parity_compress.cpp
               tests/cuda/test_device_codec.cpp tests/cuda/test_staging.cpp
               tests/cuda/test_host_checks.cpp tests/cuda/test_cuda_device.cpp
-              tests/cuda/test_cuda_device_codec.cpp)
+              tests/cuda/test_cuda_device_codec.cpp tests/cuda/test_cuda_protocol_parts.cpp)
 bench_sources=(bench/mix_device.cpp bench/mix_device_main.cpp)
 
 # .cu files go through nvcc, .cpp files straight to the host compiler (nvcc's handling of .cpp
@@ -64,7 +65,8 @@ compile() {
 }
 cxx="${CXX:-g++}"
 cxx_flags="-std=c++20 -O3 -DNDEBUG -DFMT_HEADER_ONLY -DGOSSAMER_HAVE_CUDA -Icore/include \
--Icore/cuda/include -Ioptimizers/include -Ioptimizers/cuda/include -Itests -Ibench -I$inc"
+-Icore/cuda/include -Ioptimizers/include -Ioptimizers/cuda/include -Itests -Ibench \
+-Itopology/include -Itransport/include -I$inc"
 export nvcc dir cxx cxx_flags flags_str="${flags[*]}"
 export -f compile obj
 start=$(date +%s)
