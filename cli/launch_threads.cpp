@@ -64,9 +64,9 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
     lt.epochs = job.epochs;
     std::atomic<std::int64_t> steps_done{0};
     std::atomic<double> last_loss{std::nan("")};
+    const auto path_of = [&](int r) { return (dir / fmt::format("peer{}.jsonl", r)).string(); };
     lt.options = [&](int rank) {
-        auto o = options_for(rank, job.cluster, compute,
-                             (dir / fmt::format("peer{}.jsonl", rank)).string());
+        auto o = options_for(rank, job.cluster, compute, path_of(rank));
         o.on_step = [&](const peer::StepRecord& s) {
             steps_done.fetch_add(1, std::memory_order_relaxed);
             last_loss.store(s.loss, std::memory_order_relaxed);
@@ -75,7 +75,6 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
     };
     // Evaluation points, as gossamer peer writes them: each peer's own model every
     // --eval-interval s on an evaluator thread of its own (cli/peer_eval.hpp).
-    const auto path_of = [&](int r) { return (dir / fmt::format("peer{}.jsonl", r)).string(); };
     const Dataset subset =
         job.eval_samples > 0 ? eval_subset(data.test, job.eval_samples) : Dataset{};
     std::vector<std::unique_ptr<Model>> models;

@@ -125,9 +125,7 @@ std::span<const float> Choco::compute_point() {
 }
 
 void Choco::current_model(std::span<float> out) const {
-    const auto x = context().worker->params();
-    if (Device* d = context().worker->device()) return d->download(out.first(x.size()), x.data());
-    std::copy(x.begin(), x.end(), out.begin());
+    copy_params_to(out);
 }
 
 void Choco::take(Xhat& xhat, std::vector<float> values) {

@@ -79,9 +79,7 @@ std::span<const float> Dpsgd::compute_point() {
 }
 
 void Dpsgd::current_model(std::span<float> out) const {
-    const auto x = context().worker->params();
-    if (Device* d = context().worker->device()) return d->download(out.first(x.size()), x.data());
-    std::copy(x.begin(), x.end(), out.begin());
+    copy_params_to(out);
 }
 
 const ReplicaSender* Dpsgd::out_edge(int j, std::size_t c) const {

@@ -1,8 +1,10 @@
 #include "gossamer/optimizers/protocol.hpp"
 
+#include <algorithm>
 #include <cassert>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/optimizers/device.hpp"
 
 namespace gossamer::proto {
 
@@ -49,6 +51,12 @@ std::span<float> Protocol::params() {
     // The ownership rule: while a step runs, the compute side owns x.
     assert(!stepping_ && "a protocol touched x while a local step was running");
     return ctx_.worker->params();
+}
+
+void Protocol::copy_params_to(std::span<float> out) const {
+    const auto x = ctx_.worker->params();
+    if (Device* d = ctx_.worker->device()) return d->download(out.first(x.size()), x.data());
+    std::copy(x.begin(), x.end(), out.begin());
 }
 
 void Protocol::send(Actions& out, Message msg) {

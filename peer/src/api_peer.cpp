@@ -55,9 +55,6 @@ void check_options(const PeerOptions& o, std::size_t params, const PartitionLayo
                           fmt::format("the partitions cover {} parameters, the vector has {}",
                                       layout.total(), params),
                           "give partitions that cover the parameter vector exactly once");
-    if (o.device != "cpu" && o.device != "cuda" && o.device != "emulated")
-        throw ConfigError("", "PeerOptions::device", fmt::format("unknown device \"{}\"", o.device),
-                          "use \"cpu\", \"cuda\" or \"emulated\"");
     if (!(o.eval_interval >= 0) || !std::isfinite(o.eval_interval))
         throw ConfigError("", "PeerOptions::eval_interval",
                           fmt::format("{} s is not a time >= 0", o.eval_interval),

@@ -32,11 +32,15 @@ const std::uint32_t* DeviceCodec::upload_indices(std::size_t n, const CodecKey& 
     return indices_.as<std::uint32_t>();
 }
 
-void DeviceCodec::encode(const float* x, std::size_t n, const CodecKey& key, std::byte* out,
-                         void* stream) {
+void DeviceCodec::check_capacity(std::size_t n) const {
     if (n > capacity_)
         throw Error(fmt::format("device {}: {} values, capacity {}", to_string(config_.kind), n,
                                 capacity_));
+}
+
+void DeviceCodec::encode(const float* x, std::size_t n, const CodecKey& key, std::byte* out,
+                         void* stream) {
+    check_capacity(n);
     switch (config_.kind) {
         case CompressorKind::fp16:
             return dev::fp16_encode(x, n, out, stream);
@@ -53,9 +57,7 @@ void DeviceCodec::encode(const float* x, std::size_t n, const CodecKey& key, std
 
 void DeviceCodec::decode_add(const std::byte* in, const CodecKey& key, float* y, std::size_t n,
                              void* stream) {
-    if (n > capacity_)
-        throw Error(fmt::format("device {}: {} values, capacity {}", to_string(config_.kind), n,
-                                capacity_));
+    check_capacity(n);
     switch (config_.kind) {
         case CompressorKind::fp16:
             return dev::fp16_decode_add(in, n, y, stream);

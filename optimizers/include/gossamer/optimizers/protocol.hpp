@@ -189,6 +189,9 @@ class Protocol {
 
     /// x, asserting (debug builds) that no step is running.
     std::span<float> params();
+    /// out <- x, from host memory or downloaded from the worker's device: current_model() of
+    /// the protocols that report x itself.
+    void copy_params_to(std::span<float> out) const;
     LocalWorker& worker() { return *ctx_.worker; }
     const PeerContext& context() const noexcept { return ctx_; }
     /// Queues a message and counts it.

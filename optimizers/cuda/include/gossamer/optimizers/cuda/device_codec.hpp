@@ -37,6 +37,7 @@ class DeviceCodec {
                     void* stream = nullptr);
 
   private:
+    void check_capacity(std::size_t n) const;  // Error when n > capacity
     const std::uint32_t* upload_indices(std::size_t n, const CodecKey& key, void* stream);
 
     CompressorConfig config_;
