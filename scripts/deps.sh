@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libboost-dev libboost-graph-dev libfmt-dev nlohmann-json3-dev doctest-dev
   libopenblas-dev zlib1g-dev libucx-dev
   python3 python3-matplotlib
