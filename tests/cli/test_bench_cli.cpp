@@ -6,15 +6,33 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/optional.hpp"
 #include "support/run.hpp"
 #include "support/temp_dir.hpp"
 
+using gossamer::test::have_component;
+using gossamer::test::missing_program;
 using gossamer::test::run;
 using gossamer::test::TempDir;
 
 namespace {
 const std::string kBin = GOSSAMER_BINARY;
+
+#ifdef GOSSAMER_TEST_MPI_REF
+constexpr bool kMpiRefBuilt = true;
+#else
+constexpr bool kMpiRefBuilt = false;
+#endif
+
+// The condition `bench allreduce` checks before it runs its reference: the program is built and
+// mpirun is on PATH.
+std::string mpi_missing() {
+    if (!kMpiRefBuilt)
+        return "the MPI reference program is not built (no MPI found at configure time, or "
+               "GOSSAMER_BUILD_MPI_REF=OFF; scripts/deps.sh --bench installs OpenMPI)";
+    return missing_program("mpirun", "scripts/deps.sh --bench installs openmpi-bin");
 }
+}  // namespace
 
 TEST_CASE("bench compute divides by the reference measured in the same run") {
     TempDir dir;
@@ -109,6 +127,23 @@ TEST_CASE("bench transport divides by ucx_perftest's figures from the same run")
     CHECK(j["latency"]["target_ratio_max"] == 2.0);
 }
 
+TEST_CASE("bench transport runs the real ucx_perftest beside ours and divides") {
+    if (!have_component("ucx-utils", missing_program("ucx_perftest",
+                                                     "scripts/deps.sh --bench installs ucx-utils")))
+        return;
+    auto r = run(kBin +
+                 " bench transport --sizes 64KiB --bytes-per-size 4MiB --latency-iterations 200 "
+                 "--repeats 1 --json");
+    REQUIRE_MESSAGE(r.status == 0, r.out << r.err);
+    auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["bandwidth"].size() == 1);
+    const auto& row = j["bandwidth"][0];
+    CHECK(row["reference_gb_per_s"].get<double>() > 0);
+    CHECK(row["ratio"].get<double>() == doctest::Approx(row["gossamer_gb_per_s"].get<double>() /
+                                                        row["reference_gb_per_s"].get<double>()));
+    CHECK(j["latency"]["reference_us"].get<double>() > 0);
+}
+
 TEST_CASE("bench transport refuses bad sizes and says when the reference is missing") {
     auto bad = run(kBin + " bench transport --sizes 3B");
     CHECK(bad.status == 2);
@@ -126,7 +161,7 @@ TEST_CASE("bench allreduce checks every sum, prints the table and writes JSON") 
     const std::string json = (dir.path() / "ar.json").string();
     auto r = run(kBin +
                  " bench allreduce --procs 2 --sizes 64KiB --iters 3 --warmup 1 --timeout 30 "
-                 "--json '" +
+                 "--no-reference --json '" +
                  json + "'");
     REQUIRE(r.status == 0);
     CHECK(r.out.find("ours[ms]") != std::string::npos);
@@ -142,13 +177,28 @@ TEST_CASE("bench allreduce checks every sum, prints the table and writes JSON") 
     CHECK(row["ours"]["busbw_gb_per_s"].get<double>() == doctest::Approx(65536 / t / 1e9));
     CHECK(row["exchange"]["median_s"].get<double>() > 0);
     CHECK(row["target_ratio_max"] == 1.1);
-    if (j.contains("reference_error")) {
-        MESSAGE("MPI not measured: " << j["reference_error"].get<std::string>());
-    } else {
-        const double best = std::min(row["mpi_default"]["median_s"].get<double>(),
-                                     row["mpi_ring"]["median_s"].get<double>());
-        CHECK(row["ratio"].get<double>() == doctest::Approx(t / best));
-    }
+    CHECK(j["reference_error"] == "not asked for (--no-reference)");
+}
+
+TEST_CASE("bench allreduce measures MPI_Allreduce in the same run and divides by it") {
+    if (!have_component("mpi", mpi_missing())) return;
+    TempDir dir;
+    const std::string json = (dir.path() / "ar.json").string();
+    auto r = run(kBin +
+                 " bench allreduce --procs 2 --sizes 64KiB --iters 3 --warmup 1 --timeout 30 "
+                 "--json '" +
+                 json + "'");
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    std::ifstream in(json);
+    const auto j = nlohmann::json::parse(in);
+    REQUIRE_MESSAGE(!j.contains("reference_error"), j.dump());
+    REQUIRE(j["rows"].size() == 1);
+    const auto& row = j["rows"][0];
+    const double t = row["ours"]["median_s"];
+    const double best = std::min(row["mpi_default"]["median_s"].get<double>(),
+                                 row["mpi_ring"]["median_s"].get<double>());
+    CHECK(best > 0);
+    CHECK(row["ratio"].get<double>() == doctest::Approx(t / best));
 }
 
 TEST_CASE("bench allreduce fails loudly on a wrong sum and names the dead or wrong rank") {
@@ -170,8 +220,10 @@ TEST_CASE("bench allreduce shows ours alone when mpirun is missing") {
                  " bench allreduce --procs 2 --sizes 16KiB --iters 2 --warmup 1 --timeout 30 "
                  "--mpirun /nonexistent/mpirun");
     REQUIRE(r.status == 0);
-    CHECK(r.out.find("MPI reference not run: /nonexistent/mpirun is not on PATH") !=
-          std::string::npos);
+    // Without the reference program the binary says so before it looks for mpirun.
+    const std::string why = kMpiRefBuilt ? "/nonexistent/mpirun is not on PATH"
+                                         : "the MPI reference program was not built";
+    CHECK_MESSAGE(r.out.find("MPI reference not run: " + why) != std::string::npos, r.out);
     CHECK(r.out.find("16.00 KiB") != std::string::npos);
 }
 

@@ -10,7 +10,7 @@
 
 namespace gossamer::test {
 
-/// The CUDA device, or nullptr after printing "skipped: no CUDA device (...)".
+/// The CUDA device, or nullptr after the skip of cuda_device_or_skip().
 inline std::shared_ptr<proto::Device> cuda_device_or_null(
     const optim::cuda::CudaDeviceOptions& options = {}) {
     if (!cuda_device_or_skip()) return nullptr;

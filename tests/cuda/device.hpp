@@ -1,6 +1,7 @@
 #pragma once
-// For the parity tests: whether a CUDA device is here; if not, says "skipped: no CUDA device"
-// (ctest's SKIP_REGULAR_EXPRESSION turns the case into a skip, never a pass).
+// For the parity tests: whether a CUDA device is here; if not, the case is skipped (optional
+// component cuda-device: support/optional.hpp), never passed, and fails under
+// GOSSAMER_REQUIRE=cuda-device (scripts/gpu_check.sh on the GPU machine).
 
 #include <doctest/doctest.h>
 
@@ -12,14 +13,14 @@
 
 #include "gossamer/core/mixing.hpp"
 #include "gossamer/cuda/runtime.hpp"
+#include "support/optional.hpp"
 
 namespace gossamer::test {
 
 inline bool cuda_device_or_skip() {
     if (cuda::device_count() > 0) return true;
     // device_description() starts with "no CUDA device: " and says why.
-    MESSAGE("skipped: " << cuda::device_description());
-    return false;
+    return have_component("cuda-device", cuda::device_description());
 }
 
 /// n floats of mixed signs and magnitudes (normal, scaled by powers of two), reproducible.

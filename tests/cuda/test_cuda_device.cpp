@@ -1,6 +1,7 @@
 // The CUDA Device (gossamer/optimizers/cuda/cuda_device.hpp) against the CPU code on the same
-// inputs: memory, transfers (plain and staged), copy, mix, delta, axpy. Device cases print
-// "skipped: no CUDA device" where there is none; the refusal without a device runs everywhere.
+// inputs: memory, transfers (plain and staged), copy, mix, delta, axpy. Device cases skip
+// themselves where there is none (optional component cuda-device); the refusal without a device
+// runs everywhere.
 #include <doctest/doctest.h>
 
 #include <cmath>

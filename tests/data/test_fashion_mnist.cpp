@@ -10,6 +10,7 @@
 #include "gossamer/core/idx.hpp"
 #include "idx_writer.hpp"
 #include "support/errors.hpp"
+#include "support/optional.hpp"
 #include "support/temp_dir.hpp"
 
 using gossamer::ConfigError;
@@ -130,11 +131,13 @@ TEST_CASE("an unknown split is refused") {
 
 TEST_CASE("the real Fashion-MNIST, when installed: 60000 + 10000 samples, 10 balanced classes") {
     const std::string dir = gossamer::fashion_mnist_dir();
+    std::string missing;
     if (!std::filesystem::exists(std::filesystem::path(dir) / "train-images-idx3-ubyte.gz")) {
-        MESSAGE("skipped: Fashion-MNIST not found in "
-                << dir << " (apt-get install dataset-fashion-mnist)");
-        return;
+        missing = "Fashion-MNIST not found in ";
+        missing += dir;
+        missing += " (scripts/deps.sh installs dataset-fashion-mnist)";
     }
+    if (!gossamer::test::have_component("fashion-mnist", missing)) return;
     const auto train = load_fashion_mnist(dir, "train");
     const auto test = load_fashion_mnist(dir, "test");
     CHECK(train.size() == 60000);

@@ -37,6 +37,26 @@ def run_threads(n, body, timeout=60):
     return results, errors
 
 
+def need(component, missing):
+    """Optional components (docs/testing.md): returns when `missing` is empty; otherwise skips the
+    test with "skipped (optional): COMPONENT: REASON" (ctest then reports the file skipped), or
+    fails it when GOSSAMER_REQUIRE names the component."""
+    if not missing:
+        return
+    required = [c.strip() for c in os.environ.get("GOSSAMER_REQUIRE", "").split(",")]
+    if component in required:
+        pytest.fail(f"required component {component} (GOSSAMER_REQUIRE) is missing: {missing}")
+    pytest.skip(f"skipped (optional): {component}: {missing}")
+
+
+def fashion_mnist_dir():
+    """The Fashion-MNIST folder, or a skip (a failure where fashion-mnist is required)."""
+    data = os.environ.get("GOSSAMER_DATA_DIR", "/usr/share/datasets/fashion-mnist")
+    need("fashion-mnist", "" if os.path.isdir(data) else
+         f"Fashion-MNIST is not installed at {data} (scripts/deps.sh installs it)")
+    return data
+
+
 def cli():
     """The gossamer binary of this build (CTest passes its path)."""
     path = os.environ.get("GOSSAMER_CLI", "")

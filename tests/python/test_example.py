@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import fashion_mnist_dir
 
 SRC = os.environ.get("GOSSAMER_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLE = os.path.join(SRC, "examples", "python", "fashion_mnist_torch.py")
@@ -24,9 +25,7 @@ def test_the_example_refuses_cuda_without_a_gpu_in_one_line():
 
 @pytest.mark.parametrize("algorithm", ["async", "allreduce"])
 def test_the_example_trains(algorithm):
-    data = os.environ.get("GOSSAMER_DATA_DIR", "/usr/share/datasets/fashion-mnist")
-    if not os.path.isdir(data):
-        pytest.skip(f"Fashion-MNIST is not installed at {data} (scripts/deps.sh installs it)")
+    data = fashion_mnist_dir()
     r = subprocess.run([sys.executable, EXAMPLE, "--algorithm", algorithm, "--train", "3200",
                         "--test", "500", "--epochs", "2", "--slow", "0:2"],
                        capture_output=True, text=True, timeout=100)
@@ -67,9 +66,7 @@ def test_the_example_as_processes_started_like_gossamer_launch(tmp_path):
     """2 processes over UCX with the environment `gossamer launch --script` gives a peer: they
     write OUT/peer<r>.jsonl, and the lowest rank writes OUT/average.json of the exact average."""
     import gossamer
-    data = os.environ.get("GOSSAMER_DATA_DIR", "/usr/share/datasets/fashion-mnist")
-    if not os.path.isdir(data):
-        pytest.skip(f"Fashion-MNIST is not installed at {data} (scripts/deps.sh installs it)")
+    data = fashion_mnist_dir()
     topo = gossamer.Topology.generate("ring", 2, base_port=free_base_port(2))
     topo = topo.save(tmp_path / "ring2.json")
     env = dict(os.environ, GOSSAMER_TOPOLOGY=topo.source, GOSSAMER_OUT=str(tmp_path),

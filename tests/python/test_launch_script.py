@@ -8,14 +8,12 @@ import subprocess
 import pytest
 
 import gossamer
-from conftest import cli
+from conftest import cli, fashion_mnist_dir
 from test_example import EXAMPLE, SRC, free_base_port
 
 
 def test_launch_runs_python_peers(tmp_path):
-    data = os.environ.get("GOSSAMER_DATA_DIR", "/usr/share/datasets/fashion-mnist")
-    if not os.path.isdir(data):
-        pytest.skip(f"Fashion-MNIST is not installed at {data} (scripts/deps.sh installs it)")
+    data = fashion_mnist_dir()
     topo = gossamer.Topology.generate("ring", 2, base_port=free_base_port(2))
     topo = topo.save(tmp_path / "ring2.json")
     cfg = json.loads(open(os.path.join(SRC, "examples", "python", "fashion_launch.json")).read())
