@@ -49,6 +49,22 @@ std::string ranks_text(const std::vector<int>& ranks) {
     return s;
 }
 
+// " (why each was lost)": the bootstrap's line where it saw the process go (it watched the
+// process's own connection), else the transport's.
+std::string loss_causes(peer::JoinedPeer& me, const std::vector<int>& lost) {
+    if (lost.empty()) return "";
+    const auto losses = me.losses();
+    std::string out;
+    for (int q : lost) {
+        std::string cause = me.transport().peer_status(q).reason;
+        for (const auto& l : losses)
+            if (l.rank == q && !l.left) cause = l.reason;
+        if (cause.empty()) cause = fmt::format("peer {}", q);
+        out += fmt::format("{}{}", out.empty() ? " (" : "; ", cause);
+    }
+    return out + ")";
+}
+
 peer::JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout,
                                std::uint64_t model_size) {
     peer::JoinOptions o;
@@ -215,8 +231,8 @@ int run_peer_job(PeerJob& job) {
             return stop(fmt::format("stopped in the final average: {}", e.what()));
         }
     }
-    say(rank, fmt::format("finished {} steps in {:.1f} s; lost peers: {}", r.steps, r.end_time,
-                          ranks_text(lost)));
+    say(rank, fmt::format("finished {} steps in {:.1f} s; lost peers: {}{}", r.steps, r.end_time,
+                          ranks_text(lost), loss_causes(*me, lost)));
     json::Json summary = {{"rank", rank},           {"algorithm", job.algorithm},
                           {"steps", r.steps},       {"end_time", r.end_time},
                           {"survivors", survivors}, {"lost", lost}};

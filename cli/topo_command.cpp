@@ -36,15 +36,16 @@ commands:
 )";
 
 // Writes the averaging run of a schedule as CSV "round,disagreement" to dir/<stem>.csv.
+// `max_rounds` is the report's: the work bound of a large n applies to the curve too.
 void write_curve(const std::filesystem::path& dir, const std::string& file, const topo::Schedule& s,
-                 const topo::AnalysisOptions& o) {
+                 std::int64_t max_rounds, const topo::AnalysisOptions& o) {
     const auto path = dir / (std::filesystem::path(file).stem().string() + ".csv");
     const auto tmp = path.string() + ".tmp";
     {
         std::ofstream out(tmp);
         if (!out) throw UsageError(fmt::format("--curve-dir: cannot write {}", path.string()));
         out << "round,disagreement\n";
-        auto curve = topo::consensus_curve(s, std::min<std::int64_t>(o.max_rounds, 100000), o.seed,
+        auto curve = topo::consensus_curve(s, std::min<std::int64_t>(max_rounds, 100000), o.seed,
                                            o.target * 1e-3);
         for (std::size_t t = 0; t < curve.size(); ++t) out << t << ',' << curve[t] << '\n';
         if (!out.flush())
@@ -63,7 +64,9 @@ int show(const std::vector<std::string>& args) {
                 "each (--json: an array).",
                 {{"json", "", "print JSON (one object per file) instead of a table"},
                  {"model-bytes", "BYTES", "model size for the traffic figures (default 4MiB)"},
-                 {"max-rounds", "N", "cap on the averaging run (default 1000000)"},
+                 {"max-rounds", "N",
+                  "cap on the averaging run (default 1000000, fewer for a large n so that the "
+                  "run stays within a few seconds; the output says so; given, it is kept)"},
                  {"samples", "N", "rounds sampled for a random schedule (default 256)"},
                  {"seed", "S", "seed of the averaging run's start vector (default 1)"},
                  {"curve-dir", "DIR", "write each file's averaging run as DIR/<name>.csv"}},
@@ -79,6 +82,7 @@ int show(const std::vector<std::string>& args) {
         o.model_bytes = *bytes;
     }
     o.max_rounds = a.integer("max-rounds", o.max_rounds, 1, INT64_MAX);
+    if (a.value("max-rounds")) o.max_work = 0;  // asked for: run that long, however large n is
     o.sample_rounds = a.integer("samples", o.sample_rounds, 1, 1 << 24);
     o.seed = static_cast<std::uint64_t>(a.integer("seed", 1, 0, INT64_MAX));
     const auto curve_dir = a.value("curve-dir");
@@ -88,10 +92,11 @@ int show(const std::vector<std::string>& args) {
     for (const auto& f : a.positional) topologies.push_back(topo::load_topology(f));
     Progress progress(0);  // analyses take seconds: a terminal shows stages, logs stay clean
     o.progress = [&progress](std::string_view stage) { progress(stage, true); };
+    o.update = [&progress](std::string_view line) { progress(line); };
     std::vector<topo::Report> reports;
     for (const auto& t : topologies) {
         reports.push_back(topo::analyse(*t.schedule, o));
-        if (curve_dir) write_curve(*curve_dir, t.source, *t.schedule, o);
+        if (curve_dir) write_curve(*curve_dir, t.source, *t.schedule, reports.back().max_rounds, o);
     }
     progress.done();
     if (a.flag("json")) {
@@ -121,6 +126,26 @@ int validate(const std::vector<std::string>& args) {
     std::cout << fmt::format("{}: ok: {}, {} weights\n", a.positional[0], t.schedule->describe(),
                              topo::to_string(t.weights));
     return 0;
+}
+
+// Rank r listens on base + r: every port must fit in 65535. The message names the flags the
+// user gave (a default --base-port is not the culprit) and the largest value that would fit.
+void check_ports(int n, int base, bool base_given) {
+    const std::int64_t last = static_cast<std::int64_t>(base) + n - 1;
+    if (last <= 65535) return;
+    const std::string range = fmt::format("peers on ports {}..{} exceed 65535", base, last);
+    if (n > 65535)
+        throw UsageError(fmt::format(
+            "--n {}: {}; at most 65535 peers fit on one host's ports, lower --n", n, range));
+    if (!base_given)
+        throw UsageError(fmt::format(
+            "--n {}: {} (rank r uses port {} + r, the default --base-port); lower --n to {} or "
+            "less, or give --base-port {} or less",
+            n, range, base, 65535 - base + 1, 65535 - n + 1));
+    throw UsageError(
+        fmt::format("--base-port {} with --n {}: {}; lower --base-port to {} or less, or --n to {} "
+                    "or less",
+                    base, n, range, 65535 - n + 1, 65535 - base + 1));
 }
 
 int gen(const std::vector<std::string>& args) {
@@ -167,8 +192,7 @@ int gen(const std::vector<std::string>& args) {
     topo::LocalPeers peers;
     peers.host = a.value("host").value_or(peers.host);
     peers.base_port = static_cast<int>(a.integer("base-port", peers.base_port, 1, 65535));
-    if (peers.base_port + s.n - 1 > 65535)
-        throw UsageError("--base-port: the ports of all peers must stay below 65536");
+    check_ports(s.n, peers.base_port, a.value("base-port").has_value());
     try {
         (void)topo::generate(s);  // validates n, weights and connectivity before printing
     } catch (const TopologyError& e) {

@@ -5,8 +5,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <unordered_set>
+#include <vector>
 
 #include "gossamer/core/error.hpp"
 
@@ -47,13 +51,80 @@ std::string parse_error_reason(const std::string& what) {
     return what;
 }
 
+// Follows the parser's events to know the JSON path of each key, and refuses a key that appears
+// twice in one object: nlohmann would keep the last one silently, so a typo-free but repeated
+// "weights" or "peers" would quietly change what a user's file means.
+class DuplicateKeyCheck {
+  public:
+    explicit DuplicateKeyCheck(const std::string& label) : label_(label) {}
+
+    bool operator()(int /*depth*/, Json::parse_event_t event, Json& parsed) {
+        switch (event) {
+            case Json::parse_event_t::object_start:
+            case Json::parse_event_t::array_start:
+                enter_element();
+                frames_.push_back(Frame{event == Json::parse_event_t::object_start, {}, {}, 0});
+                break;
+            case Json::parse_event_t::object_end:
+            case Json::parse_event_t::array_end:
+                if (!frames_.empty()) frames_.pop_back();
+                break;
+            case Json::parse_event_t::key:
+                on_key(parsed.get<std::string>());
+                break;
+            case Json::parse_event_t::value:
+                enter_element();
+                break;
+        }
+        return true;
+    }
+
+  private:
+    struct Frame {
+        bool object = false;
+        std::unordered_set<std::string> keys;
+        std::string key;        // the member being read (objects)
+        std::size_t count = 0;  // elements seen so far (arrays)
+    };
+
+    // A value starts: in an array it is the next element.
+    void enter_element() {
+        if (!frames_.empty() && !frames_.back().object) ++frames_.back().count;
+    }
+
+    void on_key(std::string key) {
+        auto& top = frames_.back();
+        if (!top.keys.insert(key).second) {
+            std::string path;
+            for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
+                const auto& f = frames_[i];
+                if (f.object)
+                    path += (path.empty() ? "" : ".") + f.key;
+                else
+                    path += fmt::format("[{}]", f.count - 1);
+            }
+            path += (path.empty() ? "" : ".") + key;
+            throw ConfigError(label_, path, fmt::format("duplicate key \"{}\"", key),
+                              "keep only one of the two (JSON objects take each key once)");
+        }
+        top.key = std::move(key);
+    }
+
+    const std::string& label_;
+    std::vector<Frame> frames_;
+};
+
 }  // namespace
 
 Document parse_text(std::string_view text, std::string label) {
     try {
-        auto value = std::make_shared<Json>(Json::parse(text.begin(), text.end()));
+        DuplicateKeyCheck check(label);
+        auto value = std::make_shared<Json>(Json::parse(text.begin(), text.end(), std::ref(check)));
         return Document{std::move(label), std::move(value)};
     } catch (const Json::parse_error& e) {
+        if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+            throw ConfigError(std::move(label), "", "the file is empty (no JSON value)",
+                              "write a JSON object into it");
         auto [line, col] = line_column(text, e.byte);
         throw ConfigError(fmt::format("{}:{}:{}", label, line, col), "",
                           "invalid JSON: " + parse_error_reason(e.what()),
@@ -66,6 +137,12 @@ Document parse_text(std::string_view text, std::string label) {
 }
 
 Document load_file(const std::string& path) {
+    // An ifstream opens a directory without complaint and then reads nothing, which the parser
+    // would report as "unexpected end of input".
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw ConfigError(path, "", "is a directory, not a JSON file",
+                          "give the path of the JSON file inside it");
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         const int err = errno;

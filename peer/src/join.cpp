@@ -3,6 +3,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -15,13 +16,24 @@ struct JoinedPeer::Relay {
     transport::Transport* transport = nullptr;  // for wake() only; null once it is gone
     std::deque<bootstrap::PeerLoss> pending;    // vanished peers not yet failed in the transport
     std::vector<int> vanished;
+    std::map<int, std::string> causes;  // why each vanished peer is gone, as the bootstrap saw it
 
     void lost(const bootstrap::PeerLoss& loss) {
         if (loss.left) return;  // a goodbye: the peer finished, it did not fail
         std::lock_guard lock(mu);
         pending.push_back(loss);
         vanished.push_back(loss.rank);
+        causes.emplace(loss.rank, loss.reason);
         if (transport) transport->wake();  // thread-safe; the loop then calls apply_peer_losses
+    }
+
+    // For the transport: UCX's endpoint errors say "Endpoint timeout" whether a peer was killed
+    // or hangs; the bootstrap watched the process's own connection and knows which.
+    std::optional<std::string> cause_of(int rank) {
+        std::lock_guard lock(mu);
+        auto it = causes.find(rank);
+        if (it == causes.end()) return std::nullopt;
+        return it->second;
     }
 };
 
@@ -94,6 +106,11 @@ std::unique_ptr<JoinedPeer> join(JoinOptions options) {
     u.job_id = b.job_id;
     std::unique_ptr<JoinedPeer> me(new JoinedPeer);
     me->relay_ = std::make_shared<JoinedPeer::Relay>();
+    u.known_cause = [relay = std::weak_ptr<JoinedPeer::Relay>(me->relay_)](
+                        int peer) -> std::optional<std::string> {
+        auto r = relay.lock();
+        return r ? r->cause_of(peer) : std::nullopt;
+    };
     me->rank_ = u.rank;
     me->size_ = u.size;
     // The listener first: a port clash or a bad rank is reported before UCX starts.

@@ -110,6 +110,55 @@ def flatten(module, partitions=None):
     return FlatParameters(buffer, layout, slices, order)
 
 
+def _buffer_range(params):
+    """(first byte address, byte count) of the buffer a gossamer.Peer was built from, or None
+    when it cannot tell (a buffer-protocol object that is neither a tensor nor a NumPy array)."""
+    if torch.is_tensor(params):
+        return params.data_ptr(), params.numel() * params.element_size()
+    interface = getattr(params, "__array_interface__", None)
+    if interface is not None:
+        return interface["data"][0], int(getattr(params, "nbytes", 0))
+    return None
+
+
+def _check_same_parameters(optimizer, peer, flat):
+    """Raises ConfigError unless the optimizer steps the parameters the peer gossips: every one
+    must view the peer's buffer (flat's, when given). Another model's parameters would train
+    without ever being mixed, and the peer would gossip a model nobody updates."""
+    groups = getattr(optimizer, "param_groups", None)
+    if groups is None:
+        raise ConfigError("optimizer: give a torch.optim optimizer (it has no param_groups)")
+    where = _buffer_range(getattr(peer, "_params", None))
+    if flat is not None and where is not None and \
+            (flat.buffer.data_ptr(), flat.buffer.numel() * flat.buffer.element_size()) != where:
+        raise ConfigError("flat: its buffer is not the one the gossamer.Peer was built from; "
+                          "pass flat.buffer to gossamer.Peer (the same flatten() result)")
+    if flat is not None:
+        names = {id(p): name for name, p in flat._params}
+        for g, group in enumerate(groups):
+            for i, p in enumerate(group["params"]):
+                if id(p) not in names:
+                    raise ConfigError(
+                        f"optimizer: param_groups[{g}].params[{i}] (shape {tuple(p.shape)}) is "
+                        "not a parameter of the model given to gossamer.torch.flatten (another "
+                        "model's?); build the optimizer from that model's parameters "
+                        "(optimizer(model.parameters(), ...))")
+        return
+    if where is None:
+        return
+    first, nbytes = where
+    for g, group in enumerate(groups):
+        for i, p in enumerate(group["params"]):
+            begin = p.data_ptr()
+            end = begin + p.numel() * p.element_size()
+            if not (first <= begin and end <= first + nbytes):
+                raise ConfigError(
+                    f"optimizer: param_groups[{g}].params[{i}] (shape {tuple(p.shape)}) does not "
+                    "view the buffer the gossamer.Peer gossips (another model's parameters?); "
+                    "flatten the model (gossamer.torch.flatten), give flat.buffer to "
+                    "gossamer.Peer and build the optimizer from that model's parameters")
+
+
 class GossipOptimizer:
     """Wraps any torch.optim optimizer: step() takes the optimizer's local step, then hands the
     update to the gossamer.Peer, which mixes and writes the next point into the parameters.
@@ -123,6 +172,7 @@ class GossipOptimizer:
     """
 
     def __init__(self, optimizer, peer, flat=None, evaluate=None):
+        _check_same_parameters(optimizer, peer, flat)
         self.optimizer = optimizer
         self.peer = peer
         self.flat = flat

@@ -1,7 +1,16 @@
 // Bad input: each a clear line naming the peer and the reason, and a listener that keeps going.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "cluster.hpp"
+#include "gossamer/core/log.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace gossamer::test;
 namespace asio = boost::asio;
@@ -9,12 +18,15 @@ namespace asio = boost::asio;
 namespace {
 
 /// Starts n peers where rank `odd` gets options changed by `change`; returns the outcomes.
+/// With skip_odd, rank `odd` is not started at all.
 template <typename F>
 std::vector<Outcome> run_with_odd_one(int n, int odd, F change,
-                                      std::vector<std::unique_ptr<bs::Bootstrap>>* keep = nullptr) {
+                                      std::vector<std::unique_ptr<bs::Bootstrap>>* keep = nullptr,
+                                      bool skip_odd = false) {
     auto peers = start_peers(n, [&](int r, std::vector<bs::Endpoint> e) {
         auto o = quick_options(r, std::move(e));
         o.join_timeout = 1s;
+        if (r == odd && skip_odd) return std::optional<bs::Options>();
         if (r == odd) change(o);
         return std::optional<bs::Options>(o);
     });
@@ -36,6 +48,38 @@ void send_raw(const bs::Endpoint& where, const std::string& bytes) {
     ec = {};
     while (!ec) s.read_some(asio::buffer(sink), ec);
 }
+
+/// Sends fd 2 to a file for its lifetime; text() gives what was written meanwhile.
+class StderrCapture {
+  public:
+    StderrCapture() : path_(dir_.path() / "stderr") {
+        std::fflush(stderr);
+        saved_ = dup(STDERR_FILENO);
+        const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+    }
+    ~StderrCapture() { restore(); }
+    std::string text() {
+        restore();
+        std::ifstream in(path_);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+    }
+
+  private:
+    void restore() {
+        if (saved_ < 0) return;
+        std::fflush(stderr);
+        dup2(saved_, STDERR_FILENO);
+        close(saved_);
+        saved_ = -1;
+    }
+    TempDir dir_;
+    std::filesystem::path path_;
+    int saved_ = -1;
+};
 
 }  // namespace
 
@@ -117,6 +161,51 @@ TEST_SUITE("bootstrap") {
                       topo[1].error);
     }
 
+    TEST_CASE("rank 0's verdict on a refused peer names the field that differed") {
+        auto token = run_with_odd_one(2, 1, [](bs::Options& o) { o.token = "guess"; });
+        REQUIRE(token[0].failed);
+        CHECK(token[0].reason == bs::Reason::missing_peers);
+        CHECK(token[0].ranks == std::vector<int>{1});
+        CHECK_MESSAGE(has(token[0].error, "handshake was refused"), token[0].error);
+        CHECK_MESSAGE(has(token[0].error, "rank 1's job token does not match rank 0's"),
+                      token[0].error);
+        CHECK_MESSAGE(!has(token[0].error, "topology file"), token[0].error);
+        CHECK_FALSE(has(token[0].error, "guess"));
+        CHECK_FALSE(has(token[0].error, "secret"));
+
+        auto model = run_with_odd_one(3, 2, [](bs::Options& o) {
+            o.model_size = 131;
+            o.layout = gossamer::PartitionLayout::whole(131);
+        });
+        REQUIRE(model[0].failed);
+        CHECK_MESSAGE(has(model[0].error,
+                          "model sizes differ: rank 2 has 131 parameters, rank 0 "
+                          "has 130"),
+                      model[0].error);
+        CHECK_MESSAGE(!has(model[0].error, "topology file"), model[0].error);
+
+        auto layout = run_with_odd_one(2, 1, [](bs::Options& o) {
+            o.layout = gossamer::PartitionLayout({{"fc1", 0, 120}, {"fc2", 120, 10}}, 130);
+        });
+        REQUIRE(layout[0].failed);
+        CHECK_MESSAGE(has(layout[0].error, "partition layouts differ"), layout[0].error);
+        CHECK_MESSAGE(!has(layout[0].error, "topology file"), layout[0].error);
+
+        auto job = run_with_odd_one(2, 1, [](bs::Options& o) { o.job_id = 7; });
+        REQUIRE(job[0].failed);
+        CHECK_MESSAGE(has(job[0].error, "job ids differ: rank 1 is in job 7, rank 0 in job 42"),
+                      job[0].error);
+        CHECK_MESSAGE(!has(job[0].error, "topology file"), job[0].error);
+        CHECK_MESSAGE(has(job[1].error, "the same job id"), job[1].error);
+
+        // A rank that never tried still points at how the peers were started.
+        auto absent = run_with_odd_one(
+            2, 1, [](bs::Options&) {}, nullptr, /*skip_odd=*/true);
+        REQUIRE(absent[0].failed);
+        CHECK_MESSAGE(has(absent[0].error, "did not join within 1 s; check that it was started"),
+                      absent[0].error);
+    }
+
     TEST_CASE("garbage on the port is refused and counted while the listener keeps working") {
         auto eps = free_endpoints(3);
         std::vector<std::unique_ptr<bs::Bootstrap>> peers;
@@ -140,6 +229,50 @@ TEST_SUITE("bootstrap") {
         send_raw(eps[0], "more garbage, later");
         CHECK(peers[0]->listener_stats().malformed == 5);
         for (auto& p : peers) CHECK(p->lost_peers().empty());
+    }
+
+    TEST_CASE("200 rapid connections give a few warnings and a summary, not 200 lines") {
+        auto eps = free_endpoints(1);
+        auto o = quick_options(0, eps);
+        o.warn_interval = 1s;
+        const auto saved = gossamer::log::level();
+        gossamer::log::set_level(gossamer::log::Level::info);
+        std::string text;
+        {
+            StderrCapture capture;
+            {
+                bs::Bootstrap root(o);
+                asio::io_context io;
+                const asio::ip::tcp::endpoint where{asio::ip::make_address(eps[0].host),
+                                                    static_cast<unsigned short>(eps[0].port)};
+                for (int i = 0; i < 200; ++i) {  // connect and hang up at once: 200 bounded tries
+                    asio::ip::tcp::socket s(io);
+                    boost::system::error_code ec;
+                    s.connect(where, ec);
+                    s.close(ec);
+                }
+                wait_until([&] { return root.listener_stats().malformed == 200; }, 20s);
+                CHECK(root.listener_stats().malformed == 200);
+                std::this_thread::sleep_for(1200ms);  // a summary at the end of a window
+            }
+            text = capture.text();
+        }
+        gossamer::log::set_level(saved);
+        CAPTURE(text);
+        int lines = 0, shown = 0;
+        std::uint64_t summed = 0;
+        std::istringstream in(text);
+        for (std::string line; std::getline(in, line);) {
+            ++lines;
+            if (has(line, "refused a connection from") && !has(line, "not shown")) ++shown;
+            if (auto at = line.find(" more listener warning"); at != std::string::npos) {
+                auto start = line.rfind(' ', at - 1);
+                summed += std::stoull(line.substr(start + 1, at - start - 1));
+            }
+        }
+        CHECK(shown == 3);
+        CHECK(summed == 197);
+        CHECK(lines <= 6);
     }
 
     TEST_CASE("a peer that sends nothing is dropped after the handshake timeout") {

@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "launch_job.hpp"
@@ -24,6 +25,13 @@ using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
 
 Json read_json(const fs::path& p) {
     std::ifstream in(p);
@@ -117,6 +125,37 @@ TEST_SUITE("integration") {
               std::string::npos);
         CHECK(r.err.find("    ") != std::string::npos);
         CHECK(read_json(out / "result.json")["algorithms"][0]["ok"] == false);
+    }
+
+    TEST_CASE("a healthy launch prints no endpoint errors and no warnings at the end of the job") {
+        LaunchJob job;
+        const auto out = job.dir.path() / "healthy";
+        auto r = job.launch("--algorithms dpsgd --timeout 60 --out " + out.string());
+        CAPTURE(r.err);
+        REQUIRE(r.status == 0);
+        std::string logs = r.err;
+        for (int p = 0; p < 4; ++p)
+            logs += slurp(out / "dpsgd" / ("peer" + std::to_string(p) + ".log"));
+        CAPTURE(logs);
+        CHECK(logs.find("endpoint") == std::string::npos);
+        CHECK(logs.find("Endpoint timeout") == std::string::npos);
+        CHECK(logs.find("[gossamer warn]") == std::string::npos);
+        CHECK(logs.find("lost peers: none") != std::string::npos);
+    }
+
+    TEST_CASE("a 1-peer job prints no raw UCX error") {
+        LaunchJob job;
+        job.topology = job.dir.write("one.json",
+                                     R"({"peers": {"count": 1}, "graph": {"family": "complete"}})");
+        const auto out = job.dir.path() / "one";
+        auto r = job.launch("--algorithms dpsgd --timeout 60 --out " + out.string());
+        CAPTURE(r.err);
+        REQUIRE(r.status == 0);
+        const auto log = slurp(out / "dpsgd" / "peer0.log");
+        CAPTURE(log);
+        CHECK(log.find("UCX") == std::string::npos);
+        CHECK(r.err.find("UCX") == std::string::npos);
+        CHECK(log.find("lost peers: none") != std::string::npos);
     }
 
     TEST_CASE("launch reports the first tick whose mean peer accuracy reaches the target") {

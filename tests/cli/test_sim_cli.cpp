@@ -114,6 +114,45 @@ TEST_CASE("bad cluster files and options are one line and exit 2") {
     CHECK(opts.status == 2);
 }
 
+TEST_CASE("every loader names a directory given as a JSON file, and refuses duplicate keys") {
+    Job job;
+    const auto cluster = kSrc + "/examples/clusters/small4.json";
+    TempDir folder;
+    const auto dir = folder.path().string();
+    auto one_line = [](const RunResult& r, const std::string& text) {
+        CAPTURE(r.err);
+        CHECK(r.status == 2);
+        CHECK(r.err.find(text) != std::string::npos);
+        CHECK(r.err.find("end of input") == std::string::npos);
+        CHECK(r.err.find('\n') == r.err.size() - 1);
+    };
+    const std::string tail = " --algorithms allreduce --out " + job.dir.path().string() + "/o";
+    one_line(run(kBin + " sim --topology " + dir + " --cluster " + cluster + " --config " +
+                 job.config + tail),
+             dir + ": is a directory");
+    one_line(run(kBin + " sim --topology " + job.topology + " --cluster " + dir + " --config " +
+                 job.config + tail),
+             dir + ": is a directory");
+    one_line(run(kBin + " sim --topology " + job.topology + " --cluster " + cluster + " --config " +
+                 dir + tail),
+             dir + ": is a directory");
+    const auto dup_topology = job.dir.write(
+        "dup.json", R"({"peers": {"count": 4}, "graph": {"family": "ring", "family": "star"}})");
+    one_line(run(kBin + " sim --topology " + dup_topology + " --cluster " + cluster + " --config " +
+                 job.config + tail),
+             dup_topology + ": graph.family: duplicate key \"family\"");
+    const auto dup_cluster =
+        job.dir.write("dupc.json", R"({"defaults": {"base_time": 0.01, "base_time": 0.02}})");
+    one_line(run(kBin + " sim --topology " + job.topology + " --cluster " + dup_cluster +
+                 " --config " + job.config + tail),
+             dup_cluster + ": defaults.base_time: duplicate key \"base_time\"");
+    const auto dup_config = job.dir.write("dupt.json", R"({"seed": 3, "seed": 4})");
+    one_line(run(kBin + " sim --topology " + job.topology + " --cluster " + cluster + " --config " +
+                 dup_config + tail),
+             dup_config + ": seed: duplicate key \"seed\"");
+    CHECK_FALSE(std::filesystem::exists(job.dir.path() / "o"));
+}
+
 TEST_CASE("sim reports the mean of the peers' own accuracies and when it reaches the target") {
     Job job;
     const auto out = (job.dir.path() / "m").string();

@@ -1,6 +1,7 @@
 // The gossamer binary as a user runs it: exit statuses, one-line errors, output formats.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -127,6 +128,21 @@ TEST_CASE("topo gen writes a file that validates, and refuses bad parameters") {
                          "--weights: unknown rule");
 }
 
+TEST_CASE("topo gen: more peers than ports names the flag that was given, with its value") {
+    auto n = cli("topo gen --family ring --n 70000");
+    check_one_line_error(n, "--n 70000: peers on ports 29500..99499 exceed 65535");
+    CHECK(n.err.find("lower --n") != std::string::npos);
+    auto defaulted = cli("topo gen --family ring --n 40000");
+    check_one_line_error(defaulted, "--n 40000: peers on ports 29500..69499 exceed 65535");
+    CHECK(defaulted.err.find("lower --n to 36036 or less, or give --base-port 25536 or less") !=
+          std::string::npos);
+    CHECK(defaulted.err.find("error: --base-port") == std::string::npos);
+    check_one_line_error(cli("topo gen --family ring --n 100 --base-port 65500"),
+                         "--base-port 65500 with --n 100: peers on ports 65500..65599 exceed "
+                         "65535; lower --base-port to 65436 or less, or --n to 36 or less");
+    CHECK(cli("topo gen --family ring --n 36036").status == 0);  // 29500..65535 fits
+}
+
 TEST_CASE("topo matrix prints W of a round as CSV, topo dot prints Graphviz") {
     auto m = cli("topo matrix " + kExamples + "one-peer-exp16.json --round 1");
     REQUIRE(m.status == 0);
@@ -152,6 +168,31 @@ TEST_CASE("a 1024-peer one-peer exponential topology is analysed") {
     CHECK(j["period"] == 10);
     CHECK(j["rounds_to_1e-6"] == 10);
     CHECK(j["slem"].get<double>() == 0.0);
+}
+
+TEST_CASE("topo show of a 65,535-peer ring finishes within a bound and says it bounded the run") {
+    TempDir dir;
+    auto gen = cli("topo gen --family ring --n 65535 --base-port 1");
+    REQUIRE(gen.status == 0);
+    auto file = dir.write("ring65535.json", gen.out);
+    const auto start = std::chrono::steady_clock::now();
+    auto r = cli("topo show --json " + file);
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(took < 60.0);  // the test's timeout is 120 s; a million rounds took many minutes
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["n"] == 65535);
+    CHECK(j["rounds_to_1e-6"].is_null());
+    CHECK(j["max_rounds"].get<std::int64_t>() < 1000000);
+    CHECK(j["rounds_note"].get<std::string>().find("bounded to") != std::string::npos);
+    CHECK(j["spectral_note"].get<std::string>().find("dense limit") != std::string::npos);
+    // A given --max-rounds is kept.
+    auto kept = cli("topo show --json --max-rounds 30 " + file);
+    REQUIRE(kept.status == 0);
+    CHECK(nlohmann::json::parse(kept.out)["max_rounds"] == 30);
+    CHECK(nlohmann::json::parse(kept.out)["rounds_note"] == "");
 }
 
 TEST_CASE("topo show compares several files and writes their averaging runs") {

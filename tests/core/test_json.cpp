@@ -81,3 +81,30 @@ TEST_CASE("edit distance and closest suggestions") {
     CHECK(closest("metropolis", {"uniform", "metropolis_hastings"}) == std::nullopt);
     CHECK(closest("unifrom", {"uniform", "metropolis_hastings"}) == std::string("uniform"));
 }
+
+TEST_CASE("a directory given as a JSON file is named as a directory") {
+    gossamer::test::TempDir dir;
+    auto msg = config_error([&] { load_file(dir.path().string()); });
+    CHECK(msg.find(dir.path().string() + ": is a directory") == 0);
+    CHECK_FALSE(contains(msg, "end of input"));
+}
+
+TEST_CASE("an empty file says it is empty") {
+    gossamer::test::TempDir dir;
+    auto path = dir.write("empty.json", " \n");
+    auto msg = config_error([&] { load_file(path); });
+    CHECK(msg.find(path + ": the file is empty") == 0);
+}
+
+TEST_CASE("duplicate keys are refused with the file, the JSON path and the key") {
+    CHECK(config_error([] { parse_text(R"({"peers": 4, "peers": 8})", "t.json"); }) ==
+          "t.json: peers: duplicate key \"peers\"; keep only one of the two (JSON objects "
+          "take each key once)");
+    auto msg = config_error([] {
+        parse_text(R"({"graph": {"edges": [[0, 1], {"a": 1, "b": {"w": 1, "w": 2}}]}})", "t.json");
+    });
+    CHECK(msg.find("t.json: graph.edges[1].b.w: duplicate key \"w\"") == 0);
+    // The same key in sibling objects is fine.
+    Node ok(parse_text(R"({"a": [{"k": 1}, {"k": 2}], "b": {"k": 3}})", "t.json"));
+    CHECK(ok.at("a")[1].at("k").as_int() == 2);
+}

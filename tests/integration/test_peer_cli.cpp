@@ -171,6 +171,35 @@ TEST_SUITE("integration") {
         }
     }
 
+    TEST_CASE("a SIGKILLed peer is reported with the real cause, not as an endpoint timeout") {
+        for (const std::string algo : {"dpsgd", "allreduce"}) {
+            CAPTURE(algo);
+            Job job(20, 0.01);  // 200 steps of 10 ms
+            std::vector<std::unique_ptr<Process>> peers;
+            for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, algo));
+            const auto until = std::chrono::steady_clock::now() + 30s;
+            while (count_lines(job.metrics(2)) < 40 && std::chrono::steady_clock::now() < until)
+                std::this_thread::sleep_for(10ms);
+            REQUIRE(count_lines(job.metrics(2)) >= 40);
+            peers[2]->kill(SIGKILL);
+            for (int r : {0, 1, 3}) {
+                CAPTURE(r);
+                const int status = peers[r]->wait(40s);
+                const std::string log = peers[r]->log();
+                CAPTURE(log);
+                CHECK(status == (algo == "allreduce" ? 1 : 0));
+                CHECK(log.find("Endpoint timeout") == std::string::npos);
+                CHECK(log.find("endpoint error") == std::string::npos);
+                // The line that names the loss says the process went away.
+                const auto named =
+                    log.find(algo == "allreduce" ? "peer 2 failed: " : "lost peers: 2");
+                REQUIRE(named != std::string::npos);
+                const auto line = log.substr(named, log.find('\n', named) - named);
+                CHECK_MESSAGE(line.find("went away") != std::string::npos, line);
+            }
+        }
+    }
+
     TEST_CASE("a hung peer (SIGSTOP) is found by the heartbeats and gossip finishes without it") {
         for (const std::string algo : {"async", "dpsgd"}) {
             CAPTURE(algo);

@@ -155,3 +155,47 @@ def test_a_bad_eval_interval_from_the_launcher_is_one_line(ring4, monkeypatch):
     with pytest.raises(gossamer.ConfigError, match=r"^PeerOptions::eval_interval: -1 s"):
         gossamer.Peer(np.zeros(10, np.float32), ring4.source, rank=0, steps=5,
                       transport="inproc", job=gossamer.InprocJob(4))
+
+
+def test_an_optimizer_over_another_models_parameters_is_refused(tmp_path):
+    ring2 = gossamer.Topology.generate("ring", 2).save(tmp_path / "ring2.json")
+    job = gossamer.InprocJob(2)
+
+    def peer(rank):
+        torch.manual_seed(0)
+        model, other = torch.nn.Linear(4, 2), torch.nn.Linear(4, 2)
+        flat = gossamer.torch.flatten(model)
+        p = gossamer.Peer(flat.buffer, ring2, rank=rank, steps=2, transport="inproc", job=job,
+                          join_timeout=10)
+        lines = []
+        wrong = torch.optim.SGD(other.parameters(), lr=0.1)
+        for args in [(wrong, p, flat), (wrong, p)]:
+            with pytest.raises(gossamer.ConfigError) as e:
+                gossamer.torch.GossipOptimizer(*args)
+            lines.append(str(e.value))
+        with pytest.raises(gossamer.ConfigError) as e:  # flat of another model than the peer's
+            gossamer.torch.GossipOptimizer(torch.optim.SGD(other.parameters(), lr=0.1), p,
+                                           gossamer.torch.flatten(other))
+        lines.append(str(e.value))
+        # the right parameters, with and without flat, are accepted and train
+        gossamer.torch.GossipOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), p)
+        opt = gossamer.torch.GossipOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), p, flat)
+        while not opt.done:
+            opt.zero_grad()
+            loss = model(torch.ones(3, 4)).pow(2).mean()
+            loss.backward()
+            opt.step(loss)
+        p.finish()
+        return lines
+
+    results, errors = run_threads(2, peer)
+    assert errors == [None, None]
+    with_flat, without_flat, other_flat = results[0]
+    for line in results[0]:
+        assert "\n" not in line
+    assert with_flat.startswith("optimizer: param_groups[0].params[0] (shape (2, 4)) is not a "
+                                "parameter of the model given to gossamer.torch.flatten")
+    assert without_flat.startswith("optimizer: param_groups[0].params[0] (shape (2, 4)) does not "
+                                   "view the buffer the gossamer.Peer gossips")
+    assert other_flat.startswith("flat: its buffer is not the one the gossamer.Peer was built "
+                                 "from")

@@ -170,3 +170,27 @@ TEST_CASE("the spectrum is skipped above the dense limit, with a note") {
     CHECK_FALSE(report.slem.has_value());
     CHECK(report.spectral_note.find("dense limit") != std::string::npos);
 }
+
+TEST_CASE("a large ring's averaging run is bounded by its work, says so, and reports progress") {
+    AnalysisOptions o;
+    o.max_work = 40'000'000;  // 500 rounds of a 20,000-peer ring (3 nonzeros per row, plus n)
+    std::vector<std::string> updates;
+    o.update = [&](std::string_view line) { updates.emplace_back(line); };
+    const auto report = analyse(*family("ring", 20000), o);
+    CHECK(report.max_rounds == 500);
+    CHECK_FALSE(report.rounds_to_target.has_value());
+    CHECK(report.rounds_note.find("bounded to 500 rounds for n = 20000") != std::string::npos);
+    CHECK(to_json(report)["rounds_note"] == report.rounds_note);
+    CHECK(to_text(report).find("not reached in 500 rounds (averaging run bounded") !=
+          std::string::npos);
+    // The progress line moves: a line every 2e7 multiply-adds, the round growing.
+    REQUIRE(updates.size() >= 2);
+    CHECK(updates.front().find("averaging run: round 250 of at most 500") == 0);
+    CHECK(updates.back().find("round 500 of at most 500") != std::string::npos);
+    // Unbounded (max_work 0) keeps max_rounds; small topologies are not bounded by default.
+    o.max_work = 0;
+    o.max_rounds = 20;
+    o.update = nullptr;
+    CHECK(analyse(*family("ring", 20000), o).max_rounds == 20);
+    CHECK(analyse(*family("ring", 64)).rounds_note.empty());
+}

@@ -214,7 +214,37 @@ TEST_CASE("bad input: other inconsistencies") {
               .rfind("F: graph.family: erdos_renyi with n = 20 and p = 0.01 was not connected",
                      0) == 0);
     CHECK(error_of(R"({"peers": {"count": 3, "base_port": 65534}, "graph": {"family": "ring"}})")
-              .rfind("F: peers.count: ports 65534..65536 run past 65535", 0) == 0);
+              .rfind("F: peers.count: count 3: peers on ports 65534..65536 run past 65535", 0) ==
+          0);
+}
+
+TEST_CASE("bad input: too many peers for the ports names base_port only where the file gives it") {
+    const auto defaulted = error_of(R"({"peers": {"count": 40000}, "graph": {"family": "ring"}})");
+    CHECK(defaulted ==
+          "F: peers.count: count 40000: peers on ports 29500..69499 (from the default base_port "
+          "29500) run past 65535; lower count to 36036 or less, or give a base_port of 25536 or "
+          "less");
+    const auto given =
+        error_of(R"({"peers": {"count": 10, "base_port": 65530}, "graph": {"family": "ring"}})");
+    CHECK(given.rfind("F: peers.count: count 10: peers on ports 65530..65539 run past 65535; "
+                      "lower count to 6 or less, or base_port to 65526 or less",
+                      0) == 0);
+    CHECK(error_of(R"({"peers": {"count": 70000, "base_port": 1}, "graph": {"family": "ring"}})")
+              .find("at most 65535 peers fit on one host's ports; lower count") !=
+          std::string::npos);
+}
+
+TEST_CASE("bad input: a directory or duplicate keys") {
+    gossamer::test::TempDir dir;
+    try {
+        load_topology(dir.path().string());
+        FAIL("expected ConfigError");
+    } catch (const ConfigError& e) {
+        CHECK(std::string(e.what()).rfind(dir.path().string() + ": is a directory", 0) == 0);
+    }
+    CHECK(error_of(R"({"peers": {"count": 4}, "graph": {"family": "ring"}, "weights": "uniform",
+                       "weights": "max_degree"})")
+              .rfind(R"(F: weights: duplicate key "weights")", 0) == 0);
 }
 
 TEST_CASE("the file written for a family loads back to the same schedule") {

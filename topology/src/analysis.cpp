@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "gossamer/core/rng.hpp"
@@ -17,11 +18,22 @@ void say(const AnalysisOptions& o, std::string_view line) {
     if (o.progress) o.progress(line);
 }
 
+// Multiply-adds of one round of the averaging run (W x, the disagreement; twice for push-sum).
+std::int64_t work_per_round(const Schedule& s) {
+    const auto round = s.at(0);
+    const auto per = static_cast<std::int64_t>(round->weights.nonzeros()) + s.n();
+    return s.kind() == WeightKind::push_sum ? 2 * per : per;
+}
+
 // One averaging run: applies W(0), W(1), ... to a random vector (and to w = 1 for push-sum)
 // and calls `step(t, disagreement / initial disagreement)` after every round until it returns
-// false or max_rounds pass.
+// false or max_rounds pass. `tick`, when set, hears about the run every 2e7 multiply-adds or so.
 template <typename Step>
-void averaging_run(const Schedule& s, std::int64_t max_rounds, std::uint64_t seed, Step step) {
+void averaging_run(const Schedule& s, std::int64_t max_rounds, std::uint64_t seed, Step step,
+                   const std::function<void(std::int64_t, double)>& tick = {}) {
+    const std::int64_t tick_every =
+        tick ? std::max<std::int64_t>(1, 20'000'000 / std::max<std::int64_t>(1, work_per_round(s)))
+             : 0;
     const auto N = static_cast<std::size_t>(s.n());
     const bool push_sum = s.kind() == WeightKind::push_sum;
     Rng rng(seed);
@@ -48,7 +60,9 @@ void averaging_run(const Schedule& s, std::int64_t max_rounds, std::uint64_t see
             round->weights.apply(w, tmp);
             w.swap(tmp);
         }
-        if (!step(t + 1, disagreement() / d0)) return;
+        const double rel = disagreement() / d0;
+        if (!step(t + 1, rel)) return;
+        if (tick_every > 0 && (t + 1) % tick_every == 0) tick(t + 1, rel);
     }
 }
 
@@ -160,9 +174,40 @@ Report analyse(const Schedule& s, const AnalysisOptions& o) {
         r.rate_per_round = std::pow(*r.slem, 1.0 / static_cast<double>(*r.period));
     }
 
+    // The averaging run costs rounds x (nonzeros + n): a ring of 65,535 peers would take
+    // minutes for the default million rounds, so a large n gets fewer, and the report says so.
+    r.max_rounds = o.max_rounds;
+    if (o.max_work > 0) {
+        const auto per_round = work_per_round(s);
+        const auto affordable = std::max<std::int64_t>(1, o.max_work / per_round);
+        if (affordable < r.max_rounds) {
+            r.max_rounds = affordable;
+            r.rounds_note = fmt::format(
+                "averaging run bounded to {} rounds for n = {}, about {:.0e} multiply-adds; "
+                "give --max-rounds to run longer",
+                affordable, r.n, static_cast<double>(o.max_work));
+        }
+    }
     say(o, fmt::format("running an averaging run to {:g} (at most {} rounds)", o.target,
-                       o.max_rounds));
-    r.rounds_to_target = rounds_to_consensus(s, o.target, o.max_rounds, o.seed);
+                       r.max_rounds));
+    std::function<void(std::int64_t, double)> tick;
+    if (o.update)
+        tick = [&](std::int64_t t, double rel) {
+            o.update(
+                fmt::format("averaging run: round {} of at most {}, disagreement {:.2e} "
+                            "(target {:g})",
+                            t, r.max_rounds, rel, o.target));
+        };
+    if (r.n > 1)
+        averaging_run(
+            s, r.max_rounds, o.seed,
+            [&](std::int64_t t, double rel) {
+                if (rel <= o.target) r.rounds_to_target = t;
+                return !r.rounds_to_target;
+            },
+            tick);
+    else
+        r.rounds_to_target = 0;
     return r;
 }
 
@@ -189,6 +234,7 @@ json::Json to_json(const Report& r) {
         {"rounds_to_target", opt(r.rounds_to_target)},
         {"target", r.target},
         {"max_rounds", r.max_rounds},
+        {"rounds_note", r.rounds_note},
         {"max_degree", r.max_degree},
         {"in_degree", {{"min", r.min_in_degree}, {"max", r.max_in_degree}}},
         {"out_degree",
@@ -230,7 +276,8 @@ std::string to_text(const Report& r) {
     }
     line(fmt::format("rounds to {:g}", r.target),
          r.rounds_to_target ? std::to_string(*r.rounds_to_target)
-                            : fmt::format("not reached in {} rounds", r.max_rounds));
+                            : fmt::format("not reached in {} rounds{}", r.max_rounds,
+                                          r.rounds_note.empty() ? "" : " (" + r.rounds_note + ")"));
     line("degree (in)", fmt::format("{}..{}", r.min_in_degree, r.max_in_degree));
     line("degree (out)", fmt::format("{}..{} (mean {:.2f})", r.min_out_degree, r.max_out_degree,
                                      r.mean_out_degree));

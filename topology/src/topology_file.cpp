@@ -20,10 +20,22 @@ std::vector<PeerAddress> parse_peers(const Node& peers) {
         const auto count = peers.at("count").as_int(1, 1 << 20);
         const std::string host = peers.find("host") ? peers.at("host").as_string() : "127.0.0.1";
         const auto base = peers.find("base_port") ? peers.at("base_port").as_int(1, 65535) : 29500;
-        if (base + count - 1 > 65535)
+        if (base + count - 1 > 65535) {
+            // Name only what the file says: a base_port it does not give is not the culprit.
+            const bool given = peers.has("base_port");
+            std::string fix =
+                count > 65535
+                    ? "at most 65535 peers fit on one host's ports; lower count"
+                    : fmt::format(
+                          "lower count to {} or less{}", 65535 - base + 1,
+                          given ? fmt::format(", or base_port to {} or less", 65535 - count + 1)
+                                : fmt::format(", or give a base_port of {} or less",
+                                              65535 - count + 1));
             peers.at("count").fail(
-                fmt::format("ports {}..{} run past 65535", base, base + count - 1),
-                "lower base_port or count");
+                fmt::format("count {}: peers on ports {}..{}{} run past 65535", count, base,
+                            base + count - 1, given ? "" : " (from the default base_port 29500)"),
+                fix);
+        }
         for (std::int64_t r = 0; r < count; ++r) out.push_back({host, static_cast<int>(base + r)});
         return out;
     }

@@ -43,8 +43,11 @@ bool Transport::set_failed(Status s) {
     if (!slot.ok()) return false;
     if (s.ok()) s.code = Errc::peer_failed;
     slot = s;
-    log::warn("transport {}: rank {}: {} ({})", backend(), options_.rank, s.reason,
-              to_string(s.code));
+    // Not a warning: the transport's user reports the losses that matter (the driver while it
+    // trains, the exact average, a stopped all-reduce). A neighbour closing after the job's end
+    // also breaks its endpoints, and is no loss at all.
+    log::debug("transport {}: rank {}: {} ({})", backend(), options_.rank, s.reason,
+               to_string(s.code));
     notices_.push_back(std::move(s));
     return true;
 }

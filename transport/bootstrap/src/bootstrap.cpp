@@ -43,6 +43,8 @@ Bootstrap::Impl::Impl(Options options) : opt(std::move(options)) {
     blobs.resize(static_cast<std::size_t>(n));
     joined.assign(static_cast<std::size_t>(n), false);
     gone.assign(static_cast<std::size_t>(n), false);
+    refusals.resize(static_cast<std::size_t>(n));
+    if (opt.warn_interval <= Millis(0)) opt.warn_interval = Millis(10000);
 }
 
 std::string Bootstrap::Impl::name(int rank) const {
@@ -99,6 +101,7 @@ void Bootstrap::Impl::shutdown() {
     boost::system::error_code ec;
     acceptor.close(ec);
     join_timer.cancel();
+    close_warn_window(true);
     heartbeat_timer.cancel();
     for (auto& m : members) {
         if (!m) continue;

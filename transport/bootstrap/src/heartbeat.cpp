@@ -53,7 +53,12 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
         } catch (const wire::Malformed& e) {
             why = std::string("it sent a malformed frame (") + e.what() + ")";
         } catch (const boost::system::system_error& e) {
-            why = "connection lost (" + e.code().message() + ")";
+            // After the barrier a peer closes only with a goodbye: a connection that ends
+            // without one is a process that went away (its sockets closed by the kernel).
+            why = fmt::format(
+                "connection lost ({}) without a goodbye: its process went away (exited, "
+                "crashed or was killed)",
+                e.code().message());
         }
         if (!why.empty()) {
             conn->close();

@@ -45,6 +45,14 @@ struct Bootstrap::Impl {
     asio::steady_timer join_timer{io};
     asio::steady_timer heartbeat_timer{io};
     Clock::time_point last_beat{};
+    std::vector<std::string> refusals;  // rank 0: why each rank's last handshake was refused
+    // The listener's warnings: kWarningsShown per window, the rest counted and summed up.
+    static constexpr int kWarningsShown = 3;
+    int warnings_shown = 0;
+    std::uint64_t warnings_held = 0;
+    std::string last_held;
+    bool warn_window_open = false;
+    asio::steady_timer warn_timer{io};
 
     explicit Impl(Options options);
 
@@ -64,6 +72,8 @@ struct Bootstrap::Impl {
     std::optional<wire::Notice> check(const wire::Hello& hello) const;
     void refuse(Connection& conn, int rank, wire::Notice notice);
     void refuse_garbage(Connection& conn, const std::string& why);
+    void warn_listener(std::string line);
+    void close_warn_window(bool final);
     void start_as_root(Blob address);
     void maybe_release();
     void give_up_join();

@@ -32,7 +32,7 @@ asio::awaitable<void> Bootstrap::Impl::accept_loop() {
         if (stopping || !acceptor.is_open()) co_return;
         if (ec) {
             // Out of descriptors and the like: say so, breathe, keep serving.
-            log::warn("{}: accept failed: {}", name(opt.rank), ec.message());
+            warn_listener(fmt::format("{}: accept failed: {}", name(opt.rank), ec.message()));
             asio::steady_timer pause(io, std::chrono::milliseconds(100));
             co_await pause.async_wait(asio::use_awaitable);
             continue;
@@ -47,9 +47,48 @@ void Bootstrap::Impl::refuse_garbage(Connection& conn, const std::string& why) {
         std::lock_guard lock(mu);
         count = ++stats.malformed;
     }
-    log::warn("{} refused a connection from {}: {} ({} malformed so far)", name(opt.rank),
-              conn.remote(), why, count);
+    warn_listener(fmt::format("{} refused a connection from {}: {} ({} malformed so far)",
+                              name(opt.rank), conn.remote(), why, count));
     conn.close();
+}
+
+// The first few warnings of a window are shown; the others are counted and summed up in one
+// line when the window closes. A window that held some back is followed by another, so a
+// steady flood gives one line per warn_interval; a quiet window resets the budget.
+void Bootstrap::Impl::warn_listener(std::string line) {
+    if (warnings_shown < kWarningsShown) {
+        ++warnings_shown;
+        log::warn("{}", line);
+    } else {
+        ++warnings_held;
+        last_held = std::move(line);
+    }
+    if (warn_window_open || stopping) return;
+    warn_window_open = true;
+    warn_timer.expires_after(opt.warn_interval);
+    warn_timer.async_wait([this](boost::system::error_code ec) {
+        if (!ec) close_warn_window(false);
+    });
+}
+
+void Bootstrap::Impl::close_warn_window(bool final) {
+    warn_window_open = false;
+    if (final) warn_timer.cancel();
+    if (warnings_held == 0) {
+        warnings_shown = 0;
+        return;
+    }
+    log::warn("{}: {} more listener warning{} in the last {} not shown (the latest: {})",
+              name(opt.rank), warnings_held, warnings_held == 1 ? "" : "s",
+              seconds(opt.warn_interval), last_held);
+    warnings_held = 0;
+    if (final || stopping) return;
+    warnings_shown = kWarningsShown;  // still busy: the next window only sums up
+    warn_window_open = true;
+    warn_timer.expires_after(opt.warn_interval);
+    warn_timer.async_wait([this](boost::system::error_code ec) {
+        if (!ec) close_warn_window(false);
+    });
 }
 
 void Bootstrap::Impl::refuse(Connection& conn, int rank, wire::Notice notice) {
@@ -59,6 +98,12 @@ void Bootstrap::Impl::refuse(Connection& conn, int rank, wire::Notice notice) {
     }
     std::string who = rank >= 0 ? fmt::format("rank {}", rank) : std::string("a peer");
     log::error("{} refused {} (from {}): {}", name(opt.rank), who, conn.remote(), notice.text);
+    // Kept for the start-up barrier's verdict: a rank that was refused did not merely fail to
+    // show up. Only a rank this peer can name, and not an impostor claiming a joined rank.
+    if (opt.rank == 0 && rank > 0 && rank < n && !joined[static_cast<std::size_t>(rank)] &&
+        notice.code != static_cast<std::uint32_t>(Reason::duplicate_rank))
+        refusals[static_cast<std::size_t>(rank)] = fmt::format(
+            "{}'s handshake was refused (from {}): {}", name(rank), conn.remote(), notice.text);
     conn.send(wire::frame(wire::Kind::refuse, wire::encode(notice)));
     conn.close_after_flush();
 }
@@ -70,15 +115,16 @@ std::optional<wire::Notice> Bootstrap::Impl::check(const wire::Hello& h) const {
     int r = static_cast<int>(h.rank);
     if (h.job_id != opt.job_id)
         return no(Reason::job_mismatch,
-                  fmt::format("job ids differ: rank {} is in job {}, rank 0 in job {}; a peer of "
-                              "another job reached this port, check the topology files and ports",
+                  fmt::format("job ids differ: rank {} is in job {}, rank 0 in job {}; give "
+                              "every peer of one job the same job id (--job-id or "
+                              "GOSSAMER_JOB_ID) and separate jobs separate ports",
                               h.rank, h.job_id, opt.job_id));
     auto mine = wire::peers_fingerprint(opt.peers);
     if (h.n != static_cast<std::uint32_t>(n) || h.peers_fingerprint != mine)
         return no(Reason::peer_list_mismatch,
-                  fmt::format("peer lists differ: rank {} has {} peers (fingerprint {:016x}), "
-                              "rank 0 has {} ({:016x}); start every peer with the same topology "
-                              "file",
+                  fmt::format("peer lists of the topology differ: rank {} has {} peers "
+                              "(hosts and ports fingerprint {:016x}), rank 0 has {} ({:016x}); "
+                              "start every peer with the same topology file",
                               h.rank, h.n, h.peers_fingerprint, n, mine));
     if (r <= 0 || r >= n)
         return no(Reason::duplicate_rank,
@@ -169,6 +215,7 @@ asio::awaitable<void> Bootstrap::Impl::serve(std::shared_ptr<Connection> conn) {
     members[index] = conn;
     blobs[index] = std::move(hello.address);
     joined[index] = true;
+    refusals[index].clear();
     conn->send(wire::frame(wire::Kind::welcome));
     auto count = static_cast<int>(std::count(joined.begin(), joined.end(), true)) + 1;
     log::info("{}: {} joined from {} ({} of {} peers)", name(0), name(r), conn->remote(), count, n);
@@ -201,16 +248,34 @@ void Bootstrap::Impl::maybe_release() {
 
 void Bootstrap::Impl::give_up_join() {
     std::vector<int> missing;
-    std::vector<std::string> names;
+    std::vector<std::string> names, refused;
     for (int r = 1; r < n; ++r) {
-        if (joined[static_cast<std::size_t>(r)]) continue;
+        const auto i = static_cast<std::size_t>(r);
+        if (joined[i]) continue;
         missing.push_back(r);
-        names.push_back(name(r));
+        if (refusals[i].empty())
+            names.push_back(name(r));
+        else
+            refused.push_back(refusals[i]);
     }
-    std::string text = fmt::format(
-        "{} did not join within {}; check that {} started with the "
-        "same topology file",
-        list_ranks(names), seconds(opt.join_timeout), missing.size() == 1 ? "it was" : "they were");
+    // A refused rank is named with the field that differed, not sent to the topology file.
+    std::vector<std::string> parts;
+    if (!names.empty())
+        parts.push_back(
+            fmt::format("{} did not join within {}; check that {} started with the "
+                        "same topology file",
+                        list_ranks(names), seconds(opt.join_timeout),
+                        names.size() == 1 ? "it was" : "they were"));
+    else
+        parts.push_back(fmt::format("{} peer{} did not join within {}", refused.size(),
+                                    refused.size() == 1 ? "" : "s", seconds(opt.join_timeout)));
+    constexpr std::size_t kRefusalsShown = 3;
+    for (std::size_t i = 0; i < refused.size() && i < kRefusalsShown; ++i)
+        parts.push_back(refused[i]);
+    if (refused.size() > kRefusalsShown)
+        parts.push_back(fmt::format("{} more refused", refused.size() - kRefusalsShown));
+    std::string text;
+    for (const auto& p : parts) text += (text.empty() ? "" : "; ") + p;
     wire::Notice notice{static_cast<std::uint32_t>(Reason::missing_peers), {}, text};
     for (int r : missing) notice.ranks.push_back(static_cast<std::uint32_t>(r));
     auto abort_frame = wire::frame(wire::Kind::abort, wire::encode(notice));

@@ -93,7 +93,9 @@ class Ucx final : public UcxTransport {
     void wait(Duration max) override;
     void wake() override {
         woken_.store(true);
-        ucp_worker_signal(worker_);
+        // A spinning wait() sees woken_; ucp_worker_signal needs UCP_FEATURE_WAKEUP, which only
+        // a blocking transport asks for (without it UCX prints an error on every call).
+        if (blocking_) ucp_worker_signal(worker_);
     }
     void fail_peer(int peer, std::string reason) override {
         fail(failure(Errc::peer_failed, peer, reason));
@@ -122,6 +124,9 @@ class Ucx final : public UcxTransport {
     void start_rndv_receive(void* desc, int from, std::list<Slot>::iterator slot,
                             std::uint64_t bytes);
     std::size_t deliver();
+    /// The reason a broken endpoint to `peer` gets: the known cause (the bootstrap's), else
+    /// what UCX's status means for the peer process, without UCX's bare status string.
+    std::string broken(int peer, ucs_status_t status, std::string_view what);
 
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;
@@ -145,6 +150,7 @@ class Ucx final : public UcxTransport {
     bool closing_all_ = false;  // in the destructor: pending sends complete with `closed`
     std::thread::id owner_;
     std::atomic<bool> woken_{false};
+    std::function<std::optional<std::string>(int)> known_cause_;
 };
 
 /// What ucp_context_query says `context` can move; TransportError when it cannot say.

@@ -141,7 +141,8 @@ bool Ucx::progress() {
             if (p.error == UCS_OK) continue;
             const auto e = p.error;
             p.error = UCS_OK;
-            if (!peer_failed(r)) fail(failure(Errc::peer_failed, r, "endpoint error: " + ucs(e)));
+            if (!peer_failed(r))
+                fail(failure(Errc::peer_failed, r, broken(r, e, "its endpoint broke")));
             close_ep(r);
         }
     }

@@ -39,6 +39,7 @@ Ucx::Ucx(const UcxOptions& o) : UcxTransport(o), peers_(static_cast<std::size_t>
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int local = o.local_peers > 0 ? o.local_peers : o.size;
     peer_errors_ = o.errors == ErrorHandling::peer;
+    known_cause_ = o.known_cause;
     blocking_ =
         o.mode == ProgressMode::block || (o.mode == ProgressMode::automatic && local > cores);
 
@@ -208,7 +209,7 @@ void Ucx::start(SendOp* op, int to, std::span<const std::byte> header,
         return;
     }
     if (UCS_PTR_IS_ERR(req)) {
-        fail(failure(Errc::peer_failed, to, "send failed: " + ucs(UCS_PTR_STATUS(req))));
+        fail(failure(Errc::peer_failed, to, broken(to, UCS_PTR_STATUS(req), "a send failed")));
         defer(std::move(op->done), failed_status(to));
         free_op(op);
         return;
@@ -228,11 +229,42 @@ void Ucx::on_send_done(SendOp* op, void* request, ucs_status_t status) {
         st = failure(Errc::closed, op->peer, "the transport closed before the send completed");
     } else if (status != UCS_OK) {
         if (!peer_failed(op->peer))
-            fail(failure(Errc::peer_failed, op->peer, "send failed: " + ucs(status)));
+            fail(failure(Errc::peer_failed, op->peer, broken(op->peer, status, "a send failed")));
         st = peer_status(op->peer);
     }
     defer(std::move(op->done), std::move(st));
     free_op(op);
+}
+
+// UCX says how an endpoint broke, not why: a peer killed with SIGKILL and one that hangs both
+// give "Endpoint timeout" over TCP loopback. The bootstrap, which watches the process's own
+// connection, usually knows better by now; otherwise say what the status means for the peer.
+std::string Ucx::broken(int peer, ucs_status_t status, std::string_view what) {
+    log::debug("transport ucx: rank {}: peer {}: {}: UCX status {}", rank(), peer, what,
+               ucs(status));
+    if (known_cause_)
+        if (auto cause = known_cause_(peer)) return *cause;
+    switch (status) {
+        case UCS_ERR_CONNECTION_RESET:
+            return fmt::format(
+                "{}: the UCX connection was reset by the peer: its process went "
+                "away (exited, crashed or was killed)",
+                what);
+        case UCS_ERR_ENDPOINT_TIMEOUT:
+            return fmt::format(
+                "{}: the peer stopped answering UCX: its process went away "
+                "(exited, crashed or was killed) or hangs",
+                what);
+        case UCS_ERR_UNREACHABLE:
+        case UCS_ERR_REJECTED:
+            return fmt::format(
+                "{}: UCX cannot reach the peer ({}): its process is gone or its "
+                "host is down",
+                what, ucs(status));
+        default:
+            return fmt::format("{}: UCX reported \"{}\"; the peer process may have gone away", what,
+                               ucs(status));
+    }
 }
 
 void Ucx::fail(Status s) {

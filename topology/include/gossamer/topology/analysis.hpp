@@ -21,8 +21,15 @@ struct AnalysisOptions {
     std::uint64_t seed = 1;                ///< seed of the random start vector
     std::int64_t sample_rounds = 256;      ///< rounds examined for a schedule with no period
     int dense_limit = 4096;                ///< largest n for the dense spectral analysis
+    /// Bound on the averaging run's work in multiply-adds, rounds x (nonzeros of W + n): past it
+    /// the run stops before max_rounds, and the report says so (rounds_note). 0: no bound (a
+    /// caller that asked for max_rounds explicitly). 4e9 is about 5 s on one core.
+    std::int64_t max_work = 4'000'000'000;
     /// Called with a short line before each stage that can take a while (may be empty).
     std::function<void(std::string_view)> progress;
+    /// Called often during the averaging run (round reached, disagreement) for a progress line
+    /// that moves; the caller rate-limits what it prints (may be empty).
+    std::function<void(std::string_view)> update;
 };
 
 struct Report {
@@ -46,7 +53,9 @@ struct Report {
     std::string spectral_note;                     ///< why the spectrum was skipped, if it was
     std::optional<std::int64_t> rounds_to_target;  ///< nullopt: not reached within max_rounds
     double target = 1e-6;
-    std::int64_t max_rounds = 0;
+    std::int64_t max_rounds = 0;  ///< rounds the averaging run could take (after max_work)
+    /// Why max_rounds is below the requested cap (the work bound for a large n), or "".
+    std::string rounds_note;
     int max_degree = 0;  ///< max over rounds and peers of max(in-degree, out-degree)
     int min_in_degree = 0, max_in_degree = 0, min_out_degree = 0, max_out_degree = 0;
     double mean_out_degree = 0;

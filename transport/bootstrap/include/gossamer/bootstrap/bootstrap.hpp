@@ -42,6 +42,9 @@ struct Options {
     Millis retry_interval{200};       ///< between attempts to reach rank 0
     Millis heartbeat_interval{1000};  ///< a heartbeat is sent this often
     Millis heartbeat_timeout{5000};   ///< silence after which a peer counts as vanished
+    /// The listener warns about the first few refused connections, then sums up the others in
+    /// one line per warn_interval (a port scan or a flood must not flood the log).
+    Millis warn_interval{10000};
 };
 
 /// A peer that left: no heartbeat for heartbeat_timeout, a reset connection, or a goodbye.

@@ -8,8 +8,10 @@
 /// tests), then every peer calls connect() with the blobs of the others.
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,11 @@ struct UcxOptions : TransportOptions {
     ProgressMode mode = ProgressMode::automatic;
     int local_peers = 0;  ///< peers on this host (0: assume size)
     ErrorHandling errors = ErrorHandling::peer;
+    /// Optional (communication thread): asked when UCX reports a broken endpoint to `peer`. A
+    /// line it returns (the bootstrap's "rank 2 ... vanished: ...", which knows why) becomes the
+    /// failure's reason instead of what UCX's status suggests. Must be quick and must not call
+    /// back into the transport.
+    std::function<std::optional<std::string>(int peer)> known_cause;
 };
 
 /// The memory types a UCP context supports, as ucp_context_query reports them
