@@ -8,6 +8,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -135,6 +136,10 @@ void save_model_file(const std::string& path, std::string_view model, std::int64
 }
 
 ModelFile load_model_file(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw ConfigError(path, "", "is a folder, not a model file",
+                          "give the file itself, e.g. OUT/model.bin or OUT/checkpoint-STEP.bin");
     std::ifstream in(path, std::ios::binary);
     if (!in)
         throw ConfigError(path, "", fmt::format("cannot open model file: {}", std::strerror(errno)),
