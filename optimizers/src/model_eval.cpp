@@ -47,7 +47,7 @@ void check_model_fits(const std::string& path, const ModelFile& file, const Trai
 ModelEvaluation evaluate_model_file(const std::string& path, const TrainingConfig& config) {
     ModelFile file;
     {
-        AllocationScope scope(fmt::format("the parameters of model file {}", path));
+        AllocationScope scope(fmt::format("the contents of model file {}", path));
         file = load_model_file(path);  // first: a bad file is refused before the data loads
     }
     const TrainingData data = load_training_data(config);

@@ -15,7 +15,7 @@ namespace {
 using json::Node;
 
 constexpr const char* kBandwidthFix = "give bytes per second, e.g. 1.25e9 for 10 Gbit/s";
-constexpr const char* kLatencyFix = "give seconds, e.g. 5e-6 (at most a day)";
+constexpr const char* kLatencyFix = "give seconds, e.g. 5e-6";
 
 // The upper end of every range (docs/cluster-format.md, "Ranges"): one line naming the range.
 void check_upper(const Node& v, double x, std::string_view name, std::string_view range, double hi,
@@ -163,8 +163,7 @@ Patch parse_patch(const Node& obj) {
     Patch out;
     if (auto v = obj.find("base_time"))
         out.base_time = read_positive(*v, "base_time", kMaxStepTime, " seconds",
-                                      "give the seconds one local step takes, e.g. 0.05 (at most "
-                                      "a day)");
+                                      "give the seconds one local step takes, e.g. 0.05");
     if (auto v = obj.find("factor"))
         out.factor = read_positive(*v, "factor", kMaxFactor, "",
                                    "use 1 for a nominal peer, 4 for one four times slower");
