@@ -77,10 +77,12 @@ int run_train(const std::vector<std::string>& args) {
     const std::filesystem::path out(cfg.output_dir);
     const OutputOrigin origin =
         a.value("out") ? OutputOrigin{"", "--out"} : OutputOrigin{cfg.doc.file, "output.dir"};
-    AllocationScope scope(
-        fmt::format("the parameters, gradient and optimizer state of {}", description));
-    optim::LocalTrainer trainer(std::move(model), layout, cfg.optimizer, schedule, data.train,
-                                cfg.batch_size, cfg.seed);
+    auto trainer = [&] {
+        AllocationScope scope(
+            fmt::format("the parameters, gradient and optimizer state of {}", description));
+        return optim::LocalTrainer(std::move(model), layout, cfg.optimizer, schedule, data.train,
+                                   cfg.batch_size, cfg.seed);
+    }();
     trainer.set_multirate(std::move(rates));
     if (auto notice = prepare_output_dir(out, "gossamer train", origin, OutputUse::replace,
                                          {"model.bin", "model.bin.tmp", "metrics.jsonl"}))
