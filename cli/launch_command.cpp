@@ -20,6 +20,7 @@
 #include "commands.hpp"
 #include "gossamer/core/blas.hpp"
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/output_dir.hpp"
 #include "gossamer/sim/cluster.hpp"
 #include "launch.hpp"
 #include "local_ports.hpp"
@@ -214,9 +215,13 @@ int run_launch(const std::vector<std::string>& args) {
     int status = 0;
     std::optional<InterruptGuard> interrupts;  // Ctrl-C stops the peer processes first
     if (!inproc) interrupts.emplace();
+    // OUT is made ready once every input is checked: an earlier launch's output is replaced, a
+    // folder Gossamer did not write is refused; each OUT/<algorithm>/ is marked for its peers.
+    const OutputOrigin origin{"", "--out"};
+    if (auto notice = prepare_output_dir(job.out, "gossamer launch", origin))
+        std::cerr << "note: " << *notice << "\n";
     for (const auto& algo : algorithms) {
-        fs::remove_all(job.out / algo);  // no stale peer files of an earlier launch
-        fs::create_directories(job.out / algo);
+        prepare_output_dir(job.out / algo, "gossamer launch", origin);
         LaunchRow row;
         try {
             row = inproc ? launch_threads(job, *data, algo, progress)

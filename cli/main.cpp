@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "commands.hpp"
 #include "gossamer/core/blas.hpp"
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/memory.hpp"
 #include "gossamer/core/version.hpp"
 #ifdef GOSSAMER_HAVE_UCX
 #include "gossamer/transport/ucx.hpp"
@@ -31,10 +33,11 @@ commands:
   sim       simulate many peers with heterogeneous speeds in virtual time
   launch    run the local peers of a topology for real, as gossamer peer processes
   peer      run one real peer of a job over UCX (one process per rank; mpirun, srun)
+  eval      test accuracy and loss of a saved model (model.bin, a checkpoint)
   bench     benchmarks with a reference measured in the same run (compute)
 
 'gossamer COMMAND --help' describes a command. Exit status: 0 success, 1 internal error,
-2 bad input or usage. Logging: GOSSAMER_LOG_LEVEL=error|warn|info|debug|trace (stderr).
+2 bad input or usage (out of memory included). Logging: GOSSAMER_LOG_LEVEL=error|warn|info|debug|trace (stderr).
 )";
 
 // The version, and what the UCX loaded here can move (UCP's own answer; docs/gpu.md).
@@ -69,6 +72,7 @@ int dispatch(const std::vector<std::string>& args) {
     if (cmd == "sim") return gossamer::cli::run_sim(rest);
     if (cmd == "launch") return gossamer::cli::run_launch(rest);
     if (cmd == "peer") return gossamer::cli::run_peer(rest);
+    if (cmd == "eval") return gossamer::cli::run_eval(rest);
     throw gossamer::cli::UsageError(
         fmt::format("gossamer: unknown command '{}'; see 'gossamer --help'", cmd));
 }
@@ -103,6 +107,15 @@ int main(int argc, char** argv) {
         return 2;
     } catch (const gossamer::TopologyError& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
+        return 2;
+    } catch (const std::bad_alloc&) {
+        // A size the run was given asked for more memory than the machine would give; the
+        // commands check their estimate first (docs/errors.md), this is what slipped past it.
+        const std::string what = gossamer::failed_allocation();
+        std::fprintf(stderr,
+                     "error: out of memory%s%s; use smaller sizes (model, --model-size, peers, "
+                     "batch) or a machine with more memory\n",
+                     what.empty() ? "" : " while allocating ", what.c_str());
         return 2;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "error: internal: %s\n", e.what());

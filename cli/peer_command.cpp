@@ -21,6 +21,7 @@
 #include "gossamer/bootstrap/environment.hpp"
 #include "gossamer/core/blas.hpp"
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/output_dir.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/peer/worker_setup.hpp"
@@ -141,6 +142,16 @@ int run_peer(const std::vector<std::string>& args) {
     job.driver = options_for(job.rank, job.cluster, job.compute,
                              (job.out / fmt::format("peer{}.jsonl", job.rank)).string());
     job.driver.stall_timeout = job.stall_timeout;
+    // Every file this peer may write is checked before it joins (a refusal after the start-up
+    // barrier would leave the others waiting for it). The peers of a job share the folder:
+    // nothing in it is removed, each peer overwrites its own files (docs/cli.md).
+    const auto own = fmt::format("peer{}.jsonl", job.rank);
+    const bool earlier = std::filesystem::exists(job.out / own);
+    prepare_output_dir(job.out, "gossamer peer", {"", "--out"}, OutputUse::share,
+                       {own, "model.bin", "model.bin.tmp", "average.json", "average.json.tmp"});
+    if (earlier)
+        std::fprintf(stderr, "[rank %d] note: %s is from an earlier run; this peer replaces it\n",
+                     job.rank, (job.out / own).c_str());
     return run_peer_job(job);
 #endif
 }

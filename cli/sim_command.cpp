@@ -11,9 +11,12 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "gossamer/core/blas.hpp"
+#include "gossamer/core/memory.hpp"
 #include "gossamer/core/metrics.hpp"
+#include "gossamer/core/output_dir.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/sim/setup_checks.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "gossamer/topology/topology_file.hpp"
 #include "progress.hpp"
@@ -174,6 +177,24 @@ int run_sim(const std::vector<std::string>& args) {
     check_algorithms(algorithms, cfg ? &*cfg : nullptr,
                      mode == sim::Mode::math ? &data.train : nullptr, topo.schedule,
                      base.model_size);
+    // Sizes that cannot work (memory, resync timeouts against the transfer of one full model)
+    // are refused before anything runs; then the output folder is made ready (docs/cli.md).
+    const std::uint64_t parameters = mode == sim::Mode::math
+                                         ? optim::build_model(*cfg, data.train)->parameter_count()
+                                         : base.model_size;
+    for (const auto& algo : algorithms) {
+        sim::SimSetup s = base;
+        s.algorithm = algo;
+        s.config = cfg ? &*cfg : nullptr;
+        if (cfg) s.options = cfg->algorithm_options(algo);
+        sim::check_sizes(s, parameters,
+                         {cfg ? cfg->doc.file : "",
+                          mode == sim::Mode::cost && a.value("model-size") ? "--model-size" : ""});
+    }
+    if (auto notice = prepare_output_dir(out, "gossamer sim", {"", "--out"}))
+        std::cerr << "note: " << *notice << "\n";
+    AllocationScope scope(
+        fmt::format("the state of {} simulated peers of {} parameters", topo.n(), parameters));
 
     json::Json summary = {{"topology", *a.value("topology")},
                           {"cluster", *a.value("cluster")},

@@ -8,8 +8,10 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "gossamer/core/blas.hpp"
+#include "gossamer/core/memory.hpp"
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/model_file.hpp"
+#include "gossamer/core/output_dir.hpp"
 #include "gossamer/optimizers/local_trainer.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "progress.hpp"
@@ -63,18 +65,28 @@ int run_train(const std::vector<std::string>& args) {
     auto data = optim::load_training_data(cfg);
     optim::check_batch_size(cfg, data.train.size());
     auto model = optim::build_model(cfg, data.train);
+    optim::check_training_memory(cfg, *model);
     auto layout = optim::build_partitions(cfg, *model);
     auto rates = optim::build_multirate(cfg, layout);
     const std::int64_t per_epoch = data.train.size() / cfg.batch_size;
     const std::int64_t total = per_epoch * cfg.epochs;
     auto schedule = optim::build_schedule(cfg, total);
     const std::string description = model->describe();
-    optim::LocalTrainer trainer(std::move(model), layout, cfg.optimizer, schedule, data.train,
-                                cfg.batch_size, cfg.seed);
-    trainer.set_multirate(std::move(rates));
-
+    // The output folder is made ready after every other check and the big allocations, so a
+    // refused run writes nothing (docs/cli.md, "Output folders").
     const std::filesystem::path out(cfg.output_dir);
-    std::filesystem::create_directories(out);
+    const OutputOrigin origin =
+        a.value("out") ? OutputOrigin{"", "--out"} : OutputOrigin{cfg.doc.file, "output.dir"};
+    auto trainer = [&] {
+        AllocationScope scope(
+            fmt::format("the parameters, gradient and optimizer state of {}", description));
+        return optim::LocalTrainer(std::move(model), layout, cfg.optimizer, schedule, data.train,
+                                   cfg.batch_size, cfg.seed);
+    }();
+    trainer.set_multirate(std::move(rates));
+    if (auto notice = prepare_output_dir(out, "gossamer train", origin, OutputUse::replace,
+                                         {"model.bin", "model.bin.tmp", "metrics.jsonl"}))
+        std::cerr << "note: " << *notice << "\n";
     const std::string model_path = (out / "model.bin").string();
     MetricsWriter metrics((out / "metrics.jsonl").string());
     const std::int64_t eval_every = cfg.eval_every > 0 ? cfg.eval_every : per_epoch;

@@ -18,9 +18,7 @@ scripts/deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" --target gossamer  # the CLI alone: the tests are scripts/test.sh's
 g=build/release/cli/gossamer
-out=out/demo
-rm -rf "$out"
-mkdir -p "$out"
+out=out/demo  # gossamer launch replaces its own earlier output there (docs/cli.md)
 
 echo
 echo "== The topology: a ring of 8 peers (how fast it averages, what it sends) =="

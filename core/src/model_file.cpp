@@ -8,8 +8,8 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "gossamer/core/error.hpp"
@@ -135,13 +135,22 @@ void save_model_file(const std::string& path, std::string_view model, std::int64
 }
 
 ModelFile load_model_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw ConfigError(path, "", "is a folder, not a model file",
+                          "give the file itself, e.g. OUT/model.bin or OUT/checkpoint-STEP.bin");
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in)
         throw ConfigError(path, "", fmt::format("cannot open model file: {}", std::strerror(errno)),
                           "check the path");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    const std::string bytes = ss.str();
+    // Sized once from the file (a stream copy would swallow a std::bad_alloc and hand back
+    // part of the file as if it were whole).
+    const auto size = static_cast<std::size_t>(in.tellg());
+    std::string bytes(size, '\0');
+    in.seekg(0);
+    if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
+        throw ConfigError(path, "", fmt::format("cannot read model file: {}", std::strerror(errno)),
+                          "check the file");
     Reader r(path, bytes);
     if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
         throw ConfigError(path, "", "not a Gossamer model file (bad magic number)",

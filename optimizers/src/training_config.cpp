@@ -7,6 +7,7 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/idx.hpp"
+#include "gossamer/core/memory.hpp"
 #include "gossamer/core/models.hpp"
 #include "gossamer/core/synthetic.hpp"
 
@@ -184,6 +185,23 @@ LrSchedule build_schedule(const TrainingConfig& c, std::int64_t total_steps) {
     patched["schedule"]["total_steps"] = total_steps;
     json::Document doc{c.doc.file, std::make_shared<const json::Json>(std::move(patched))};
     return parse_schedule(Node(doc).at("schedule"), c.optimizer.lr);
+}
+
+int optimizer_state_copies(const OptimizerConfig& o) {
+    if (o.kind == OptimizerKind::adam || o.kind == OptimizerKind::adamw) return 2;
+    return o.momentum > 0 ? 1 : 0;
+}
+
+double training_memory_bytes(const TrainingConfig& c, std::uint64_t parameters) {
+    return static_cast<double>(parameters) * sizeof(float) *
+           (4 + optimizer_state_copies(c.optimizer));
+}
+
+void check_training_memory(const TrainingConfig& c, const Model& model) {
+    check_memory(training_memory_bytes(c, model.parameter_count()),
+                 fmt::format("training {} with {} (parameters, gradient, optimizer state)",
+                             model.describe(), to_string(c.optimizer.kind)),
+                 c.doc.file, "model", "use a smaller model (fewer or narrower layers)");
 }
 
 void check_batch_size(const TrainingConfig& c, std::int64_t samples) {

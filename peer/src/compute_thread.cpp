@@ -1,8 +1,12 @@
 #include "gossamer/peer/compute_thread.hpp"
 
+#include <algorithm>
 #include <cassert>
 
 namespace gossamer::peer {
+namespace {
+constexpr double kMaxPadSeconds = 1e9;
+}  // namespace
 
 using Clock = std::chrono::steady_clock;
 
@@ -57,8 +61,11 @@ void ComputeThread::loop(std::stop_token stop) {
         lock.lock();
         if (declared > d.measured) {
             // Heterogeneity emulation: the step lasts its declared time; a stop cuts it short.
+            // Converted with a bound (1e9 s, about 31 years): a double of seconds past ~9.2e9
+            // overflows the clock's nanoseconds and would wrap to no padding at all.
+            const double pad = std::min(declared, kMaxPadSeconds);
             const auto until = t0 + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(declared));
+                                        std::chrono::duration<double>(pad));
             cv_.wait_until(lock, stop, until, [] { return false; });
         }
         d.took = std::chrono::duration<double>(Clock::now() - t0).count();

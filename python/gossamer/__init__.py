@@ -15,9 +15,11 @@ import os as _os
 
 from . import _native
 from ._native import ConfigError, Error, InprocJob, PeerFailure, Timeout, TransportError
+from .model_file import ModelFile, load_model
 
 __all__ = ["Topology", "Peer", "InprocJob", "Launch", "launched", "Error", "ConfigError", "PeerFailure", "Timeout",
-           "TransportError", "peer_count", "load_data", "shard", "train_builtin", "ALGORITHMS"]
+           "TransportError", "peer_count", "load_data", "shard", "train_builtin", "ALGORITHMS",
+           "ModelFile", "load_model"]
 
 ALGORITHMS = ("allreduce", "dpsgd", "sgp", "async", "choco")
 

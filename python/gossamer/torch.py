@@ -217,3 +217,45 @@ class GossipOptimizer:
         """Ends this peer's part (remaining steps with a zero update); the final metrics."""
         self.done = True
         return self.peer.finish()
+
+
+def load_model(target, model_file):
+    """Copies the parameters of a Gossamer model file into a PyTorch model; returns the
+    gossamer.ModelFile.
+
+    target: a FlatParameters (gossamer.torch.flatten's: its buffer receives the flat vector as
+        it is) or a torch.nn.Module (its parameters in named_parameters() order receive
+        consecutive slices). The built-in dense models (softmax, linear, mlp) store each layer as
+        torch.nn.Linear does, weight [out, in] row-major then bias, so an nn.Sequential of Linear
+        layers (with ReLUs between them for an mlp) of the same sizes takes their files as they
+        are (docs/python.md).
+    model_file: a path, or a ModelFile from gossamer.load_model.
+    Raises ConfigError naming both counts when the file's parameter count differs from the
+    target's, or when a parameter would straddle the end of the file's vector.
+    """
+    from .model_file import ModelFile, load_model as _load
+
+    m = model_file if isinstance(model_file, ModelFile) else _load(model_file)
+    values = torch.as_tensor(m.params if hasattr(m.params, "dtype") else list(m.params),
+                             dtype=torch.float32)
+    if isinstance(target, FlatParameters):
+        if target.buffer.numel() != values.numel():
+            raise ConfigError(f"the model file holds {values.numel()} parameters ({m.model}), but "
+                              f"the flat buffer has {target.buffer.numel()}; load it into the "
+                              "model it was trained as")
+        with torch.no_grad():
+            target.buffer.copy_(values.to(target.buffer.device))
+        return m
+    params = list(target.parameters())
+    total = sum(p.numel() for p in params)
+    if total != values.numel():
+        raise ConfigError(f"the model file holds {values.numel()} parameters ({m.model}), but "
+                          f"the torch model has {total}; load it into a model of the same "
+                          "layers and sizes")
+    offset = 0
+    with torch.no_grad():
+        for p in params:
+            n = p.numel()
+            p.copy_(values[offset:offset + n].view_as(p).to(p.device, p.dtype))
+            offset += n
+    return m

@@ -15,19 +15,53 @@ namespace {
 using json::Node;
 
 constexpr const char* kBandwidthFix = "give bytes per second, e.g. 1.25e9 for 10 Gbit/s";
+constexpr const char* kLatencyFix = "give seconds, e.g. 5e-6";
 
-double read_positive(const Node& v, std::string_view name, std::string_view unit,
+// The upper end of every range (docs/cluster-format.md, "Ranges"): one line naming the range.
+void check_upper(const Node& v, double x, std::string_view name, std::string_view range, double hi,
+                 std::string_view unit) {
+    if (x > hi)
+        v.fail(fmt::format("{} {:g}{} is out of range; it must lie in {}, {:g}]{}", name, x, unit,
+                           range, hi, unit),
+               fmt::format("use at most {:g}{} (docs/cluster-format.md, \"Ranges\")", hi, unit));
+}
+
+double read_positive(const Node& v, std::string_view name, double hi, std::string_view unit,
                      std::string_view fix) {
     const double x = v.as_double();
     if (x <= 0.0)
         v.fail(fmt::format("{} must be > 0{}, found {}", name, unit, x), std::string(fix));
+    check_upper(v, x, name, "(0", hi, unit);
     return x;
 }
 
-double read_non_negative(const Node& v, std::string_view name, std::string_view fix) {
+double read_non_negative(const Node& v, std::string_view name, double hi, std::string_view unit,
+                         std::string_view fix) {
     const double x = v.as_double();
     if (x < 0.0) v.fail(fmt::format("{} must be >= 0, found {}", name, x), std::string(fix));
+    check_upper(v, x, name, "[0", hi, unit);
     return x;
+}
+
+double read_bandwidth(const Node& v, std::string_view name) {
+    const double x = read_positive(v, name, kMaxBandwidth, " bytes/s", kBandwidthFix);
+    if (x < kMinBandwidth)
+        v.fail(fmt::format("{} {:g} bytes/s is out of range; it must lie in [{:g}, {:g}] bytes/s",
+                           name, x, kMinBandwidth, kMaxBandwidth),
+               kBandwidthFix);
+    return x;
+}
+
+// The declared step time base_time x factor of a peer after `by` set one of them: at most a
+// day, so that padding and virtual times stay meaningful.
+void check_step_time(const PeerSpec& p, const Node& by, std::string_view who) {
+    const double t = p.base_time * p.factor;
+    if (t <= kMaxStepTime) return;
+    const Node at = by.has("factor") ? by.at("factor") : by.at("base_time");
+    at.fail(fmt::format("{} steps take base_time x factor = {:g} x {:g} = {:g} s; a declared step "
+                        "time must lie in (0, {:g}] seconds (a day)",
+                        who, p.base_time, p.factor, t, kMaxStepTime),
+            "lower base_time or factor (docs/cluster-format.md, \"Ranges\")");
 }
 
 int read_rank(const Node& v, int n) {
@@ -48,7 +82,8 @@ Jitter parse_jitter(const Node& j) {
     } else if (d == "lognormal") {
         j.expect_object({"distribution", "sigma"});
         out.kind = JitterKind::lognormal;
-        out.sigma = read_non_negative(j.at("sigma"), "sigma", "use e.g. 0.5; 0 means no jitter");
+        out.sigma = read_non_negative(j.at("sigma"), "sigma", kMaxSigma, "",
+                                      "use e.g. 0.5; 0 means no jitter");
     } else {
         j.expect_object({"distribution", "width"});
         out.kind = JitterKind::uniform;
@@ -67,10 +102,11 @@ std::vector<SlowPeriod> parse_slow(const Node& list) {
     for (const Node& p : list.elements()) {
         p.expect_object({"from", "to", "factor"});
         SlowPeriod s;
-        s.from = read_non_negative(p.at("from"), "from",
+        s.from = read_non_negative(p.at("from"), "from", kMaxTimePoint, " seconds",
                                    "give the virtual time in seconds at which the period starts");
         if (auto to = p.find("to")) {
             s.to = to->as_double();
+            check_upper(*to, s.to, "to", "[0", kMaxTimePoint, " seconds");
             if (s.to <= s.from)
                 to->fail(fmt::format("the slow period ends at {} but starts at {}", s.to, s.from),
                          "make \"to\" greater than \"from\", or drop \"to\" for a period that "
@@ -82,6 +118,7 @@ std::vector<SlowPeriod> parse_slow(const Node& list) {
             f.fail(fmt::format("slow factor {} is below 1", s.factor),
                    "use a factor >= 1 (2 = half speed); to make a peer faster, lower its "
                    "\"factor\"");
+        check_upper(f, s.factor, "slow factor", "[1", kMaxFactor, "");
         periods.emplace_back(s, p);
     }
     std::stable_sort(periods.begin(), periods.end(),
@@ -125,20 +162,19 @@ struct Patch {
 Patch parse_patch(const Node& obj) {
     Patch out;
     if (auto v = obj.find("base_time"))
-        out.base_time = read_positive(*v, "base_time", " seconds",
+        out.base_time = read_positive(*v, "base_time", kMaxStepTime, " seconds",
                                       "give the seconds one local step takes, e.g. 0.05");
     if (auto v = obj.find("factor"))
-        out.factor = read_positive(*v, "factor", "",
+        out.factor = read_positive(*v, "factor", kMaxFactor, "",
                                    "use 1 for a nominal peer, 4 for one four times slower");
     if (auto v = obj.find("jitter")) out.jitter = parse_jitter(*v);
     if (auto v = obj.find("slow")) out.slow = parse_slow(*v);
-    if (auto v = obj.find("uplink"))
-        out.uplink = read_positive(*v, "uplink", " bytes/s", kBandwidthFix);
-    if (auto v = obj.find("downlink"))
-        out.downlink = read_positive(*v, "downlink", " bytes/s", kBandwidthFix);
+    if (auto v = obj.find("uplink")) out.uplink = read_bandwidth(*v, "uplink");
+    if (auto v = obj.find("downlink")) out.downlink = read_bandwidth(*v, "downlink");
     if (auto v = obj.find("fail_at"))
-        out.fail_at = read_non_negative(*v, "fail_at",
-                                        "give the virtual time in seconds at which the peer stops");
+        out.fail_at = read_non_negative(*v, "fail_at", kMaxTimePoint, " seconds",
+                                        "give the virtual time in seconds at which the peer stops, "
+                                        "or drop \"fail_at\" for a peer that never fails");
     return out;
 }
 
@@ -202,7 +238,11 @@ void parse_peers(const Node& list, std::vector<PeerSpec>& peers) {
         if (!sets_any)
             entry.fail("the override sets nothing",
                        "add one of base_time, factor, jitter, slow, uplink, downlink, fail_at");
-        for (int r : ranks) patch.apply(peers[r]);
+        for (int r : ranks) {
+            patch.apply(peers[r]);
+            if (patch.base_time || patch.factor)
+                check_step_time(peers[r], entry, fmt::format("rank {}'s", r));
+        }
     }
 }
 
@@ -238,9 +278,8 @@ void parse_links(const Node& list, int n, const LinkSpec& base,
         std::optional<Time> latency;
         std::optional<double> bandwidth;
         if (auto v = entry.find("latency"))
-            latency = read_non_negative(*v, "latency", "give seconds, e.g. 5e-6");
-        if (auto v = entry.find("bandwidth"))
-            bandwidth = read_positive(*v, "bandwidth", " bytes/s", kBandwidthFix);
+            latency = read_non_negative(*v, "latency", kMaxLatency, " seconds", kLatencyFix);
+        if (auto v = entry.find("bandwidth")) bandwidth = read_bandwidth(*v, "bandwidth");
         if (!latency && !bandwidth)
             entry.fail("the override sets neither latency nor bandwidth",
                        "add \"latency\" or \"bandwidth\"");
@@ -280,9 +319,8 @@ Cluster parse_resolved(const json::Document& doc, int n) {
     const Node net = root.at("network");
     net.expect_object({"latency", "bandwidth", "links"});
     c.default_link.latency =
-        read_non_negative(net.at("latency"), "latency", "give seconds, e.g. 5e-6");
-    c.default_link.bandwidth =
-        read_positive(net.at("bandwidth"), "bandwidth", " bytes/s", kBandwidthFix);
+        read_non_negative(net.at("latency"), "latency", kMaxLatency, " seconds", kLatencyFix);
+    c.default_link.bandwidth = read_bandwidth(net.at("bandwidth"), "bandwidth");
 
     const Node defaults = root.at("defaults");
     if (defaults.has("fail_at"))
@@ -293,6 +331,7 @@ Cluster parse_resolved(const json::Document& doc, int n) {
     PeerSpec base;
     base.uplink = base.downlink = c.default_link.bandwidth;
     parse_patch(defaults).apply(base);
+    check_step_time(base, defaults, "the default");
     c.peers.assign(static_cast<std::size_t>(n), base);
 
     if (auto peers = root.find("peers")) parse_peers(*peers, c.peers);

@@ -172,3 +172,45 @@ TEST_CASE("launch --inproc emulates a cluster file failure: dpsgd carries on, al
     CHECK(ar.status == 1);
     CHECK(ar.err.find("peer 1 failed") != std::string::npos);
 }
+
+TEST_CASE("launch: an --out that cannot be created is one line, exit 2, before any peer runs") {
+    LaunchJob job;
+    const auto file = job.dir.write("a_file", "mine");
+    for (const std::string& out : {file, file + "/sub", std::string("/proc/gossamer-test/out")}) {
+        CAPTURE(out);
+        auto r = job.launch("--inproc --algorithms dpsgd --out " + out);
+        CAPTURE(r.err);
+        CHECK(r.status == 2);
+        CHECK(r.err.rfind("error: --out: ", 0) == 0);
+        CHECK(r.err.find(out) != std::string::npos);
+        CHECK(r.err.find('\n') == r.err.size() - 1);
+    }
+    std::ifstream in(file);
+    std::string text;
+    in >> text;
+    CHECK(text == "mine");
+}
+
+TEST_CASE("launch keeps what a user wrote: refused, and an earlier launch's OUT is replaced") {
+    LaunchJob job;
+    const auto out = job.dir.path() / "out";
+    std::filesystem::create_directories(out / "dpsgd");
+    job.dir.write("out/dpsgd/notes.txt", "keep me");
+    auto mine = job.launch("--inproc --algorithms dpsgd --out " + out.string());
+    CAPTURE(mine.err);
+    CHECK(mine.status == 2);
+    CHECK(mine.err.find("is not empty and holds no .gossamer-output marker") != std::string::npos);
+    CHECK(mine.err.find('\n') == mine.err.size() - 1);
+    CHECK(std::filesystem::exists(out / "dpsgd/notes.txt"));  // nothing deleted
+    const auto runs = job.dir.path() / "runs";
+    REQUIRE(job.launch("--inproc --algorithms dpsgd --out " + runs.string()).status == 0);
+    CHECK(std::filesystem::exists(runs / ".gossamer-output"));
+    CHECK(std::filesystem::exists(runs / "dpsgd/.gossamer-output"));  // the peers' folder
+    auto again = job.launch("--inproc --algorithms allreduce --out " + runs.string());
+    CAPTURE(again.err);
+    REQUIRE(again.status == 0);
+    CHECK(again.err.find("note: replacing the earlier Gossamer output in " + runs.string() +
+                         " (written by gossamer launch at ") != std::string::npos);
+    CHECK(std::filesystem::exists(runs / "allreduce/result.json"));
+    CHECK_FALSE(std::filesystem::exists(runs / "dpsgd"));
+}

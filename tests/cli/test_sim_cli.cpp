@@ -102,7 +102,8 @@ TEST_CASE("bad cluster files and options are one line and exit 2") {
         job.sim(kSrc + "/examples/clusters/homogeneous16.json", "--algorithms allreduce,gossipx");
     CHECK(algo.status == 2);
     CHECK(algo.err.find("unknown algorithm \"gossipx\"") != std::string::npos);
-    auto size = job.sim(kSrc + "/examples/clusters/small4.json", "--algorithms allreduce");
+    auto size = job.sim(kSrc + "/examples/clusters/small4.json",
+                        "--algorithms allreduce --out " + (job.dir.path() / "s").string());
     CHECK(size.status == 0);  // small4 has n = 4, like the ring
     TempDir other;
     auto t8 = other.write("ring8.json", R"({"peers": {"count": 8}, "graph": {"family": "ring"}})");
@@ -311,4 +312,104 @@ TEST_CASE("multirate: per-partition gossip with sgp is one line, exit 2, nothing
           std::string::npos);
     CHECK(r.err.find('\n') == r.err.size() - 1);
     CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("sim: an output folder that cannot be created is one line, exit 2, before it runs") {
+    Job job;
+    const auto file = job.dir.write("a_file", "mine");
+    for (const std::string& out : {file, file + "/sub", std::string("/proc/gossamer-test/out")}) {
+        CAPTURE(out);
+        auto r =
+            job.sim(kSrc + "/examples/clusters/small4.json", "--algorithms allreduce --out " + out);
+        CAPTURE(r.err);
+        CHECK(r.status == 2);
+        CHECK(r.err.rfind("error: --out: ", 0) == 0);
+        CHECK(r.err.find(out) != std::string::npos);
+        CHECK(r.err.find('\n') == r.err.size() - 1);
+    }
+    CHECK(slurp(file) == "mine");
+}
+
+TEST_CASE("sim: a folder the user wrote is refused, an earlier simulation's is replaced") {
+    Job job;
+    const auto c = kSrc + "/examples/clusters/small4.json";
+    const auto out = job.dir.path() / "out";
+    std::filesystem::create_directories(out);
+    job.dir.write("out/notes.txt", "keep me");
+    auto mine = job.sim(c, "--algorithms allreduce --out " + out.string());
+    CHECK(mine.status == 2);
+    CHECK(mine.err.find("is not empty and holds no .gossamer-output marker") != std::string::npos);
+    CHECK(mine.err.find('\n') == mine.err.size() - 1);
+    CHECK(slurp((out / "notes.txt").string()) == "keep me");
+    CHECK_FALSE(std::filesystem::exists(out / "allreduce"));
+    // The README's two simulations into one folder: the second says it replaces the first.
+    const auto sims = job.dir.path() / "sims";
+    REQUIRE(job.sim(c, "--algorithms allreduce,dpsgd --out " + sims.string()).status == 0);
+    auto second = job.sim(c, "--algorithms sgp --out " + sims.string());
+    CAPTURE(second.err);
+    REQUIRE(second.status == 0);
+    CHECK(second.err.find("note: replacing the earlier Gossamer output in " + sims.string() +
+                          " (written by gossamer sim at ") != std::string::npos);
+    CHECK(std::filesystem::exists(sims / "sgp/seed0/metrics.jsonl"));
+    CHECK_FALSE(std::filesystem::exists(sims / "allreduce"));  // no stale mix of two runs
+}
+
+TEST_CASE("sim: sizes that cannot work are refused up front, naming the size and the limit") {
+    Job job;
+    const auto c = kSrc + "/examples/clusters/homogeneous16.json";
+    const auto out = (job.dir.path() / "o").string();
+    // Cost mode keeps no values, but one full model of 37 GiB takes 32 s over 10 Gbit/s: with
+    // dpsgd's 5 s resync timeout the waiting peers asked for copies faster than they came,
+    // until the event queue had taken 2.5 GB and more (std::bad_alloc).
+    auto cost = run(kBin + " sim --mode cost --topology " + job.topology + " --cluster " + c +
+                    " --algorithms sgp,dpsgd --steps 20 --model-size 10000000000 --out " + out);
+    CAPTURE(cost.err);
+    CHECK(cost.status == 2);
+    CHECK(cost.err.rfind("error: --model-size: one full model of 37.25 GiB takes 32 s over the "
+                         "slowest link of " +
+                             c,
+                         0) == 0);
+    CHECK(cost.err.find("dpsgd's resync_timeout of 5 s") != std::string::npos);
+    CHECK(cost.err.find('\n') == cost.err.size() - 1);
+    CHECK_FALSE(std::filesystem::exists(out));
+    // A resync timeout above the transfer lets it run.
+    const auto cfg =
+        job.dir.write("resync.json", R"({"data": {"name": "logreg_synthetic", "samples": 100,
+        "features": 4}, "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.1},
+        "algorithms": {"dpsgd": {"resync_timeout": 64}}})");
+    auto slow = run(kBin + " sim --mode cost --topology " + job.topology + " --cluster " + c +
+                    " --config " + cfg +
+                    " --algorithms dpsgd --steps 3 --model-size 10000000000 --json --out " + out);
+    CAPTURE(slow.err);
+    CHECK(slow.status == 0);
+    // Math mode: every peer keeps its model, gradient and the protocol's copies.
+    auto huge = job.dir.write("huge.json", R"({"data": {"name": "logreg_synthetic", "samples": 800,
+        "features": 10}, "model": {"name": "mlp", "hidden": [1000000, 1000000]},
+        "optimizer": {"name": "sgd", "lr": 0.1}})");
+    auto math = run(kBin + " sim --topology " + job.topology + " --cluster " + c + " --config " +
+                    huge + " --algorithms dpsgd --out " + out + "-math");
+    CAPTURE(math.err);
+    CHECK(math.status == 2);
+    CHECK(math.err.rfind("error: " + huge +
+                             ": model: simulating 4 peers of 1000014000002 "
+                             "parameters with dpsgd needs about",
+                         0) == 0);
+    CHECK(math.err.find("TiB of memory, more than the") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(out + "-math"));
+}
+
+TEST_CASE("sim refuses cluster times out of range instead of printing a 300-digit time") {
+    Job job;
+    for (const std::string base : {"1e300", "1e10", "86401"}) {
+        CAPTURE(base);
+        auto r = job.sim(job.cluster(R"({"defaults": {"base_time": )" + base +
+                                     R"(}, "network": {"latency": 0, "bandwidth": 1e9}})"),
+                         "--algorithms allreduce --out " + (job.dir.path() / "o").string());
+        CAPTURE(r.err);
+        CHECK(r.status == 2);
+        CHECK(r.err.find("defaults.base_time: base_time") != std::string::npos);
+        CHECK(r.err.find("it must lie in (0, 86400] seconds") != std::string::npos);
+        CHECK(r.err.find('\n') == r.err.size() - 1);
+        CHECK(r.out.empty());
+    }
 }

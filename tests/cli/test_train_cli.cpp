@@ -234,3 +234,93 @@ TEST_CASE("multirate: the summary reports each partition's updates and backward 
     CHECK(parts[1]["updates"] == 18);
     CHECK(parts[0]["backward_macs"].get<std::uint64_t>() > 0);
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;  // ASan reserves terabytes of address space: no ulimit -v
+#else
+constexpr bool kSanitized = false;
+#endif
+
+TEST_CASE("bad input: an output folder that cannot be created is one line, exit 2, no training") {
+    TempDir dir;
+    const auto file = dir.write("a_file", "mine");
+    for (const std::string& out : {file, file + "/sub", std::string("/proc/gossamer-test/out")}) {
+        CAPTURE(out);
+        Json c = small_logreg();
+        c["output"] = {{"dir", out}};
+        const auto path = dir.write("c.json", c.dump());
+        auto r = train("--config " + path);
+        CAPTURE(r.err);
+        CHECK(r.status == 2);
+        CHECK(r.err.rfind("error: " + path + ": output.dir: ", 0) == 0);
+        CHECK(r.err.find(out) != std::string::npos);
+        CHECK(r.err.find('\n') == r.err.size() - 1);
+        CHECK(r.err.find("epoch") == std::string::npos);  // refused before training
+        auto flag = train("--config " + path + " --out " + out);
+        CHECK(flag.status == 2);
+        CHECK(flag.err.rfind("error: --out: ", 0) == 0);
+        CHECK(flag.err.find('\n') == flag.err.size() - 1);
+    }
+    CHECK(slurp(file) == "mine");
+}
+
+TEST_CASE("bad input: a model too large for this machine names the size and the limit") {
+    Json c = small_logreg();
+    c["model"] = {{"name", "mlp"}, {"hidden", {1000000, 1000000}}};
+    check_bad(c,
+              "model: training mlp 20-1000000-1000000-2 (1000024000002 parameters) with sgd "
+              "(parameters, gradient, optimizer state) needs about 18.19 TiB of memory, more than");
+}
+
+TEST_CASE("bad input: a model above the address-space limit (ulimit -v) is refused naming it" *
+          doctest::skip(kSanitized)) {
+    TempDir dir;
+    Json c = small_logreg();
+    c["model"] = {{"name", "mlp"}, {"hidden", {100000, 1000}}};  // 102 M parameters: 2 GB
+    c["output"] = {{"dir", (dir.path() / "out").string()}};
+    auto r = run("ulimit -v 1200000 && timeout -s KILL 60 " + kBin + " train --config " +
+                 dir.write("c.json", c.dump()));
+    CAPTURE(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("needs about 1.90 GiB of memory, more than") != std::string::npos);
+    CHECK((r.err.find("RLIMIT_AS (ulimit -v 1200000)") != std::string::npos ||
+           r.err.find("MemAvailable") != std::string::npos));
+    CHECK(r.err.find('\n') == r.err.size() - 1);
+    CHECK_FALSE(std::filesystem::exists(dir.path() / "out"));
+}
+
+TEST_CASE("output folders: a folder the user wrote is refused, an earlier run's is replaced") {
+    TempDir dir;
+    Json c = small_logreg();
+    c["output"] = {{"dir", (dir.path() / "out").string()}, {"checkpoint_every", 6}};
+    const auto path = dir.write("c.json", c.dump());
+    // A folder with a user's file and no marker: refused, the file untouched.
+    std::filesystem::create_directories(dir.path() / "mine");
+    dir.write("mine/notes.txt", "keep me");
+    auto mine = train("--config " + path + " --out " + (dir.path() / "mine").string());
+    CAPTURE(mine.err);
+    CHECK(mine.status == 2);
+    CHECK(mine.err.find("is not empty and holds no .gossamer-output marker") != std::string::npos);
+    CHECK(mine.err.find("pick another --out, or empty the folder") != std::string::npos);
+    CHECK(mine.err.find('\n') == mine.err.size() - 1);
+    CHECK(slurp((dir.path() / "mine/notes.txt").string()) == "keep me");
+    CHECK_FALSE(std::filesystem::exists(dir.path() / "mine/metrics.jsonl"));
+    // An empty folder is used and marked.
+    std::filesystem::create_directories(dir.path() / "empty");
+    REQUIRE(train("--config " + path + " --out " + (dir.path() / "empty").string()).status == 0);
+    CHECK(std::filesystem::exists(dir.path() / "empty/.gossamer-output"));
+    // A marked folder is replaced with one line saying so: the earlier checkpoints are gone.
+    REQUIRE(train("--config " + path).status == 0);
+    const auto marker = Json::parse(slurp((dir.path() / "out/.gossamer-output").string()));
+    CHECK(marker["command"] == "gossamer train");
+    CHECK(std::filesystem::exists(dir.path() / "out/checkpoint-6.bin"));
+    c["output"]["checkpoint_every"] = 0;
+    auto again = train("--config " + dir.write("c.json", c.dump()));
+    CAPTURE(again.err);
+    REQUIRE(again.status == 0);
+    CHECK(again.err.find("note: replacing the earlier Gossamer output in " +
+                         (dir.path() / "out").string() + " (written by gossamer train at ") !=
+          std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.path() / "out/checkpoint-6.bin"));
+    CHECK(std::filesystem::exists(dir.path() / "out/model.bin"));
+}

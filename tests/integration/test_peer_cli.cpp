@@ -271,4 +271,34 @@ TEST_SUITE("integration") {
             CHECK_FALSE(std::filesystem::exists(job.out));
         }
     }
+
+    TEST_CASE("a peer whose output cannot be written is refused before the start-up barrier") {
+        Job job;
+        const auto file = job.dir.write("a_file", "mine");
+        std::filesystem::create_directories(job.dir.path() / "mine");
+        job.dir.write("mine/notes.txt", "keep me");
+        std::filesystem::create_directories(job.dir.path() / "dirs/model.bin");
+        job.dir.write("dirs/.gossamer-output", "{}");
+        struct Case {
+            std::string out, says;
+        };
+        for (const auto& c :
+             {Case{file + "/sub", "is a file, not a folder"},
+              Case{"/proc/gossamer-test/out", "cannot create the output folder"},
+              Case{(job.dir.path() / "mine").string(), "holds no .gossamer-output marker"},
+              Case{(job.dir.path() / "dirs").string(), "model.bin is a folder"}}) {
+            CAPTURE(c.out);
+            const auto t0 = std::chrono::steady_clock::now();
+            // Alone, rank 0 would wait 20 s at the barrier for the others if it got that far.
+            auto r = run(kBin + " peer --topology " + job.topology + " --config " + job.config +
+                         " --rank 0 --token t --join-timeout 20 --out " + c.out);
+            CAPTURE(r.err);
+            CHECK(r.status == 2);
+            CHECK(lines_of(r.err) == 1);
+            CHECK(r.err.rfind("error: --out: ", 0) == 0);
+            CHECK(r.err.find(c.says) != std::string::npos);
+            CHECK(std::chrono::steady_clock::now() - t0 < 10s);
+        }
+        CHECK(std::filesystem::exists(job.dir.path() / "mine/notes.txt"));
+    }
 }

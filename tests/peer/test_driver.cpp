@@ -4,9 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <memory>
+#include <thread>
 
 #include "gossamer/core/metrics.hpp"
+#include "gossamer/peer/compute_thread.hpp"
 #include "gossip/network.hpp"
 #include "peers.hpp"
 
@@ -200,5 +205,25 @@ TEST_CASE("a slow period: steps that begin inside it are padded to its declared 
         }
         CHECK(inside >= 3);
         CHECK(after >= 3);
+    }
+}
+
+TEST_CASE("a step declared to take 1e10 s or more is padded, not cut to its natural time") {
+    // 1e10 s is past the clock's int64 nanoseconds: converted unbounded it wrapped to a time in
+    // the past and the step was not padded at all.
+    for (const double declared : {1e10, 1e300}) {
+        CAPTURE(declared);
+        gossamer::proto::CostOnlyWorker worker(4);
+        std::vector<float> at(4);
+        std::atomic<int> woken{0};
+        auto t = std::make_unique<gossamer::peer::ComputeThread>(
+            worker, [declared](std::int64_t, double) { return declared; }, [&] { ++woken; });
+        t->start_on_comm(0, 0.0, at);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        CHECK_FALSE(t->take_done_on_comm().has_value());  // still padding
+        CHECK(woken == 0);
+        const auto t0 = std::chrono::steady_clock::now();
+        t.reset();  // a stop cuts the padding short
+        CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
     }
 }

@@ -279,3 +279,64 @@ TEST_CASE("bad input: selectors, self-links, empty overrides and other inconsist
         R"(F: defaults.fail_at: a failure time in "defaults" would stop every peer; set "fail_at" per peer under "peers")");
     CHECK(error_of(with(R"("version": 2)")).rfind("F: version: 2 is out of range", 0) == 0);
 }
+
+TEST_CASE("bad input: times, factors and rates past their ranges name the range and the fix") {
+    // Real peers padded nothing for base_time 1e10..1e300 and sim printed 300-digit times.
+    CHECK(error_of(R"({"network": {"latency": 1e-5, "bandwidth": 1e9},
+        "defaults": {"base_time": 1e300}})") ==
+          "F: defaults.base_time: base_time 1e+300 seconds is out of range; it must lie in (0, "
+          "86400] seconds; use at most 86400 seconds (docs/cluster-format.md, \"Ranges\")");
+    CHECK(error_of(with(R"("peers": [{"rank": 1, "base_time": 1e10}])"))
+              .rfind("F: peers[0].base_time: base_time 1e+10 seconds is out of range", 0) == 0);
+    CHECK(error_of(with(R"("peers": [{"rank": 1, "factor": 1e5}])"))
+              .rfind("F: peers[0].factor: factor 100000 is out of range; it must lie in (0, "
+                     "10000]",
+                     0) == 0);
+    // Each value in range, their product (the declared step time) not.
+    CHECK(error_of(with(R"("peers": [{"rank": 1, "base_time": 100, "factor": 1000}])")) ==
+          "F: peers[0].factor: rank 1's steps take base_time x factor = 100 x 1000 = 100000 s; "
+          "a declared step time must lie in (0, 86400] seconds (a day); lower base_time or "
+          "factor (docs/cluster-format.md, \"Ranges\")");
+    CHECK(error_of(R"({"network": {"latency": 0, "bandwidth": 1e9},
+        "defaults": {"base_time": 10, "factor": 9000}})")
+              .rfind("F: defaults.factor: the default steps take base_time x factor", 0) == 0);
+    CHECK(error_of(with(R"("peers": [{"rank": 3, "fail_at": 1e12}])"))
+              .rfind("F: peers[0].fail_at: fail_at 1e+12 seconds is out of range; it must lie "
+                     "in [0, 1e+09] seconds",
+                     0) == 0);
+    auto slow = [](const std::string& period) {
+        return error_of(with(R"("peers": [{"rank": 1, "slow": [)" + period + "]}]"));
+    };
+    CHECK(slow(R"({"from": 2e9, "factor": 2})")
+              .rfind("F: peers[0].slow[0].from: from 2e+09 seconds is out of range", 0) == 0);
+    CHECK(slow(R"({"from": 1, "to": 1e200, "factor": 2})")
+              .rfind("F: peers[0].slow[0].to: to 1e+200 seconds is out of range", 0) == 0);
+    CHECK(slow(R"({"from": 1, "to": 2, "factor": 1e6})")
+              .rfind("F: peers[0].slow[0].factor: slow factor 1e+06 is out of range; it must lie "
+                     "in [1, 10000]",
+                     0) == 0);
+    CHECK(error_of(with(R"("peers": [{"rank": 0, "jitter": {"distribution": "lognormal",
+        "sigma": 50}}])"))
+              .rfind("F: peers[0].jitter.sigma: sigma 50 is out of range; it must lie in [0, 3]",
+                     0) == 0);
+    CHECK(error_of(R"({"network": {"latency": 1e300, "bandwidth": 1e9},
+        "defaults": {"base_time": 0.1}})")
+              .rfind("F: network.latency: latency 1e+300 seconds is out of range; it must lie in "
+                     "[0, 86400] seconds",
+                     0) == 0);
+    CHECK(error_of(R"({"network": {"latency": 0, "bandwidth": 1e9, "links": [{"from": 0, "to": 1,
+        "latency": 1e6}]}, "defaults": {"base_time": 0.1}})")
+              .rfind("F: network.links[0].latency: latency 1e+06 seconds is out of range", 0) == 0);
+    CHECK(error_of(R"({"network": {"latency": 0, "bandwidth": 1e-300},
+        "defaults": {"base_time": 0.1}})")
+              .rfind("F: network.bandwidth: bandwidth 1e-300 bytes/s is out of range; it must lie "
+                     "in [1, 1e+15] bytes/s",
+                     0) == 0);
+    CHECK(error_of(with(R"("peers": [{"rank": 0, "uplink": 1e300}])"))
+              .rfind("F: peers[0].uplink: uplink 1e+300 bytes/s is out of range", 0) == 0);
+    // The ends of the ranges load.
+    CHECK(error_of(R"({"network": {"latency": 86400, "bandwidth": 1},
+        "defaults": {"base_time": 86400}, "peers": [{"rank": 1, "fail_at": 1e9,
+        "slow": [{"from": 0, "to": 1e9, "factor": 1e4}],
+        "jitter": {"distribution": "lognormal", "sigma": 3}}]})") == "");
+}

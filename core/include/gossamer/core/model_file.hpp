@@ -30,8 +30,8 @@ struct ModelFile {
 void save_model_file(const std::string& path, std::string_view model, std::int64_t step,
                      const PartitionLayout& layout, std::span<const float> params);
 
-/// Reads and checks a file. Throws ConfigError naming the path for a missing file, a wrong
-/// magic number or version, a truncated file, an invalid layout or a checksum mismatch.
+/// Reads and checks a file. Throws ConfigError naming the path for a missing file, a folder, a
+/// wrong magic number or version, a truncated file, an invalid layout or a checksum mismatch.
 ModelFile load_model_file(const std::string& path);
 
 }  // namespace gossamer

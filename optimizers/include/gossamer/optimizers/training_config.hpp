@@ -76,6 +76,15 @@ Multirate build_multirate(const TrainingConfig& config, const PartitionLayout& l
 /// The schedule for a run of `total_steps` steps; a cosine schedule without "total_steps" runs
 /// over the whole training.
 LrSchedule build_schedule(const TrainingConfig& config, std::int64_t total_steps);
+/// Parameter-sized copies an optimizer keeps: 0 (plain SGD), 1 (momentum), 2 (Adam's moments).
+int optimizer_state_copies(const OptimizerConfig& optimizer);
+/// About the bytes one process training a model of `parameters` floats keeps: the parameters,
+/// the gradient, the model file's write buffer, the model's scratch (about one more copy,
+/// measured with an MLP) and the optimizer's state. A lower bound: activations come on top.
+double training_memory_bytes(const TrainingConfig& config, std::uint64_t parameters);
+/// Throws ConfigError at the config's "model" when training_memory_bytes() exceeds what the
+/// machine leaves (core/memory.hpp), naming both sizes.
+void check_training_memory(const TrainingConfig& config, const Model& model);
 /// Checks the batch size against a shard of `samples` samples (ConfigError at
 /// training.batch_size).
 void check_batch_size(const TrainingConfig& config, std::int64_t samples);

@@ -27,6 +27,16 @@ enum class JitterKind {
     uniform,    ///< J uniform on [1 - width, 1 + width)
 };
 
+/// The ranges the loader accepts (docs/cluster-format.md, "Ranges"): values past them are
+/// refused, so that no virtual time or emulated pause runs into the billions of years.
+inline constexpr Time kMaxStepTime = 86400;    ///< base_time and base_time x factor: a day, s
+inline constexpr Time kMaxLatency = 86400;     ///< a link's latency: a day, s
+inline constexpr Time kMaxTimePoint = 1e9;     ///< fail_at, slow from and to: about 31.7 years, s
+inline constexpr double kMaxFactor = 1e4;      ///< factor and slow factors
+inline constexpr double kMaxSigma = 3;         ///< lognormal jitter (E[J^2] = exp(sigma^2) ~ 8100)
+inline constexpr double kMinBandwidth = 1;     ///< bytes/s, of links, uplinks and downlinks
+inline constexpr double kMaxBandwidth = 1e15;  ///< bytes/s (8 Pbit/s)
+
 struct Jitter {
     JitterKind kind = JitterKind::constant;
     double sigma = 0.0;  ///< lognormal: standard deviation of ln J, >= 0

@@ -1,0 +1,85 @@
+#include "gossamer/sim/setup_checks.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "gossamer/core/error.hpp"
+#include "gossamer/core/memory.hpp"
+#include "gossamer/core/units.hpp"
+#include "gossamer/optimizers/choco.hpp"
+#include "gossamer/optimizers/dpsgd.hpp"
+#include "gossamer/optimizers/training_config.hpp"
+
+namespace gossamer::sim {
+namespace {
+
+// The largest in-degree over one period of the schedule (at most 64 rounds of a random one).
+int max_in_degree(const topology::Schedule& t) {
+    const std::int64_t rounds = std::min<std::int64_t>(t.period().value_or(64), 64);
+    int most = 0;
+    for (std::int64_t r = 0; r < rounds; ++r) {
+        const auto round = t.at(r);
+        for (int i = 0; i < t.n(); ++i) most = std::max(most, round->graph.in_degree(i));
+    }
+    return most;
+}
+
+// The slowest rate any full model can get: the least link bandwidth, uplink or downlink; and
+// the largest latency.
+std::pair<double, double> slowest_link(const Cluster& c) {
+    double rate = c.default_link.bandwidth, latency = c.default_link.latency;
+    for (const auto& [pair, link] : c.links) {
+        rate = std::min(rate, link.bandwidth);
+        latency = std::max(latency, link.latency);
+    }
+    for (const auto& p : c.peers) rate = std::min({rate, p.uplink, p.downlink});
+    return {rate, latency};
+}
+
+}  // namespace
+
+double memory_needed(const SimSetup& s, std::uint64_t parameters) {
+    if (s.mode == Mode::cost || !s.topology) return 0;
+    const int state = s.config ? optim::optimizer_state_copies(s.config->optimizer) : 0;
+    const double protocol = s.algorithm == "allreduce" ? 3 : 1 + 3.0 * max_in_degree(*s.topology);
+    return static_cast<double>(s.topology->n()) * static_cast<double>(parameters) * 4.0 *
+           (2 + state + protocol);
+}
+
+void check_sizes(const SimSetup& s, std::uint64_t parameters, const SizeOrigin& origin) {
+    const bool from_flag = !origin.size_flag.empty();
+    check_memory(memory_needed(s, parameters),
+                 fmt::format("simulating {} peers of {} parameters with {}", s.topology->n(),
+                             parameters, s.algorithm),
+                 from_flag ? "" : origin.config_file, from_flag ? origin.size_flag : "model",
+                 from_flag ? "simulate a smaller model" : "use a smaller model or fewer peers");
+    if (!s.cluster || (s.algorithm != "dpsgd" && s.algorithm != "choco")) return;
+    const json::Node* options = s.options ? &*s.options : nullptr;
+    const double timeout = s.algorithm == "dpsgd"
+                               ? proto::parse_dpsgd_options(options).resync_timeout
+                               : proto::parse_choco_options(options).resync_timeout;
+    const auto [rate, latency] = slowest_link(*s.cluster);
+    const double bytes = static_cast<double>(parameters) * 4.0;
+    const double seconds = bytes / rate + latency;
+    if (seconds < timeout) return;
+    const bool timeout_set = options && options->has("resync_timeout");
+    throw ConfigError(
+        from_flag ? "" : origin.config_file,
+        from_flag ? origin.size_flag
+                  : (timeout_set ? options->at("resync_timeout").path()
+                                 : fmt::format("algorithms.{}.resync_timeout", s.algorithm)),
+        fmt::format("one full model of {} takes {:.3g} s over the slowest link of {} ({:g} "
+                    "bytes/s), not less than {}'s resync_timeout of {:g} s: waiting peers would "
+                    "ask for full copies faster than they arrive",
+                    format_bytes(bytes), seconds,
+                    s.cluster->source.empty() ? "the cluster" : s.cluster->source, rate,
+                    s.algorithm, timeout),
+        fmt::format("set \"algorithms\": {{\"{}\": {{\"resync_timeout\": {:.3g}}}}} in the "
+                    "training config given with --config (about twice the transfer), or "
+                    "simulate a smaller model",
+                    s.algorithm, 2 * seconds));
+}
+
+}  // namespace gossamer::sim
