@@ -145,8 +145,8 @@ TEST_SUITE("integration") {
 
     TEST_CASE("a 1-peer job prints no raw UCX error") {
         LaunchJob job;
-        job.topology = job.dir.write("one.json",
-                                     R"({"peers": {"count": 1}, "graph": {"family": "complete"}})");
+        job.topology = job.dir.write(
+            "one.json", gossamer::test::fresh_topology(1, R"("graph": {"family": "complete"})"));
         const auto out = job.dir.path() / "one";
         auto r = job.launch("--algorithms dpsgd --timeout 60 --out " + out.string());
         CAPTURE(r.err);
