@@ -209,7 +209,10 @@ TEST_SUITE("integration") {
             const auto until = std::chrono::steady_clock::now() + 30s;
             while (count_lines(job.metrics(2)) < 40 && std::chrono::steady_clock::now() < until)
                 std::this_thread::sleep_for(10ms);
-            REQUIRE(count_lines(job.metrics(2)) >= 40);
+            REQUIRE_MESSAGE(count_lines(job.metrics(2)) >= 40, "rank 2's log:\n"
+                                                                   << peers[2]->log()
+                                                                   << "\nrank 0's log:\n"
+                                                                   << peers[0]->log());
             peers[2]->kill(SIGSTOP);  // alive, connections open, silent: only heartbeats tell
             for (int r : {0, 1, 3}) {
                 CAPTURE(r);
