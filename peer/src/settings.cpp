@@ -97,6 +97,14 @@ void add_algorithm_settings(std::vector<Setting>& out, const std::string& algori
 
 void add_partition_settings(std::vector<Setting>& out, const optim::Multirate& m,
                             SettingSource source) {
+    const auto fix =
+        fix_for(source, "give every peer the same \"multirate\" section in its training config",
+                "give every peer the same PeerOptions::partitions");
+    if (!m.active()) {  // rates that change nothing agree with none at all
+        out.push_back(
+            bootstrap::make_setting("partitions", "every step", "every partition every step", fix));
+        return;
+    }
     bootstrap::Digest d;
     d.text(m.backward() == optim::BackwardMode::skip ? "skip" : "full").u64(m.count());
     std::string value;
@@ -116,14 +124,8 @@ void add_partition_settings(std::vector<Setting>& out, const optim::Multirate& m
             r.gossip_period,
             r.compressor ? ", " + std::string(optim::to_string(r.compressor->kind)) : "");
     }
-    if (value.empty())
-        value = "every partition every step";
-    else if (m.backward() == optim::BackwardMode::full)
-        value += ", backward full";
-    out.push_back(bootstrap::make_setting(
-        "partitions", d.value(), value,
-        fix_for(source, "give every peer the same \"multirate\" section in its training config",
-                "give every peer the same PeerOptions::partitions")));
+    if (m.backward() == optim::BackwardMode::full) value += ", backward full";
+    out.push_back(bootstrap::make_setting("partitions", d.value(), value, fix));
 }
 
 void add_training_settings(std::vector<Setting>& out, const optim::TrainingConfig& c, int epochs) {

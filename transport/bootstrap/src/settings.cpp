@@ -79,8 +79,11 @@ std::optional<SettingMismatch> compare_settings(std::span<const Setting> theirs,
 }
 
 std::string mismatch_text(const SettingMismatch& m, int their_rank, int my_rank) {
-    std::string out = fmt::format("{} differs: rank {} has {}, rank {} has {}", m.field, their_rank,
-                                  m.theirs, my_rank, m.mine);
+    // "epochs differ", "topology graph differs"
+    const bool plural = m.field.ends_with('s') && !m.field.ends_with("ss");
+    std::string out =
+        fmt::format("{} {}: rank {} has {}, rank {} has {}", m.field, plural ? "differ" : "differs",
+                    their_rank, m.theirs, my_rank, m.mine);
     if (!m.fix.empty()) out += "; " + m.fix;
     if (!m.also.empty()) {
         std::string also;
