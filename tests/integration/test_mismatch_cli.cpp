@@ -8,13 +8,16 @@
 // (cluster.hpp first: it includes <utility> before Boost.Asio)
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "gossamer/peer.hpp"
 #include "processes.hpp"
 #include "support/temp_dir.hpp"
 
@@ -110,9 +113,13 @@ void expect_refused(const Job& job, const std::function<Job::Args(int)>& args, i
     std::vector<std::unique_ptr<Process>> peers;
     const auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < kN; ++r) peers.push_back(job.start(r, args(r)));
+    const auto deadline = t0 + 40s;  // for all: a hang fails the test well within ctest's limit
     for (int r = 0; r < kN; ++r) {
         CAPTURE(r);
-        const int status = peers[static_cast<std::size_t>(r)]->wait(40s);
+        const auto left = std::max(std::chrono::milliseconds(0),
+                                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       deadline - std::chrono::steady_clock::now()));
+        const int status = peers[static_cast<std::size_t>(r)]->wait(left);
         const std::string log = peers[static_cast<std::size_t>(r)]->log();
         CAPTURE(log);
         const bool refused = odd == 0 ? r != 0 : r == odd;
@@ -206,7 +213,7 @@ TEST_SUITE("integration") {
             const auto plain = job.config("train");
             const auto slow = job.config(
                 "train-slow", R"(, "multirate": {"partitions": {"a": {")" + rate + R"(": 2}}})");
-            const std::string shown = rate == "period" ? "a (period 2, gossip period 1)"
+            const std::string shown = rate == "period" ? "a (period 2, gossip period 2)"
                                                        : "a (period 1, gossip period 2)";
             expect_refused(
                 job,
@@ -240,5 +247,43 @@ TEST_SUITE("integration") {
                 return a;
             },
             2, "cluster file", "rank 2 has no cluster file, rank 0 has fast.json");
+    }
+
+    TEST_CASE(
+        "mismatch: gossamer::Peer over UCX with another algorithm is refused at the handshake") {
+        Job job;
+        const auto ring = job.topology("ring");
+        std::vector<std::string> errors(kN);
+        const auto t0 = std::chrono::steady_clock::now();
+        {
+            std::vector<std::jthread> threads;
+            for (int r = 0; r < kN; ++r)
+                threads.emplace_back([&, r] {
+                    gossamer::PeerOptions o;
+                    o.topology = ring;
+                    o.rank = r;
+                    o.algorithm = r == 2 ? "async" : "dpsgd";
+                    o.steps = 5;
+                    o.join_timeout = std::chrono::milliseconds(3000);
+                    o.stall_timeout = std::chrono::milliseconds(3000);
+                    std::vector<float> x(10, 0.0f);
+                    try {
+                        gossamer::Peer peer(o, x);
+                        peer.finish();
+                    } catch (const std::exception& e) {
+                        errors[static_cast<std::size_t>(r)] = e.what();
+                    }
+                });
+        }
+        CHECK(std::chrono::steady_clock::now() - t0 < 30s);
+        for (int r = 0; r < kN; ++r) {
+            CAPTURE(r);
+            const auto& e = errors[static_cast<std::size_t>(r)];
+            CHECK_MESSAGE(has_text(e,
+                                   "algorithm differs: rank 2 has async, rank 0 has dpsgd; give "
+                                   "every peer the same PeerOptions::algorithm"),
+                          e);
+            if (r == 2) CHECK(has_text(e, "was refused by rank 0 ("));
+        }
     }
 }
