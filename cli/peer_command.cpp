@@ -24,6 +24,7 @@
 #include "gossamer/core/output_dir.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/peer/settings.hpp"
 #include "gossamer/peer/worker_setup.hpp"
 #include "gossamer/topology/topology_file.hpp"
 #include "peer_eval.hpp"
@@ -137,11 +138,23 @@ int run_peer(const std::vector<std::string>& args) {
     proto::PeerContext ctx{job.rank, n, job.topology.schedule, job.worker.trainer.get(),
                            job.worker.steps};
     job.protocol = proto::make_protocol(job.algorithm, options ? &*options : nullptr, ctx);
+    // What the handshake compares, one digest per field (docs/bootstrap.md).
+    using peer::SettingSource;
+    peer::add_topology_settings(job.settings, job.topology, SettingSource::cli);
+    peer::add_algorithm_settings(job.settings, job.algorithm, options ? &options->value() : nullptr,
+                                 SettingSource::cli);
+    const auto* rates = job.worker.trainer->multirate();
+    peer::add_partition_settings(job.settings, rates ? *rates : optim::Multirate(),
+                                 SettingSource::cli);
+    peer::add_training_settings(job.settings, cfg, job.epochs);
+    peer::add_cluster_setting(job.settings, a.value("cluster").value_or(""));
     if (job.cluster)
         job.compute = std::make_shared<const sim::ComputeModel>(*job.cluster, cfg.seed);
     job.driver = options_for(job.rank, job.cluster, job.compute,
                              (job.out / fmt::format("peer{}.jsonl", job.rank)).string());
     job.driver.stall_timeout = job.stall_timeout;
+    // A short --timeout still shows the watchdog's line (what the peer waits for) first.
+    job.driver.watchdog = std::min(job.driver.watchdog, job.stall_timeout);
     // Every file this peer may write is checked before it joins (a refusal after the start-up
     // barrier would leave the others waiting for it). The peers of a job share the folder:
     // nothing in it is removed, each peer overwrites its own files (docs/cli.md).

@@ -75,6 +75,7 @@ peer::JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout
     b.token = job.token;
     b.model_size = model_size;
     b.layout = layout;
+    b.settings = job.settings;
     b.join_timeout = job.join_timeout;
     const auto& host = b.peers[static_cast<std::size_t>(job.rank)].host;
     o.ucx.local_peers = static_cast<int>(std::count_if(

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "gossamer/bootstrap/settings.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/peer/driver.hpp"
@@ -40,11 +41,13 @@ struct PeerJob {
     peer::TrainingWorker worker;
     std::unique_ptr<proto::Protocol> protocol;
     peer::DriverOptions driver;  ///< the cluster's emulation and the metrics path
+    /// What the handshake compares besides job, token, peers and model (peer/settings.hpp).
+    std::vector<bootstrap::Setting> settings;
 };
 
 /// Joins, trains, averages; returns the exit status (0 finished, 1 stopped, 2 refused by the
-/// job: a token, job, topology or model that does not match). Exits the process with status 3
-/// at the cluster file's failure time, without a goodbye.
+/// job: a token, job, topology, model or setting that does not match). Exits the process with
+/// status 3 at the cluster file's failure time, without a goodbye.
 int run_peer_job(PeerJob& job);
 
 }  // namespace gossamer::cli

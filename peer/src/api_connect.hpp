@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gossamer/bootstrap/settings.hpp"
 #include "gossamer/core/partition.hpp"
 #include "gossamer/peer.hpp"
 #include "gossamer/topology/topology_file.hpp"
@@ -24,6 +25,8 @@ struct JoinRequest {
     const PeerOptions* options = nullptr;
     std::uint64_t model_size = 0;
     PartitionLayout layout;
+    /// Topology, algorithm and its options, partitions, final average (peer/settings.hpp).
+    std::vector<bootstrap::Setting> settings;
 };
 
 /// A joined peer: its transport (used on the thread that joined) and the way out.
@@ -48,9 +51,10 @@ class Connection {
     }
 };
 
-/// Joins over the in-process fabric of `job`: every peer checks the others' model size and
-/// partitions. Throws ConfigError (a mismatch, a job of another size), TransportError (rank
-/// taken) or Timeout (peers that did not join within join_timeout, named).
+/// Joins over the in-process fabric of `job`: every peer checks the others' model size,
+/// partitions and settings against rank 0's, as the bootstrap's handshake does. Throws
+/// ConfigError (a mismatch, one line naming the field and both values; a job of another size),
+/// TransportError (rank taken) or Timeout (peers that did not join within join_timeout, named).
 std::unique_ptr<Connection> join_inproc(InprocJob& job, const JoinRequest& request);
 /// Joins real peers: the TCP bootstrap at the topology file's endpoints, then UCX. Throws
 /// ConfigError where Gossamer was built without UCX.

@@ -1,6 +1,7 @@
 // gossamer::Peer over the in-process transport: N peers as threads of one process. The job
-// stands in for the bootstrap: a start-up barrier with the handshake's model checks, and an
-// end barrier so that a finished peer keeps its transport until the others finished.
+// stands in for the bootstrap: a start-up barrier with the handshake's checks (model size,
+// partitions and the same settings the bootstrap compares), and an end barrier so that a
+// finished peer keeps its transport until the others finished.
 #include <fmt/format.h>
 
 #include <condition_variable>
@@ -22,6 +23,7 @@ class InprocJob {
         bool joined = false;
         std::uint64_t model_size = 0;
         PartitionLayout layout;
+        std::vector<bootstrap::Setting> settings;
         bool gone = false;  // finished or left
     };
 
@@ -72,6 +74,7 @@ class InprocConnection final : public Connection {
         seat.joined = true;
         seat.model_size = req.model_size;
         seat.layout = req.layout;
+        seat.settings = req.settings;
         job_.cv_.notify_all();
         const auto all = [&] {
             for (const auto& s : job_.seats_)
@@ -99,6 +102,10 @@ class InprocConnection final : public Connection {
                                   fmt::format("rank {} has partitions {}, rank 0 has {}", r,
                                               s.layout.describe(), first.layout.describe()),
                                   "every peer must name the same partitions");
+            // Every peer throws the same line, the first field that differs from rank 0's.
+            if (auto m = bootstrap::compare_settings(s.settings, first.settings))
+                throw ConfigError("", "PeerOptions",
+                                  bootstrap::mismatch_text(*m, static_cast<int>(r), 0));
         }
     }
 

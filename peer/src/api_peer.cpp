@@ -16,6 +16,7 @@
 #include "gossamer/peer.hpp"
 #include "gossamer/peer/average.hpp"
 #include "gossamer/peer/driver.hpp"
+#include "gossamer/peer/settings.hpp"
 
 namespace gossamer {
 
@@ -76,6 +77,7 @@ struct Peer::Impl {
     int rank = 0;
     std::span<float> params;
     PartitionLayout layout;
+    std::vector<bootstrap::Setting> settings;  // what the handshake compares
     std::optional<json::Document> algorithm_options;
     std::unique_ptr<api::UserWorker> worker;
     std::unique_ptr<proto::Protocol> protocol;
@@ -140,7 +142,7 @@ void Peer::Impl::run_comm() {
     std::unique_ptr<api::Connection> conn;
     bool finished = false;
     try {
-        api::JoinRequest req{rank, &topology, &options, params.size(), layout};
+        api::JoinRequest req{rank, &topology, &options, params.size(), layout, settings};
         conn = options.transport == PeerTransport::inproc ? api::join_inproc(*options.inproc, req)
                                                           : api::join_ucx(req);
         peer::DriverOptions d;
@@ -221,6 +223,13 @@ Peer::Peer(PeerOptions options, std::span<float> params, PartitionLayout layout)
         optim::check_multirate_algorithm(rates, options.algorithm);
     }
     m.algorithm_options = option_json(options.algorithm_options, "algorithm_options");
+    using peer::SettingSource;
+    peer::add_topology_settings(m.settings, m.topology, SettingSource::api);
+    peer::add_algorithm_settings(m.settings, options.algorithm,
+                                 m.algorithm_options ? m.algorithm_options->root.get() : nullptr,
+                                 SettingSource::api);
+    peer::add_partition_settings(m.settings, rates, SettingSource::api);
+    peer::add_final_average_setting(m.settings, options.exact_average);
     m.worker = std::make_unique<api::UserWorker>(params, std::move(rates),
                                                  api::make_peer_device(options.device));
     std::optional<json::Node> node;

@@ -1,6 +1,7 @@
 // gossamer::Peer over UCX: the job is joined as `gossamer peer` joins it (peer/join.hpp): the TCP
-// bootstrap at the topology file's host:port checks job, token, model size and partitions, then
-// the UCX transport connects every pair.
+// bootstrap at the topology file's host:port checks job, token, model size, partitions and the
+// settings (topology, algorithm and options, multirate, final average), then the UCX transport
+// connects every pair.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -62,6 +63,7 @@ std::unique_ptr<Connection> join_ucx(const JoinRequest& req) {
     j.bootstrap.token = bootstrap::job_token(o.token_file);
     j.bootstrap.model_size = req.model_size;
     j.bootstrap.layout = req.layout;
+    j.bootstrap.settings = req.settings;
     j.bootstrap.join_timeout = o.join_timeout;
     return std::make_unique<UcxConnection>(peer::join(std::move(j)));
 }

@@ -31,6 +31,7 @@ struct Arrived {
 struct SendDone {
     std::uint64_t id;
     Status status;
+    bool control = false;  // a control message's (a re-sync request): not progress
 };
 struct Failed {
     Status status;
@@ -80,7 +81,7 @@ class Loop {
     const DriverOptions& options_;
     const Clock::time_point start_;
     double last_ = 0;        // the last event's time: times never go back
-    double last_event_ = 0;  // for the watchdog
+    double last_event_ = 0;  // the last progress (deliver_one), for the watchdog
     double next_watch_ = 0;
     std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
     using Pending = std::pair<double, std::uint64_t>;
@@ -136,11 +137,13 @@ void Loop::send(std::uint64_t id) {
                         // Called from the transport's progress(), so `t` is alive: the payload
                         // goes back to its pool for later receives instead of being freed.
                         auto it = inbox->in_flight.find(id);
+                        bool control = false;
                         if (it != inbox->in_flight.end()) {
+                            control = it->second.kind == transport::MessageKind::control;
                             t.recycle(std::move(it->second.payload));
                             inbox->in_flight.erase(it);
                         }
-                        inbox->events.push_back(SendDone{id, st});
+                        inbox->events.push_back(SendDone{id, st, control});
                     });
 }
 
@@ -183,9 +186,22 @@ void Loop::deliver(Event& e, proto::Actions& a) {
     }
 }
 
+// Progress, for the watchdog and the stall timeout: a step, data that came or left, a failure,
+// or an event after which the protocol starts a step, sends data or ends. Not progress: a
+// deadline or control message that only leads to more of them (dpsgd's and choco's re-sync
+// requests every resync_timeout), so a wait that never ends is reported as allreduce's is.
+bool progress(const proto::Actions& a) {
+    if (a.start_step || a.done) return true;
+    return std::any_of(a.sends.begin(), a.sends.end(), [](const proto::Send& s) {
+        return s.msg.kind != transport::MessageKind::control;
+    });
+}
+
 bool Loop::deliver_one() {
     proto::Actions a;
+    bool moved = false;
     if (auto d = compute_.take_done_on_comm()) {
+        moved = true;
         const double t = now();
         ++result_.steps;
         result_.busy += d->took;
@@ -206,13 +222,22 @@ bool Loop::deliver_one() {
     } else if (!inbox_->events.empty()) {
         Event e = std::move(inbox_->events.front());
         inbox_->events.pop_front();
+        if (const auto* m = std::get_if<Arrived>(&e))
+            moved = m->msg.kind != transport::MessageKind::control;
+        else if (const auto* sd = std::get_if<SendDone>(&e))
+            moved = !sd->control;
+        else
+            moved = true;  // a failed peer
         deliver(e, a);
     } else {
         return false;
     }
+    moved = moved || progress(a);
     apply(a);
-    last_event_ = last_;
-    next_watch_ = last_event_ + seconds(options_.watchdog);
+    if (moved) {
+        last_event_ = last_;
+        next_watch_ = last_event_ + seconds(options_.watchdog);
+    }
     return true;
 }
 
@@ -243,11 +268,11 @@ std::string Loop::waiting_for() {
 void Loop::watch() {
     const double t = seconds(Clock::now() - start_);
     if (t >= next_watch_) {
-        log::warn("watchdog: no event for {:.1f} s: {}", t - last_event_, waiting_for());
+        log::warn("watchdog: no progress for {:.1f} s: {}", t - last_event_, waiting_for());
         next_watch_ = t + seconds(options_.watchdog);
     }
     if (t - last_event_ >= seconds(options_.stall_timeout))
-        throw Timeout(fmt::format("no event for {:.1f} s (stall timeout): {}", t - last_event_,
+        throw Timeout(fmt::format("no progress for {:.1f} s (stall timeout): {}", t - last_event_,
                                   waiting_for()));
     if (t >= seconds(options_.run_timeout))
         throw Timeout(fmt::format("the run took longer than its timeout of {:.1f} s: {}",

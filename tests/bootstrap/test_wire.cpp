@@ -2,6 +2,9 @@
 #include <doctest/doctest.h>
 
 #include "cluster.hpp"
+// (cluster.hpp first: it includes <utility> before Boost.Asio)
+#include <fmt/format.h>
+
 #include "wire.hpp"
 
 using namespace gossamer::test;
@@ -20,7 +23,8 @@ wire::Hello hello_for(int rank, const std::vector<bs::Endpoint>& eps) {
             o.layout.fingerprint(),
             o.token,
             o.layout.describe(),
-            blob_of(rank)};
+            blob_of(rank),
+            o.settings};
 }
 
 /// A hand-made peer: one connection, whole frames.
@@ -66,6 +70,17 @@ TEST_SUITE("bootstrap") {
         CHECK(back.token == "secret");
         CHECK(back.layout_text == "fc1 [0, 100), fc2 [100, 130)");
         CHECK(back.address == blob_of(1));
+        CHECK(back.settings.empty());
+        hello.settings = {{"topology graph", 0x1234, "ring (n = 4)", "a fix stays home"},
+                          {"epochs", 7, "3 epochs", ""}};
+        body = wire::encode(hello);
+        back = wire::decode_hello(body);
+        REQUIRE(back.settings.size() == 2);
+        CHECK(back.settings[0].field == "topology graph");
+        CHECK(back.settings[0].digest == 0x1234);
+        CHECK(back.settings[0].value == "ring (n = 4)");
+        CHECK(back.settings[0].fix.empty());  // not on the wire
+        CHECK(back.settings[1].value == "3 epochs");
         for (std::size_t cut : {std::size_t{0}, std::size_t{7}, body.size() - 1})
             CHECK_THROWS_AS(wire::decode_hello(std::span(body).first(cut)), wire::Malformed);
         body.push_back(0);
@@ -97,15 +112,19 @@ TEST_SUITE("bootstrap") {
     TEST_CASE("another protocol version is refused with both versions named") {
         auto eps = free_endpoints(2);
         bs::Bootstrap root(quick_options(0, eps));
-        auto frame = wire::frame(wire::Kind::hello, wire::encode(hello_for(1, eps)));
-        frame[4] = 2;  // version 2
-        auto notice = refusal_for(eps[0], frame);
-        CHECK(notice.code == static_cast<std::uint32_t>(bs::Reason::version_mismatch));
-        CHECK_MESSAGE(has(notice.text,
-                          "the peer speaks bootstrap version 2, rank 0 speaks "
-                          "version 1"),
-                      notice.text);
-        CHECK(root.listener_stats().refused == 1);
+        // A newer peer, and one of the releases before the settings were compared (version 1).
+        for (std::uint8_t v : {static_cast<std::uint8_t>(wire::kVersion + 1), std::uint8_t{1}}) {
+            auto frame = wire::frame(wire::Kind::hello, wire::encode(hello_for(1, eps)));
+            frame[4] = v;
+            auto notice = refusal_for(eps[0], frame);
+            CHECK(notice.code == static_cast<std::uint32_t>(bs::Reason::version_mismatch));
+            CHECK_MESSAGE(has(notice.text, fmt::format("the peer speaks bootstrap version {}, "
+                                                       "rank 0 speaks version {}; run the same "
+                                                       "Gossamer release on every node",
+                                                       v, wire::kVersion)),
+                          notice.text);
+        }
+        CHECK(root.listener_stats().refused == 2);
     }
 
     TEST_CASE("a second process with a joined rank and a join after the barrier are refused") {

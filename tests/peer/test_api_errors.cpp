@@ -140,3 +140,53 @@ TEST_CASE("Peer: without a rank it comes from the launcher's environment") {
     CHECK(peer.rank() == 0);
     CHECK_FALSE(peer.step(0.0));
 }
+
+// Issue 16: peers of one in-process job with different options used to start and then hang or
+// "succeed" alone; the job refuses them up front, every peer with the same line.
+TEST_CASE(
+    "Peer: inproc peers with another topology, algorithm, options or partitions are refused") {
+    test::TempDir dir;
+    const auto ring = topology_file(dir, "ring", 4, topology::WeightRule::uniform);
+    const auto complete = topology_file(dir, "complete", 4, topology::WeightRule::uniform);
+    const PartitionLayout layout({{"body", 0, 6}, {"head", 6, 4}}, 10);
+    struct Case {
+        std::function<void(PeerOptions&)> odd;
+        std::string says;
+    };
+    const Case cases[] = {
+        {[&](PeerOptions& o) { o.topology = complete; },
+         "PeerOptions: topology graph differs: rank 2 has complete (n = 4) in complete.json, rank "
+         "0 has ring (n = 4) in ring.json; give every peer the same PeerOptions::topology file "
+         "(also differ: topology weights)"},
+        {[](PeerOptions& o) { o.algorithm = "async"; },
+         "PeerOptions: algorithm differs: rank 2 has async, rank 0 has dpsgd; give every peer "
+         "the same PeerOptions::algorithm"},
+        {[](PeerOptions& o) { o.algorithm_options = R"({"mode": "cta"})"; },
+         R"(PeerOptions: algorithm options differ: rank 2 has dpsgd with {"mode":"cta"}, rank 0 )"
+         "has dpsgd with the defaults; give every peer the same PeerOptions::algorithm_options"},
+        {[](PeerOptions& o) { o.partitions = R"({"partitions": {"head": {"gossip_period": 2}}})"; },
+         "PeerOptions: partitions differ: rank 2 has head (period 1, gossip period 2), rank 0 "
+         "has every partition every step; give every peer the same PeerOptions::partitions"},
+        {[](PeerOptions& o) { o.exact_average = true; },
+         "PeerOptions: final average differs: rank 2 has the exact average, rank 0 has no exact "
+         "average; give every peer the same PeerOptions::exact_average"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.says);
+        auto job = make_inproc_job(4);
+        const auto t0 = Clock::now();
+        const auto out = run_loops(4, [&](int r, LoopOutcome&) {
+            auto o = inproc_options(ring, r, "dpsgd", 10, job);
+            o.stall_timeout = std::chrono::milliseconds(3000);
+            o.run_timeout = std::chrono::milliseconds(8000);
+            if (r == 2) c.odd(o);
+            std::vector<float> x(10, 0.0f);
+            Peer peer(o, x, layout);
+            while (peer.step(0.0)) {
+            }
+            peer.finish();
+        });
+        for (const auto& o : out) CHECK(o.error == c.says);
+        CHECK(since(t0) < 5.0);
+    }
+}

@@ -1,10 +1,17 @@
 // A peer whose transport fails mid-run: gossip carries on without it, all-reduce stops with an
 // error naming it, every peer within its timeout.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "gossip/network.hpp"
 #include "peers.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace peer_test;
 using gossip_test::QuadraticWorker;
@@ -37,6 +44,38 @@ std::vector<Outcome> run_with_failure(const char* algorithm, topology::WeightRul
         return o;
     });
 }
+
+// Sends fd 2 to a file for its lifetime; text() gives what was written meanwhile.
+class StderrCapture {
+  public:
+    StderrCapture() : path_(dir_.path() / "stderr") {
+        std::fflush(stderr);
+        saved_ = dup(STDERR_FILENO);
+        const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+    }
+    ~StderrCapture() { restore(); }
+    std::string text() {
+        restore();
+        std::ifstream in(path_);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+    }
+
+  private:
+    void restore() {
+        if (saved_ < 0) return;
+        std::fflush(stderr);
+        dup2(saved_, STDERR_FILENO);
+        close(saved_);
+        saved_ = -1;
+    }
+    test::TempDir dir_;
+    std::filesystem::path path_;
+    int saved_ = -1;
+};
 
 }  // namespace
 
@@ -118,5 +157,53 @@ TEST_CASE(
             if (r == 0 || r == 2)
                 CHECK(o.error.find("never heard from peers") != std::string::npos);
         }
+    }
+}
+
+// Issue 16: dpsgd asks a missing neighbour again every resync_timeout; those deadlines and
+// control messages used to count as events, so with a resync_timeout under the watchdog period
+// neither the watchdog nor the stall timeout ever fired and the job hung.
+TEST_CASE("dpsgd: a neighbour that never sends hits the watchdog and the stall timeout") {
+    const int slow = 1;
+    const auto options = json::parse_text(R"({"resync_timeout": 0.05})", "options");
+    const json::Node node(options);
+    auto net = gossip_test::make_network(
+        family("ring", kN, topology::WeightRule::uniform), kSteps,
+        [](const json::Node* o, proto::PeerContext c) {
+            return proto::make_protocol("dpsgd", o, std::move(c));
+        },
+        &node,
+        [](int r) {
+            return std::make_unique<QuadraticWorker>(
+                gossip_test::random_vector(8, 500 + static_cast<std::uint64_t>(r)));
+        });
+    std::vector<Outcome> out;
+    std::string said;
+    {
+        StderrCapture capture;
+        out = run_peers(net.protocols(), net.locals(), [&](int r) {
+            peer::DriverOptions o;
+            o.watchdog = peer::Millis(300);
+            o.stall_timeout = peer::Millis(r == slow ? 10'000 : 1000);
+            // Past this the test fails: the stall timeout must come first.
+            o.run_timeout = peer::Millis(r == slow ? 2500 : 5000);
+            // The slow peer's first step would last 30 s: it never sends.
+            if (r == slow) o.declared_step_time = [](std::int64_t, double) { return 30.0; };
+            return o;
+        });
+        said = capture.text();
+    }
+    CAPTURE(said);
+    for (int r = 0; r < kN; ++r) {
+        if (r == slow) continue;
+        CAPTURE(r);
+        const auto& o = out[static_cast<std::size_t>(r)];
+        CHECK(!o.result);
+        CHECK(o.error.find("(stall timeout)") != std::string::npos);
+        CHECK(o.error.find("no progress for") != std::string::npos);
+        CHECK(o.seconds < 3);
+        CHECK(said.find("watchdog: no progress for") != std::string::npos);
+        CHECK(said.find(fmt::format("rank {} (dpsgd)", r)) != std::string::npos);
+        if (r == 0 || r == 2) CHECK(o.error.find("never heard from peers") != std::string::npos);
     }
 }

@@ -199,3 +199,30 @@ def test_an_optimizer_over_another_models_parameters_is_refused(tmp_path):
                                    "view the buffer the gossamer.Peer gossips")
     assert other_flat.startswith("flat: its buffer is not the one the gossamer.Peer was built "
                                  "from")
+
+
+def test_inproc_peers_with_another_algorithm_or_options_are_refused(tmp_path):
+    """Issue 16: a mismatched peer used to train alone; the job refuses it up front, and every
+    peer raises the same one-line ConfigError naming the field and both values."""
+    ring4 = gossamer.Topology.generate("ring", 4).save(tmp_path / "ring4.json")
+    cases = [({"algorithm": "async"}, "PeerOptions: algorithm differs: rank 2 has async, rank 0 "
+              "has dpsgd; give every peer the same PeerOptions::algorithm"),
+             ({"options": {"mode": "cta"}}, 'PeerOptions: algorithm options differ: rank 2 has '
+              'dpsgd with {"mode":"cta"}, rank 0 has dpsgd with the defaults; give every peer '
+              'the same PeerOptions::algorithm_options')]
+    for odd, line in cases:
+        job = gossamer.InprocJob(4)
+
+        def peer(rank):
+            extra = odd if rank == 2 else {}
+            p = gossamer.Peer(np.zeros(10, np.float32), ring4, rank=rank, steps=5,
+                              transport="inproc", job=job, join_timeout=10, stall_timeout=3,
+                              run_timeout=8, **extra)
+            while p.step(0.0):
+                pass
+            p.finish()
+
+        _, errors = run_threads(4, peer, timeout=30)
+        for e in errors:
+            assert isinstance(e, gossamer.ConfigError), repr(e)
+        assert [str(e) for e in errors] == [line] * 4

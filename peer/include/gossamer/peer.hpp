@@ -75,11 +75,12 @@ struct PeerOptions {
     std::string device = "cpu";
     std::shared_ptr<InprocJob> inproc;  ///< transport == inproc: the shared job
 
-    /// All n peers joined and the handshake (model size, partitions) matched.
+    /// All n peers joined and the handshake (model size, partitions, topology, algorithm and
+    /// its options, multirate partitions, exact_average) matched.
     std::chrono::milliseconds join_timeout{30'000};
     /// One step() call: handing over the update until the next point is back.
     std::chrono::milliseconds step_timeout{180'000};
-    /// The communication side: no event for this long throws Timeout (a local step of yours
+    /// The communication side: no progress for this long throws Timeout (a local step of yours
     /// must take less).
     std::chrono::milliseconds stall_timeout{120'000};
     /// The whole job, and finish() waiting for the others to finish.

@@ -36,6 +36,8 @@ std::string_view to_string(Reason reason) noexcept {
             return "bad_rank";
         case Reason::late_join:
             return "late_join";
+        case Reason::setting_mismatch:
+            return "setting_mismatch";
     }
     return "unknown";
 }

@@ -147,6 +147,9 @@ std::optional<wire::Notice> Bootstrap::Impl::check(const wire::Hello& h) const {
                               "partition config",
                               h.rank, h.layout_text, h.layout_fingerprint, opt.layout.describe(),
                               opt.layout.fingerprint()));
+    // Token first: only a peer of this job learns rank 0's settings from a refusal.
+    if (auto m = compare_settings(h.settings, opt.settings))
+        return no(Reason::setting_mismatch, mismatch_text(*m, r, opt.rank));
     auto& current = members[static_cast<std::size_t>(r)];
     if (started)
         return no(Reason::late_join,
@@ -351,7 +354,8 @@ asio::awaitable<void> Bootstrap::Impl::join_root(Blob address) {
                       opt.layout.fingerprint(),
                       opt.token,
                       opt.layout.describe(),
-                      std::move(address)};
+                      std::move(address),
+                      opt.settings};  // encode() leaves each fix out
     conn->send(wire::frame(wire::Kind::hello, wire::encode(hello)));
     members[0] = conn;
 

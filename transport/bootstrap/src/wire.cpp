@@ -123,6 +123,12 @@ Bytes encode(const Hello& h) {
     w.text(h.token);
     w.text(h.layout_text);
     w.blob(h.address);
+    w.u32(static_cast<std::uint32_t>(h.settings.size()));
+    for (const auto& s : h.settings) {
+        w.text(s.field);
+        w.u64(s.digest);
+        w.text(s.value);
+    }
     return w.take();
 }
 
@@ -138,6 +144,17 @@ Hello decode_hello(std::span<const std::uint8_t> body) {
     h.token = r.text(kMaxToken, "a job token");
     h.layout_text = r.text(kMaxText, "a layout description");
     h.address = r.blob(kMaxBlob, "an address blob");
+    const std::uint32_t count = r.u32();
+    if (count > kMaxSettings)
+        throw Malformed(std::to_string(count) + " settings exceed the limit of " +
+                        std::to_string(kMaxSettings));
+    for (std::uint32_t i = 0; i < count; ++i) {
+        Setting s;
+        s.field = r.text(kMaxField, "a setting's name");
+        s.digest = r.u64();
+        s.value = r.text(kMaxValue, "a setting's description");
+        h.settings.push_back(std::move(s));
+    }
     r.finish();
     return h;
 }

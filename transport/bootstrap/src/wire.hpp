@@ -16,12 +16,16 @@ namespace gossamer::bootstrap::wire {
 using Bytes = std::vector<std::uint8_t>;
 
 inline constexpr std::uint8_t kMagic[4] = {'G', 'S', 'B', 'T'};
-inline constexpr std::uint16_t kVersion = 1;
+// 2: the hello carries the job's settings (one digest and description per field).
+inline constexpr std::uint16_t kVersion = 2;
 inline constexpr std::size_t kHeaderBytes = 12;
 inline constexpr std::uint32_t kMaxBody = 64u << 20;  // a table of many peers' blobs
 inline constexpr std::uint32_t kMaxBlob = 1u << 20;   // one address blob
 inline constexpr std::uint32_t kMaxToken = 4096;      // job token bytes
 inline constexpr std::uint32_t kMaxText = 64u << 10;  // layout descriptions, reasons
+inline constexpr std::uint32_t kMaxSettings = 256;    // settings in one hello
+inline constexpr std::uint32_t kMaxField = 256;       // one setting's field name
+inline constexpr std::uint32_t kMaxValue = 4096;      // one setting's description
 
 enum class Kind : std::uint8_t {
     hello = 1,      // joiner -> rank 0: who I am, what I run, my blob
@@ -61,6 +65,7 @@ struct Hello {
     std::string token;
     std::string layout_text;  // PartitionLayout::describe(), for error messages
     Blob address;
+    std::vector<Setting> settings;  // field, digest and value each (not the fix)
 };
 Bytes encode(const Hello& hello);
 Hello decode_hello(std::span<const std::uint8_t> body);

@@ -38,10 +38,12 @@ struct StepRecord;
 struct DriverOptions {
     /// The whole run; past it run() throws Timeout naming what the protocol waits for.
     Millis run_timeout{3'600'000};
-    /// With no event for this long, log one line saying what the peer waits for (and again
-    /// after each further period).
+    /// With no progress for this long, log one line saying what the peer waits for (and again
+    /// after each further period). Progress: a finished step, data that arrived or left, a
+    /// failed peer, or an event after which the protocol starts a step, sends data or ends; not
+    /// a deadline or control message that only leads to more (dpsgd's re-sync requests).
     Millis watchdog{10'000};
-    /// With no event for this long, run() throws Timeout (a peer that vanished unnoticed).
+    /// With no progress for this long, run() throws Timeout (a peer that vanished unnoticed).
     Millis stall_timeout{120'000};
     /// Per-step padding (heterogeneity emulation); empty: natural speed.
     DeclaredStepTime declared_step_time;

@@ -1,9 +1,11 @@
 #pragma once
 /// Start-up of a job of real peers over TCP (docs/bootstrap.md): every peer listens at its
 /// host:port, joins rank 0 (the rendezvous) with a handshake that checks protocol version, job,
-/// token, peer list, model size and partition layout, and gets back every peer's opaque address
-/// blob (the UCX worker address) once all n have joined: that is the start-up barrier. Afterwards
-/// a background thread exchanges heartbeats with rank 0 and reports peers that vanish.
+/// token, peer list, model size, partition layout and the job's settings, and gets back every
+/// peer's opaque address blob (the UCX worker address) once all n have joined: that is the start-up
+/// barrier. Afterwards a background thread exchanges heartbeats with rank 0 and reports peers that
+/// vanish. The handshake also compares every Setting of the job (settings.hpp), one digest per
+/// field.
 
 #include <chrono>
 #include <cstddef>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "gossamer/bootstrap/error.hpp"
+#include "gossamer/bootstrap/settings.hpp"
 #include "gossamer/core/partition.hpp"
 
 namespace gossamer::bootstrap {
@@ -36,6 +39,9 @@ struct Options {
     std::string token;             ///< job_token(); compared in constant time by rank 0
     std::uint64_t model_size = 0;  ///< parameters of the model; must match
     PartitionLayout layout;        ///< must match (fingerprint; errors show describe())
+    /// Everything else the peers must agree on (topology, algorithm, training inputs...): each
+    /// field's digest must match rank 0's, and a peer sending other fields is refused too.
+    std::vector<Setting> settings;
 
     Millis join_timeout{30000};       ///< start-up barrier: all n peers joined (rank 0's clock)
     Millis io_timeout{5000};          ///< one connect, or one handshake reply

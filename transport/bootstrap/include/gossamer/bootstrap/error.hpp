@@ -29,6 +29,7 @@ enum class Reason : unsigned {
     connection_lost = 14,     ///< the rendezvous went away during start-up
     bad_rank = 15,            ///< this peer's rank is out of range
     late_join = 16,           ///< a handshake arrived after the start-up barrier
+    setting_mismatch = 17,    ///< a setting of the job differs (the text names the field)
 };
 
 /// "wrong_token", "missing_peers", ...
