@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "gossamer/core/model_file.hpp"
 #include "gossamer/peer/average.hpp"
 #include "gossamer/peer/join.hpp"
+#include "gossamer/peer/membership.hpp"
 #include "peer_eval.hpp"
 
 namespace gossamer::cli {
@@ -63,6 +66,16 @@ std::string loss_causes(peer::JoinedPeer& me, const std::vector<int>& lost) {
         out += fmt::format("{}{}", out.empty() ? " (" : "; ", cause);
     }
     return out + ")";
+}
+
+// This peer was paused past its loss (docs/peer.md, "Membership"): thrown from the loop's poll,
+// caught in run_peer_job, which exits with kNoResult.
+struct CutOff : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+std::string seconds_text(std::chrono::steady_clock::duration d) {
+    return fmt::format("{:.1f} s", std::chrono::duration<double>(d).count());
 }
 
 peer::JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout,
@@ -119,8 +132,11 @@ int run_peer_job(PeerJob& job) {
     const auto layout = optim::build_partitions(job.config, *model);
     const std::size_t size = model->parameter_count();
     std::unique_ptr<peer::JoinedPeer> me;
+    auto jo = join_options(job, layout, size);
+    // A gap in this peer's own loop longer than this: the others have declared it lost.
+    const auto heartbeat_timeout = jo.bootstrap.heartbeat_timeout;
     try {
-        me = peer::join(join_options(job, layout, size));
+        me = peer::join(std::move(jo));
     } catch (const bootstrap::BootstrapError& e) {
         // A failed rendezvous was logged by the bootstrap already (one line naming this rank and
         // the reason); only the listener's own failures are not.
@@ -141,9 +157,32 @@ int run_peer_job(PeerJob& job) {
         me->abandon();
         return 1;
     };
+    // Self-suspicion: once this loop has had a gap longer than the heartbeat timeout, any peer
+    // it finds lost may be its own fault (it was the one stopped): it does not carry on as the
+    // job, it leaves without a result.
+    peer::PauseWatch pause(heartbeat_timeout);
+    auto poll = [&] {
+        pause.tick();
+        me->apply_peer_losses();
+        if (!pause.paused()) return;
+        bool lost_any = !me->losses().empty();
+        for (int q = 0; q < n && !lost_any; ++q)
+            lost_any = q != rank && me->transport().peer_failed(q);
+        if (lost_any)
+            throw CutOff(fmt::format(
+                "this peer was paused for {} (longer than the {} heartbeat timeout); the job "
+                "carried on without it: exiting without a result",
+                seconds_text(pause.longest()), seconds_text(heartbeat_timeout)));
+    };
+    // Leaves without a result, as a crash would (the others have moved on without this peer).
+    auto no_result = [&](const std::string& line) {
+        say(rank, line);
+        me->abandon();
+        return kNoResult;
+    };
     std::vector<transport::Message> early;  // the average's messages that came while training
     auto d = job.driver;
-    d.poll = [&] { me->apply_peer_losses(); };
+    d.poll = poll;
     d.intercept = [&](transport::Message& m) {
         if (!peer::is_average_message(m)) return false;
         early.push_back(std::move(m));
@@ -178,7 +217,10 @@ int run_peer_job(PeerJob& job) {
     peer::DriverResult r;
     try {
         peer::Driver driver(*job.protocol, *job.worker.trainer, me->transport(), d);
+        pause.restart();
         r = driver.run();
+    } catch (const CutOff& e) {
+        return no_result(e.what());
     } catch (const std::exception& e) {  // PeerFailure says "peer R failed: ..."
         return stop(fmt::format("stopped: {}", e.what()));
     }
@@ -206,21 +248,40 @@ int run_peer_job(PeerJob& job) {
             (gone ? lost : survivors).push_back(q);
         }
     };
+    // The majority rule: only a strict majority of the job's n peers writes a result, so two
+    // sides of a split (or a peer cut off and resumed) can never both write one.
+    auto minority_line = [&]() -> std::optional<std::string> {
+        const auto m = peer::majority(survivors.size(), static_cast<std::size_t>(n));
+        if (m.met()) return std::nullopt;
+        return fmt::format(
+            "not writing a result: this peer can reach only {} of {} peers (ranks {}); a "
+            "result needs a majority ({})",
+            m.reachable, m.members, ranks_text(survivors), m.needed);
+    };
     job.protocol->current_model(x);
     peer::AverageOptions ao;
     ao.timeout = job.average_timeout;
-    ao.poll = [&] { me->apply_peer_losses(); };
+    ao.poll = poll;
     ao.vanished = [&](int q) {
         const auto v = me->vanished();
         return std::find(v.begin(), v.end(), q) != v.end();
     };
     peer::AverageResult avg;
+    pause.restart();  // evaluation and the model copy above do not tick
+    try {
+        poll();
+    } catch (const CutOff& e) {
+        return no_result(e.what());
+    }
     take_views();
     for (;;) {
+        if (auto line = minority_line()) return no_result(*line);
         try {
             avg =
                 peer::exact_average(me->transport(), survivors, x, job.protocol->mass(), early, ao);
             break;
+        } catch (const CutOff& e) {
+            return no_result(e.what());
         } catch (const PeerFailure& e) {
             const auto before = survivors;
             take_views();

@@ -45,9 +45,15 @@ struct PeerJob {
     std::vector<bootstrap::Setting> settings;
 };
 
+/// Exit status of a peer that may not write the job's result (docs/peer.md, "Membership"): it
+/// reaches no strict majority of the job's peers, or it was paused longer than the heartbeat
+/// timeout and found peers lost. It writes nothing.
+inline constexpr int kNoResult = 4;
+
 /// Joins, trains, averages; returns the exit status (0 finished, 1 stopped, 2 refused by the
-/// job: a token, job, topology, model or setting that does not match). Exits the process with
-/// status 3 at the cluster file's failure time, without a goodbye.
+/// job: a token, job, topology, model or setting that does not match, kNoResult not a member of
+/// the job's majority). Exits the process with status 3 at the cluster file's failure time,
+/// without a goodbye.
 int run_peer_job(PeerJob& job);
 
 }  // namespace gossamer::cli

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,6 +84,55 @@ int lines_of(const std::string& text) {
     int n = 0;
     for (char c : text) n += c == '\n';
     return n;
+}
+
+std::string bytes_of(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// 4 peers; rank 2 is stopped (SIGSTOP) until the others have declared it lost, finished and
+// written the result, then resumed (SIGCONT): it must find that it was paused, write nothing and
+// exit with status 4, leaving the survivors' average.json and model.bin as they were.
+void paused_past_its_loss(const std::string& algo) {
+    Job job(20, 0.01);  // 200 steps of 10 ms
+    std::vector<std::unique_ptr<Process>> peers;
+    for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, algo));
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (count_lines(job.metrics(2)) < 40 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(10ms);
+    REQUIRE_MESSAGE(count_lines(job.metrics(2)) >= 40, "rank 2's log:\n" << peers[2]->log());
+    peers[2]->kill(SIGSTOP);
+    for (int r : {0, 1, 3}) {
+        CAPTURE(r);
+        const int status = peers[r]->wait(40s);
+        const std::string log = peers[r]->log();
+        CAPTURE(log);
+        CHECK(status == 0);
+        CHECK(log.find("lost peers: 2") != std::string::npos);
+    }
+    REQUIRE(job.average()["survivors"] == Json::array({0, 1, 3}));
+    const std::string average = bytes_of(job.out + "/average.json");
+    const std::string model = bytes_of(job.out + "/model.bin");
+    REQUIRE_FALSE(model.empty());
+
+    peers[2]->kill(SIGCONT);
+    const int status = peers[2]->wait(30s);
+    const std::string log = peers[2]->log();
+    CAPTURE(log);
+    CHECK(status == 4);
+    const auto said = log.find("[rank 2] this peer was paused for ");
+    REQUIRE(said != std::string::npos);
+    CHECK(log.find("heartbeat timeout); the job carried on without it", said) != std::string::npos);
+    CHECK(log.find("average of ranks") == std::string::npos);
+    CHECK(log.find("finished ") == std::string::npos);
+    CHECK(job.average()["survivors"] == Json::array({0, 1, 3}));
+    CHECK(bytes_of(job.out + "/average.json") == average);
+    CHECK(bytes_of(job.out + "/model.bin") == model);
+    CHECK_FALSE(std::filesystem::exists(job.out + "/average.json.tmp"));
+    CHECK_FALSE(std::filesystem::exists(job.out + "/model.bin.tmp"));
 }
 
 }  // namespace
@@ -225,6 +275,14 @@ TEST_SUITE("integration") {
             CHECK(job.average()["survivors"] == Json::array({0, 1, 3}));
             peers[2]->kill(SIGKILL);
         }
+    }
+
+    TEST_CASE("a peer paused past its loss (SIGSTOP, SIGCONT) writes nothing and exits 4: async") {
+        paused_past_its_loss("async");
+    }
+
+    TEST_CASE("a peer paused past its loss (SIGSTOP, SIGCONT) writes nothing and exits 4: dpsgd") {
+        paused_past_its_loss("dpsgd");
     }
 
     TEST_CASE("the cluster file's failure time ends a peer with status 3 and gossip goes on") {
