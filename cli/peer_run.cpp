@@ -133,8 +133,10 @@ int run_peer_job(PeerJob& job) {
     const std::size_t size = model->parameter_count();
     std::unique_ptr<peer::JoinedPeer> me;
     auto jo = join_options(job, layout, size);
-    // A gap in this peer's own loop longer than this: the others have declared it lost.
+    // A gap in this peer's own loop longer than this may have let the others declare it lost:
+    // its last heartbeat may have left up to one interval before the loop stopped.
     const auto heartbeat_timeout = jo.bootstrap.heartbeat_timeout;
+    const auto pause_limit = heartbeat_timeout - jo.bootstrap.heartbeat_interval;
     try {
         me = peer::join(std::move(jo));
     } catch (const bootstrap::BootstrapError& e) {
@@ -160,7 +162,7 @@ int run_peer_job(PeerJob& job) {
     // Self-suspicion: once this loop has had a gap longer than the heartbeat timeout, any peer
     // it finds lost may be its own fault (it was the one stopped): it does not carry on as the
     // job, it leaves without a result.
-    peer::PauseWatch pause(heartbeat_timeout);
+    peer::PauseWatch pause(pause_limit);
     auto poll = [&] {
         pause.tick();
         me->apply_peer_losses();
@@ -170,8 +172,8 @@ int run_peer_job(PeerJob& job) {
             lost_any = q != rank && me->transport().peer_failed(q);
         if (lost_any)
             throw CutOff(fmt::format(
-                "this peer was paused for {} (longer than the {} heartbeat timeout); the job "
-                "carried on without it: exiting without a result",
+                "this peer was paused for {} (long enough for the {} heartbeat timeout to "
+                "declare it lost); the job carried on without it: exiting without a result",
                 seconds_text(pause.longest()), seconds_text(heartbeat_timeout)));
     };
     // Leaves without a result, as a crash would (the others have moved on without this peer).

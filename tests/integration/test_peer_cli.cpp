@@ -125,7 +125,8 @@ void paused_past_its_loss(const std::string& algo) {
     CHECK(status == 4);
     const auto said = log.find("[rank 2] this peer was paused for ");
     REQUIRE(said != std::string::npos);
-    CHECK(log.find("heartbeat timeout); the job carried on without it", said) != std::string::npos);
+    CHECK(log.find("heartbeat timeout to declare it lost); the job carried on without it", said) !=
+          std::string::npos);
     CHECK(log.find("average of ranks") == std::string::npos);
     CHECK(log.find("finished ") == std::string::npos);
     CHECK(job.average()["survivors"] == Json::array({0, 1, 3}));

@@ -10,7 +10,7 @@ using namespace std::chrono_literals;
 using gossamer::peer::majority;
 using gossamer::peer::PauseWatch;
 
-TEST_CASE("membership: only a strict majority may write; a half or a lone peer never does") {
+TEST_CASE("membership: only a strict majority may write, a half or a lone peer never does") {
     CHECK(majority(1, 1).met());  // a job of one peer is its own majority
     CHECK_FALSE(majority(1, 2).met());
     CHECK_FALSE(majority(1, 4).met());  // the paused peer cut off from the other three
