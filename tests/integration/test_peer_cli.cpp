@@ -286,6 +286,37 @@ TEST_SUITE("integration") {
         paused_past_its_loss("dpsgd");
     }
 
+    TEST_CASE("a job split in two halves (ranks 2 and 3 paused) writes no result on either side") {
+        Job job(20, 0.01);  // 200 steps of 10 ms
+        std::vector<std::unique_ptr<Process>> peers;
+        for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, "dpsgd"));
+        const auto until = std::chrono::steady_clock::now() + 30s;
+        while (count_lines(job.metrics(3)) < 40 && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(10ms);
+        REQUIRE_MESSAGE(count_lines(job.metrics(3)) >= 40, "rank 3's log:\n" << peers[3]->log());
+        peers[2]->kill(SIGSTOP);
+        peers[3]->kill(SIGSTOP);
+        for (int r : {0, 1}) {
+            CAPTURE(r);
+            const int status = peers[r]->wait(40s);
+            const std::string log = peers[r]->log();
+            CAPTURE(log);
+            CHECK(status == 4);
+            CHECK(log.find(fmt::format("[rank {}] not writing a result: this peer can reach only 2 "
+                                       "of 4 peers (ranks 0, 1); a result needs a majority (3)",
+                                       r)) != std::string::npos);
+        }
+        for (int r : {2, 3}) peers[r]->kill(SIGCONT);
+        for (int r : {2, 3}) {
+            CAPTURE(r);
+            const int status = peers[r]->wait(30s);
+            CAPTURE(peers[r]->log());
+            CHECK(status == 4);
+        }
+        CHECK_FALSE(std::filesystem::exists(job.out + "/average.json"));
+        CHECK_FALSE(std::filesystem::exists(job.out + "/model.bin"));
+    }
+
     TEST_CASE("the cluster file's failure time ends a peer with status 3 and gossip goes on") {
         Job job(20, 0.01, R"("peers": [{"rank": 3, "fail_at": 0.6}],)");
         std::vector<std::unique_ptr<Process>> peers;
