@@ -9,6 +9,7 @@
 #include <numeric>
 #include <set>
 
+#include "gossamer/core/digest.hpp"
 #include "gossamer/core/json.hpp"
 
 namespace gossamer {
@@ -214,20 +215,10 @@ std::size_t PartitionLayout::owner(std::size_t index) const {
 }
 
 std::uint64_t PartitionLayout::fingerprint() const noexcept {
-    std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
-    auto byte = [&h](unsigned char b) { h = (h ^ b) * 0x100000001b3ull; };
-    auto word = [&byte](std::uint64_t v) {  // little-endian, whatever the host order
-        for (int i = 0; i < 8; ++i) byte(static_cast<unsigned char>(v >> (8 * i)));
-    };
-    word(total_);
-    word(parts_.size());
-    for (const auto& p : parts_) {
-        word(p.name.size());
-        for (char c : p.name) byte(static_cast<unsigned char>(c));
-        word(p.offset);
-        word(p.size);
-    }
-    return h;
+    Digest d;
+    d.u64(total_).u64(parts_.size());
+    for (const auto& p : parts_) d.text(p.name).u64(p.offset).u64(p.size);
+    return d.value();
 }
 
 std::string PartitionLayout::describe() const {

@@ -6,17 +6,6 @@
 #include "gossamer/core/memory.hpp"
 
 namespace gossamer::optim {
-namespace {
-
-std::string layout_text(const PartitionLayout& layout) {
-    std::string out;
-    for (const auto& p : layout.partitions())
-        out += fmt::format("{}{} [{}, {})", out.empty() ? "" : ", ", p.name, p.offset,
-                           p.offset + p.size);
-    return out;
-}
-
-}  // namespace
 
 void check_model_fits(const std::string& path, const ModelFile& file, const TrainingConfig& config,
                       const Model& model) {
@@ -30,18 +19,12 @@ void check_model_fits(const std::string& path, const ModelFile& file, const Trai
                                       model.parameter_count()),
                           fix);
     const PartitionLayout expected = build_partitions(config, model);
-    const auto& a = file.layout.partitions();
-    const auto& b = expected.partitions();
-    bool same = a.size() == b.size();
-    for (std::size_t i = 0; same && i < a.size(); ++i)
-        same = a[i].name == b[i].name && a[i].offset == b[i].offset && a[i].size == b[i].size;
-    if (!same)
-        throw ConfigError(
-            path, "",
-            fmt::format("the model file's partitions ({}) differ from those of "
-                        "the model of {} ({})",
-                        layout_text(file.layout), config.doc.file, layout_text(expected)),
-            fix);
+    if (file.layout != expected)
+        throw ConfigError(path, "",
+                          fmt::format("the model file's partitions ({}) differ from those of "
+                                      "the model of {} ({})",
+                                      file.layout.describe(), config.doc.file, expected.describe()),
+                          fix);
 }
 
 ModelEvaluation evaluate_model_file(const std::string& path, const TrainingConfig& config) {

@@ -1,16 +1,11 @@
 // Bad input: each a clear line naming the peer and the reason, and a listener that keeps going.
 #include <doctest/doctest.h>
-#include <fcntl.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "cluster.hpp"
 #include "gossamer/core/log.hpp"
-#include "support/temp_dir.hpp"
+#include "support/stderr_capture.hpp"
 
 using namespace gossamer::test;
 namespace asio = boost::asio;
@@ -48,38 +43,6 @@ void send_raw(const bs::Endpoint& where, const std::string& bytes) {
     ec = {};
     while (!ec) s.read_some(asio::buffer(sink), ec);
 }
-
-/// Sends fd 2 to a file for its lifetime; text() gives what was written meanwhile.
-class StderrCapture {
-  public:
-    StderrCapture() : path_(dir_.path() / "stderr") {
-        std::fflush(stderr);
-        saved_ = dup(STDERR_FILENO);
-        const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, STDERR_FILENO);
-        close(fd);
-    }
-    ~StderrCapture() { restore(); }
-    std::string text() {
-        restore();
-        std::ifstream in(path_);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        return ss.str();
-    }
-
-  private:
-    void restore() {
-        if (saved_ < 0) return;
-        std::fflush(stderr);
-        dup2(saved_, STDERR_FILENO);
-        close(saved_);
-        saved_ = -1;
-    }
-    TempDir dir_;
-    std::filesystem::path path_;
-    int saved_ = -1;
-};
 
 }  // namespace
 

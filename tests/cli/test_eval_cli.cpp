@@ -6,15 +6,14 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "gossamer/core/metrics.hpp"
 #include "support/run.hpp"
 #include "support/temp_dir.hpp"
 
+using gossamer::test::read_file;
 using gossamer::test::run;
 using gossamer::test::RunResult;
 using gossamer::test::TempDir;
@@ -39,13 +38,6 @@ Json small_config(const TempDir& dir, const std::string& hidden = "[8]") {
         "training": {"epochs": 3, "batch_size": 20},
         "output": {"dir": ")" +
                        (dir.path() / "out").string() + R"(", "checkpoint_every": 30}})");
-}
-
-std::string slurp(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
 }
 
 RunResult eval(const std::string& model, const std::string& config, const std::string& extra = "") {
@@ -99,7 +91,7 @@ TEST_CASE("eval: a missing, folder, truncated, corrupt or foreign file is one li
     TempDir dir;
     const auto config = dir.write("c.json", small_config(dir).dump());
     REQUIRE(run(kBin + " train --config " + config).status == 0);
-    const std::string good = slurp(dir.path() / "out/model.bin");
+    const std::string good = read_file(dir.path() / "out/model.bin");
     std::string corrupt = good;
     corrupt[corrupt.size() / 2] = static_cast<char>(corrupt[corrupt.size() / 2] ^ 0x5a);
     check_one_line(eval((dir.path() / "nope.bin").string(), config), "cannot open model file");

@@ -78,6 +78,13 @@ class Process {
     std::string log_;
 };
 
+/// Lines in a text (newlines counted: a one-line message gives 1).
+inline int lines_of(const std::string& text) {
+    int n = 0;
+    for (char c : text) n += c == '\n';
+    return n;
+}
+
 /// Lines in a file (0 when it does not exist yet).
 inline int count_lines(const std::string& path) {
     std::ifstream in(path);

@@ -94,12 +94,6 @@ struct Job {
     }
 };
 
-int lines_of(const std::string& text) {
-    int n = 0;
-    for (char c : text) n += c == '\n';
-    return n;
-}
-
 bool has_text(const std::string& s, const std::string& part) {
     return s.find(part) != std::string::npos;
 }

@@ -13,7 +13,6 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,30 +79,18 @@ struct Job {
     }
 };
 
-int lines_of(const std::string& text) {
-    int n = 0;
-    for (char c : text) n += c == '\n';
-    return n;
-}
-
-std::string bytes_of(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-// 4 peers; rank 2 is stopped (SIGSTOP) until the others have declared it lost, finished and
-// written the result, then resumed (SIGCONT): it must find that it was paused, write nothing and
-// exit with status 4, leaving the survivors' average.json and model.bin as they were.
-void paused_past_its_loss(const std::string& algo) {
-    Job job(20, 0.01);  // 200 steps of 10 ms
+// The job's 4 peers under `algo`; rank 2 is stopped (SIGSTOP: alive, connections open,
+// silent, so only heartbeats tell) once it has 40 metric lines, and ranks 0, 1 and 3 must finish
+// without it. Returns the peers, rank 2 still stopped.
+std::vector<std::unique_ptr<Process>> stop_rank_2(const Job& job, const std::string& algo) {
     std::vector<std::unique_ptr<Process>> peers;
     for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, algo));
     const auto until = std::chrono::steady_clock::now() + 30s;
     while (count_lines(job.metrics(2)) < 40 && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(10ms);
-    REQUIRE_MESSAGE(count_lines(job.metrics(2)) >= 40, "rank 2's log:\n" << peers[2]->log());
+    REQUIRE_MESSAGE(count_lines(job.metrics(2)) >= 40, "rank 2's log:\n"
+                                                           << peers[2]->log() << "\nrank 0's log:\n"
+                                                           << peers[0]->log());
     peers[2]->kill(SIGSTOP);
     for (int r : {0, 1, 3}) {
         CAPTURE(r);
@@ -113,9 +100,18 @@ void paused_past_its_loss(const std::string& algo) {
         CHECK(status == 0);
         CHECK(log.find("lost peers: 2") != std::string::npos);
     }
+    return peers;
+}
+
+// Rank 2 stays stopped (SIGSTOP) until the others have declared it lost, finished and
+// written the result, then resumed (SIGCONT): it must find that it was paused, write nothing and
+// exit with status 4, leaving the survivors' average.json and model.bin as they were.
+void paused_past_its_loss(const std::string& algo) {
+    Job job(20, 0.01);  // 200 steps of 10 ms
+    auto peers = stop_rank_2(job, algo);
     REQUIRE(job.average()["survivors"] == Json::array({0, 1, 3}));
-    const std::string average = bytes_of(job.out + "/average.json");
-    const std::string model = bytes_of(job.out + "/model.bin");
+    const std::string average = read_file(job.out + "/average.json");
+    const std::string model = read_file(job.out + "/model.bin");
     REQUIRE_FALSE(model.empty());
 
     peers[2]->kill(SIGCONT);
@@ -130,8 +126,8 @@ void paused_past_its_loss(const std::string& algo) {
     CHECK(log.find("average of ranks") == std::string::npos);
     CHECK(log.find("finished ") == std::string::npos);
     CHECK(job.average()["survivors"] == Json::array({0, 1, 3}));
-    CHECK(bytes_of(job.out + "/average.json") == average);
-    CHECK(bytes_of(job.out + "/model.bin") == model);
+    CHECK(read_file(job.out + "/average.json") == average);
+    CHECK(read_file(job.out + "/model.bin") == model);
     CHECK_FALSE(std::filesystem::exists(job.out + "/average.json.tmp"));
     CHECK_FALSE(std::filesystem::exists(job.out + "/model.bin.tmp"));
 }
@@ -255,24 +251,7 @@ TEST_SUITE("integration") {
         for (const std::string algo : {"async", "dpsgd"}) {
             CAPTURE(algo);
             Job job(20, 0.01);
-            std::vector<std::unique_ptr<Process>> peers;
-            for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, algo));
-            const auto until = std::chrono::steady_clock::now() + 30s;
-            while (count_lines(job.metrics(2)) < 40 && std::chrono::steady_clock::now() < until)
-                std::this_thread::sleep_for(10ms);
-            REQUIRE_MESSAGE(count_lines(job.metrics(2)) >= 40, "rank 2's log:\n"
-                                                                   << peers[2]->log()
-                                                                   << "\nrank 0's log:\n"
-                                                                   << peers[0]->log());
-            peers[2]->kill(SIGSTOP);  // alive, connections open, silent: only heartbeats tell
-            for (int r : {0, 1, 3}) {
-                CAPTURE(r);
-                const int status = peers[r]->wait(40s);
-                const std::string log = peers[r]->log();
-                CAPTURE(log);
-                CHECK(status == 0);
-                CHECK(log.find("lost peers: 2") != std::string::npos);
-            }
+            auto peers = stop_rank_2(job, algo);
             CHECK(job.average()["survivors"] == Json::array({0, 1, 3}));
             peers[2]->kill(SIGKILL);
         }

@@ -1,19 +1,14 @@
 // A peer whose transport fails mid-run: gossip carries on without it, all-reduce stops with an
 // error naming it, every peer within its timeout.
 #include <doctest/doctest.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "gossip/network.hpp"
 #include "peers.hpp"
-#include "support/temp_dir.hpp"
+#include "support/stderr_capture.hpp"
 
 using namespace peer_test;
+using gossamer::test::StderrCapture;
 using gossip_test::QuadraticWorker;
 
 namespace {
@@ -44,38 +39,6 @@ std::vector<Outcome> run_with_failure(const char* algorithm, topology::WeightRul
         return o;
     });
 }
-
-// Sends fd 2 to a file for its lifetime; text() gives what was written meanwhile.
-class StderrCapture {
-  public:
-    StderrCapture() : path_(dir_.path() / "stderr") {
-        std::fflush(stderr);
-        saved_ = dup(STDERR_FILENO);
-        const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, STDERR_FILENO);
-        close(fd);
-    }
-    ~StderrCapture() { restore(); }
-    std::string text() {
-        restore();
-        std::ifstream in(path_);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        return ss.str();
-    }
-
-  private:
-    void restore() {
-        if (saved_ < 0) return;
-        std::fflush(stderr);
-        dup2(saved_, STDERR_FILENO);
-        close(saved_);
-        saved_ = -1;
-    }
-    test::TempDir dir_;
-    std::filesystem::path path_;
-    int saved_ = -1;
-};
 
 }  // namespace
 

@@ -1,9 +1,10 @@
 #pragma once
-// A temporary folder for a test's files, removed when the test ends.
+// A temporary folder for a test's files, removed when the test ends; reading a file back.
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -35,5 +36,13 @@ class TempDir {
   private:
     std::filesystem::path path_;
 };
+
+/// The whole contents of a file, byte for byte ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
 
 }  // namespace gossamer::test

@@ -73,6 +73,7 @@ struct Bootstrap::Impl {
     void refuse(Connection& conn, int rank, wire::Notice notice);
     void refuse_garbage(Connection& conn, const std::string& why);
     void warn_listener(std::string line);
+    void open_warn_window();  // arms warn_timer; its end calls close_warn_window(false)
     void close_warn_window(bool final);
     void start_as_root(Blob address);
     void maybe_release();

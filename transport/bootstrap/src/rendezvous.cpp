@@ -63,7 +63,10 @@ void Bootstrap::Impl::warn_listener(std::string line) {
         ++warnings_held;
         last_held = std::move(line);
     }
-    if (warn_window_open || stopping) return;
+    if (!warn_window_open && !stopping) open_warn_window();
+}
+
+void Bootstrap::Impl::open_warn_window() {
     warn_window_open = true;
     warn_timer.expires_after(opt.warn_interval);
     warn_timer.async_wait([this](boost::system::error_code ec) {
@@ -84,11 +87,7 @@ void Bootstrap::Impl::close_warn_window(bool final) {
     warnings_held = 0;
     if (final || stopping) return;
     warnings_shown = kWarningsShown;  // still busy: the next window only sums up
-    warn_window_open = true;
-    warn_timer.expires_after(opt.warn_interval);
-    warn_timer.async_wait([this](boost::system::error_code ec) {
-        if (!ec) close_warn_window(false);
-    });
+    open_warn_window();
 }
 
 void Bootstrap::Impl::refuse(Connection& conn, int rank, wire::Notice notice) {

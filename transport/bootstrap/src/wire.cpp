@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "gossamer/core/digest.hpp"
+
 namespace gossamer::bootstrap::wire {
 namespace {
 
@@ -200,14 +202,14 @@ std::vector<Blob> decode_table(std::span<const std::uint8_t> body, std::uint32_t
 }
 
 std::uint64_t peers_fingerprint(const std::vector<Endpoint>& peers) {
-    std::uint64_t h = 0xcbf29ce484222325ull;
-    auto byte = [&h](unsigned char b) { h = (h ^ b) * 0x100000001b3ull; };
+    Digest d;
     for (const auto& p : peers) {
-        for (char c : p.host) byte(static_cast<unsigned char>(c));
-        byte(0);
-        for (int i = 0; i < 4; ++i) byte(static_cast<unsigned char>(p.port >> (8 * i)));
+        const unsigned char end = 0;
+        unsigned char port[4];
+        for (int i = 0; i < 4; ++i) port[i] = static_cast<unsigned char>(p.port >> (8 * i));
+        d.bytes(p.host.data(), p.host.size()).bytes(&end, 1).bytes(port, sizeof port);
     }
-    return h;
+    return d.value();
 }
 
 }  // namespace gossamer::bootstrap::wire

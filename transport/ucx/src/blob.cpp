@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gossamer/core/digest.hpp"
+
 namespace gossamer::transport::ucx_blob {
 namespace {
 
@@ -20,9 +22,7 @@ std::uint64_t get(std::span<const std::byte> in, std::size_t at, int bytes) {
     return v;
 }
 std::uint64_t fnv1a(std::span<const std::byte> data) {
-    std::uint64_t h = 0xcbf29ce484222325ull;
-    for (auto b : data) h = (h ^ std::to_integer<std::uint64_t>(b)) * 0x100000001b3ull;
-    return h;
+    return Digest().bytes(data.data(), data.size()).value();
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gossamer/core/digest.hpp"
+
 namespace gossamer::bootstrap {
 
 /// One field every peer of a job must agree on.
@@ -21,18 +23,8 @@ struct Setting {
     std::string fix;           ///< how to make the peers agree; stays on this peer (not sent)
 };
 
-/// A 64-bit FNV-1a hash, fed piece by piece (stable across runs and platforms).
-class Digest {
-  public:
-    Digest& bytes(const void* data, std::size_t size) noexcept;
-    Digest& text(std::string_view s) noexcept;  ///< length, then the bytes
-    Digest& u64(std::uint64_t v) noexcept;      ///< little-endian
-    Digest& f64(double v) noexcept;             ///< the bit pattern
-    std::uint64_t value() const noexcept { return h_; }
-
-  private:
-    std::uint64_t h_ = 0xcbf29ce484222325ull;
-};
+/// Settings are digested with core's FNV-1a Digest, fed piece by piece.
+using gossamer::Digest;
 
 /// A setting whose digest is that of `canonical` (the value's canonical text). `value` is
 /// cut to one line of at most kMaxValueChars.
