@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "gossamer/core/error.hpp"
@@ -137,6 +138,8 @@ int run_peer_job(PeerJob& job) {
     // its last heartbeat may have left up to one interval before the loop stopped.
     const auto heartbeat_timeout = jo.bootstrap.heartbeat_timeout;
     const auto pause_limit = heartbeat_timeout - jo.bootstrap.heartbeat_interval;
+    const auto heartbeat_interval = jo.bootstrap.heartbeat_interval;
+    const auto io_timeout = jo.bootstrap.io_timeout;
     try {
         me = peer::join(std::move(jo));
     } catch (const bootstrap::BootstrapError& e) {
@@ -159,22 +162,41 @@ int run_peer_job(PeerJob& job) {
         me->abandon();
         return 1;
     };
-    // Self-suspicion: once this loop has had a gap longer than the heartbeat timeout, any peer
-    // it finds lost may be its own fault (it was the one stopped): it does not carry on as the
-    // job, it leaves without a result.
+    // Self-suspicion (docs/peer.md, "Membership"): a peer rank 0 declared lost hears so and
+    // leaves without a result. Once this loop has had a gap longer than the heartbeat timeout,
+    // a peer it finds lost may be its own fault (it was the one stopped): it asks whether it is
+    // still a member before it carries on, and leaves without a result unless the answer is yes.
     peer::PauseWatch pause(pause_limit);
+    auto paused_text = [&] {
+        return fmt::format("this peer was paused for {} (long enough for the {} heartbeat timeout "
+                           "to declare it lost)",
+                           seconds_text(pause.longest()), seconds_text(heartbeat_timeout));
+    };
     auto poll = [&] {
         pause.tick();
         me->apply_peer_losses();
+        if (const auto why = me->bootstrap().expelled())
+            throw CutOff(fmt::format(
+                "{}rank 0 declared this peer lost ({}); the job carried on without it: exiting "
+                "without a result",
+                pause.paused() ? paused_text() + "; " : "", *why));
         if (!pause.paused()) return;
         bool lost_any = !me->losses().empty();
         for (int q = 0; q < n && !lost_any; ++q)
             lost_any = q != rank && me->transport().peer_failed(q);
-        if (lost_any)
-            throw CutOff(fmt::format(
-                "this peer was paused for {} (long enough for the {} heartbeat timeout to "
-                "declare it lost); the job carried on without it: exiting without a result",
-                seconds_text(pause.longest()), seconds_text(heartbeat_timeout)));
+        if (!lost_any) return;
+        const auto standing = me->bootstrap().confirm_membership(io_timeout);
+        if (standing == bootstrap::Standing::member) {
+            say(rank, fmt::format("{}; rank 0 confirms it is still a member: carrying on",
+                                  paused_text()));
+            pause.clear();
+            return;
+        }
+        throw CutOff(fmt::format(
+            "{}; {}: exiting without a result", paused_text(),
+            standing == bootstrap::Standing::expelled
+                ? "the job carried on without it"
+                : "it could not confirm it is still a member (rank 0 is gone or did not answer)"));
     };
     // Leaves without a result, as a crash would (the others have moved on without this peer).
     auto no_result = [&](const std::string& line) {
@@ -250,15 +272,26 @@ int run_peer_job(PeerJob& job) {
             (gone ? lost : survivors).push_back(q);
         }
     };
-    // The majority rule: only a strict majority of the job's n peers writes a result, so two
-    // sides of a split (or a peer cut off and resumed) can never both write one.
+    // The majority rule (docs/peer.md, "Membership"): only a strict majority of the job's last
+    // agreed view writes a result, so two sides of a split (or a peer cut off and resumed) can
+    // never both write one. A view rank 0 is still installing (its members acknowledge within
+    // a round trip) is waited for, at most two heartbeat intervals.
     auto minority_line = [&]() -> std::optional<std::string> {
-        const auto m = peer::majority(survivors.size(), static_cast<std::size_t>(n));
+        auto view = me->bootstrap().agreed_view();
+        auto m = peer::majority_of_view(survivors, view.members);
+        const auto until = std::chrono::steady_clock::now() + 2 * heartbeat_interval;
+        while (!m.met() && std::chrono::steady_clock::now() < until) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            take_views();
+            view = me->bootstrap().agreed_view();
+            m = peer::majority_of_view(survivors, view.members);
+        }
         if (m.met()) return std::nullopt;
         return fmt::format(
-            "not writing a result: this peer can reach only {} of {} peers (ranks {}); a "
-            "result needs a majority ({})",
-            m.reachable, m.members, ranks_text(survivors), m.needed);
+            "not writing a result: this peer can reach only {} of the {} peers of the job's view "
+            "{} (ranks {}; reachable: {}); a result needs a majority ({})",
+            m.reachable, m.members, view.number, ranks_text(view.members), ranks_text(survivors),
+            m.needed);
     };
     job.protocol->current_model(x);
     peer::AverageOptions ao;

@@ -14,7 +14,8 @@ namespace {
 // Rounds whose graphs form the base graph of a schedule with no period.
 constexpr std::int64_t kUnperiodicRounds = 64;
 // Control messages carry their meaning in Message::chunk.
-constexpr std::uint32_t kControlFinished = 0;  // the sender took its last step
+// The sender took its last step; edge_seq: the shares it pushed to the receiver in all.
+constexpr std::uint32_t kControlFinished = 0;
 constexpr std::uint32_t kControlRate = 1;      // payload: the sender's {rate, self share}
 // Own step boundaries kept (for the own rate and for staleness; older shares count as this many
 // steps stale); at least rate_window + 1 (rate_window <= 4096).
@@ -353,6 +354,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     if (msg.kind == MessageKind::control) {
         if (msg.chunk == kControlRate) return on_report(msg, nb);
         nb.e.finished = true;  // its last step is done: push nothing more to it
+        nb.e.final_shares = static_cast<std::int64_t>(msg.edge_seq);
         return;
     }
     if (msg.kind != MessageKind::mass_share)
@@ -422,11 +424,27 @@ void AsyncGossip::finish(Actions& out) {
         if (nb.e.failed) continue;
         Message m;
         m.kind = MessageKind::control;
+        m.chunk = kControlFinished;
         m.receiver = j;
         m.round = t_;
+        m.edge_seq = static_cast<std::uint64_t>(nb.e.pushes);  // no more after these
         send(out, std::move(m));
     }
     out.done = true;
+}
+
+bool AsyncGossip::settled() const {
+    return done() && settling_on().empty();
+}
+
+std::vector<int> AsyncGossip::settling_on() const {
+    // Shares pushed here before the sender learnt this peer finished are still absorbed
+    // (on_message adds them to w and x when no step runs), so the final mass is exact.
+    std::vector<int> waiting;
+    for (const auto& [j, nb] : nbrs_)
+        if (nb.e.in && !nb.e.failed && (!nb.e.finished || nb.e.shares < nb.e.final_shares))
+            waiting.push_back(j);
+    return waiting;
 }
 
 void AsyncGossip::on_peer_failed(Time, int j, Actions&) {

@@ -1,6 +1,7 @@
 #include "gossamer/peer/driver.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cassert>
@@ -49,6 +50,10 @@ double seconds(Clock::duration d) {
     return std::chrono::duration<double>(d).count();
 }
 
+std::string ranks(const std::vector<int>& v) {
+    return v.empty() ? std::string("none") : fmt::format("{}", fmt::join(v, ", "));
+}
+
 class Loop {
   public:
     Loop(proto::Protocol& p, proto::LocalWorker& w, transport::Transport& t, const DriverOptions& o)
@@ -94,6 +99,7 @@ class Loop {
     std::optional<MetricsWriter> metrics_;
     DriverResult result_;
     bool ended_ = false;
+    bool gave_up_settling_ = false;  // settle_timeout passed
     ComputeThread compute_;  // last: its thread stops before the rest goes
     const std::thread::id comm_thread_;
 };
@@ -182,7 +188,8 @@ void Loop::deliver(Event& e, proto::Actions& a) {
         failures_[dead] = f->status.reason;
         result_.failed_peers.push_back(dead);
         log::warn("rank {}: peer {} failed: {}", result_.rank, dead, f->status.reason);
-        if (!protocol_.done()) protocol_.peer_failed(t, dead, a);
+        // A done protocol that still settles waits for nothing more from a failed peer.
+        if (!protocol_.done() || !protocol_.settled()) protocol_.peer_failed(t, dead, a);
     }
 }
 
@@ -267,6 +274,18 @@ std::string Loop::waiting_for() {
 
 void Loop::watch() {
     const double t = seconds(Clock::now() - start_);
+    if (ended_) {
+        // Settling (run()'s loop): the others are still training, as in the exact average.
+        if (!gave_up_settling_ && t - result_.end_time >= seconds(options_.settle_timeout)) {
+            log::warn(
+                "rank {} ({}): stopped waiting for the last messages of peers {} after {:.1f} s; "
+                "what they still send here is lost",
+                result_.rank, protocol_.name(), ranks(protocol_.settling_on()),
+                seconds(options_.settle_timeout));
+            gave_up_settling_ = true;
+        }
+        return;
+    }
     if (t >= next_watch_) {
         log::warn("watchdog: no progress for {:.1f} s: {}", t - last_event_, waiting_for());
         next_watch_ = t + seconds(options_.watchdog);
@@ -330,9 +349,11 @@ DriverResult Loop::run() {
         protocol_.start(now(), a);
         apply(a);
     }
-    while (!(protocol_.done() && inbox_->in_flight.empty())) {
+    // After done, a protocol that is not settled still takes messages (async's last shares).
+    while (!(protocol_.done() && (gave_up_settling_ || protocol_.settled()) &&
+             inbox_->in_flight.empty())) {
         const double t = seconds(Clock::now() - start_);
-        if (t >= options_.fail_at) {
+        if (!ended_ && t >= options_.fail_at) {
             log::warn("rank {}: emulated failure at {:.3f} s", result_.rank, t);
             result_.failed = true;
             break;
@@ -343,8 +364,9 @@ DriverResult Loop::run() {
         release_due();
         if (deliver_one()) continue;
         // Block in the transport until something may have happened or the next timer is due.
-        double until = std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
-                                 seconds(options_.run_timeout), options_.fail_at});
+        double until = ended_ ? result_.end_time + seconds(options_.settle_timeout)
+                              : std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
+                                          seconds(options_.run_timeout), options_.fail_at});
         if (!deadlines_.empty()) until = std::min(until, deadlines_.top().first);
         if (!held_.empty()) until = std::min(until, held_.top().first);
         const double wait = std::clamp(until - t, 0.0, 1.0);

@@ -14,6 +14,7 @@
 #include "gossamer/peer/compute_thread.hpp"
 #include "gossip/network.hpp"
 #include "peers.hpp"
+#include "support/stderr_capture.hpp"
 
 using namespace peer_test;
 using gossip_test::QuadraticWorker;
@@ -22,6 +23,44 @@ namespace {
 
 std::vector<proto::LocalWorker*> locals(const gossip_test::Network& net) {
     return net.locals();
+}
+
+}  // namespace
+
+namespace {
+
+constexpr int kAsyncPeers = 4;
+constexpr std::int64_t kAsyncSteps = 40;
+constexpr double kFastStep = 0.005;  // seconds per step of a fast peer
+
+gossip_test::Network async_network() {
+    return gossip_test::make_network(
+        family("exponential", kAsyncPeers, topology::WeightRule::push_sum), kAsyncSteps,
+        [](const json::Node* o, proto::PeerContext c) {
+            return proto::make_protocol("async", o, std::move(c));
+        },
+        nullptr,
+        [](int r) {
+            return std::make_unique<QuadraticWorker>(
+                gossip_test::random_vector(16, 200 + static_cast<std::uint64_t>(r)), 1.0);
+        });
+}
+
+// Rank `slow` declares 4x the fast peers' step time.
+std::function<peer::DriverOptions(int)> straggler_options(int slow) {
+    return [slow](int r) {
+        peer::DriverOptions o;
+        o.run_timeout = peer::Millis(20'000);
+        const double declared = r == slow ? 4 * kFastStep : kFastStep;
+        o.declared_step_time = [declared](std::int64_t, double) { return declared; };
+        return o;
+    };
+}
+
+double total_mass(const gossip_test::Network& net) {
+    double sum = 0;
+    for (const auto* p : net.protocols()) sum += p->mass();
+    return sum;
 }
 
 }  // namespace
@@ -81,27 +120,12 @@ TEST_CASE("dpsgd consensus-only: four real-time peers agree to 1e-4 and keep the
 }
 
 TEST_CASE("async: a peer padded 4x slower does not hold the fast peers back") {
-    const int n = 4;
-    const std::int64_t steps = 40;
-    const double base = 0.005;  // seconds per step of a fast peer
+    const int n = kAsyncPeers;
+    const std::int64_t steps = kAsyncSteps;
+    const double base = kFastStep;
     const int slow = 3;
-    auto net = gossip_test::make_network(
-        family("exponential", n, topology::WeightRule::push_sum), steps,
-        [](const json::Node* o, proto::PeerContext c) {
-            return proto::make_protocol("async", o, std::move(c));
-        },
-        nullptr,
-        [](int r) {
-            return std::make_unique<QuadraticWorker>(
-                gossip_test::random_vector(16, 200 + static_cast<std::uint64_t>(r)), 1.0);
-        });
-    const auto out = run_peers(net.protocols(), locals(net), [&](int r) {
-        peer::DriverOptions o;
-        o.run_timeout = peer::Millis(20'000);
-        const double declared = r == slow ? 4 * base : base;
-        o.declared_step_time = [declared](std::int64_t, double) { return declared; };
-        return o;
-    });
+    auto net = async_network();
+    const auto out = run_peers(net.protocols(), locals(net), straggler_options(slow));
     for (const auto& o : out) {
         REQUIRE(o.error == "");
         REQUIRE(o.result);
@@ -123,6 +147,40 @@ TEST_CASE("async: a peer padded 4x slower does not hold the fast peers back") {
         CHECK(f.end_time < 0.5 * s.end_time);
         CHECK(f.idle < 0.5 * f.end_time);
     }
+}
+
+TEST_CASE("async: finished peers absorb a straggler's last shares, so the total mass is n") {
+    // A fast peer that finished keeps taking the shares already on their way to it until every
+    // in-neighbour said how many it sent in all (docs/peer.md, "Leaving").
+    auto net = async_network();
+    const auto out = run_peers(net.protocols(), locals(net), straggler_options(3));
+    for (const auto& o : out) {
+        REQUIRE(o.error == "");
+        REQUIRE(o.result);
+        CHECK(o.result->steps == kAsyncSteps);
+        CHECK(o.result->failed_peers.empty());
+    }
+    CHECK(total_mass(net) == doctest::Approx(kAsyncPeers).epsilon(1e-12));
+    for (const auto* p : net.protocols()) {
+        CHECK(p->settled());
+        CHECK(p->settling_on().empty());
+    }
+}
+
+TEST_CASE("async: past settle_timeout a finished peer stops waiting and says for whom") {
+    auto net = async_network();
+    gossamer::test::StderrCapture err;
+    const auto out = run_peers(net.protocols(), locals(net), [](int r) {
+        auto o = straggler_options(3)(r);
+        o.settle_timeout = peer::Millis(1);
+        if (r == 3) o.declared_step_time = [](std::int64_t, double) { return 0.05; };
+        return o;
+    });
+    for (const auto& o : out) {
+        REQUIRE(o.error == "");
+        REQUIRE(o.result);
+    }
+    CHECK(err.text().find("stopped waiting for the last messages of peers") != std::string::npos);
 }
 
 TEST_CASE("link pacing: sends wait for their emulated link's latency and bandwidth") {

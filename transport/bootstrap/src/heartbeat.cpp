@@ -11,13 +11,32 @@ void Bootstrap::Impl::start_heartbeats() {
     auto now = Clock::now();
     for (auto& m : members)
         if (m) m->last_heard = now;
+    {
+        std::lock_guard lock(mu);
+        view.number = 0;
+        view.members.clear();
+        for (int r = 0; r < n; ++r) view.members.push_back(r);
+    }
     last_beat = Clock::time_point{};
+    last_tick = now;
     beat();
 }
 
 void Bootstrap::Impl::beat() {
     if (stopping) return;
     auto now = Clock::now();
+    // This thread wakes at least once a heartbeat interval. A longer gap means this process (or
+    // its host) was stopped: the others' silence over the gap is this peer's own, so it judges
+    // nobody by it and gives every peer a fresh timeout (a peer really gone is noticed one
+    // timeout later, or at once by its reset connection). docs/bootstrap.md, "Views".
+    if (now - last_tick > opt.heartbeat_timeout - opt.heartbeat_interval) {
+        log::info("{}: this peer's bootstrap thread did not run for {:.1f} s (the process was "
+                  "stopped?); not judging the others' silence over that gap",
+                  name(opt.rank), std::chrono::duration<double>(now - last_tick).count());
+        for (auto& m : members)
+            if (m) m->last_heard = std::max(m->last_heard, now);
+    }
+    last_tick = now;
     bool send = !silenced && now - last_beat >= opt.heartbeat_interval;
     if (send) last_beat = now;
     // The timer wakes at the next heartbeat to send or the first moment a peer's silence
@@ -101,6 +120,24 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
                     }
                 }
                 break;
+            case wire::Kind::view_propose:
+            case wire::Kind::view_install:
+            case wire::Kind::expelled:
+                if (opt.rank != 0) on_view_frame(f);
+                break;
+            case wire::Kind::view_ack:
+                if (opt.rank == 0) {
+                    try {
+                        on_view_ack(rank, wire::decode_notice(f.body));
+                    } catch (const wire::Malformed& e) {
+                        log::warn("{}: a malformed view acknowledgement from {}: {}",
+                                  name(opt.rank), name(rank), e.what());
+                    }
+                }
+                break;
+            case wire::Kind::view_query:
+                if (opt.rank == 0) answer_query(rank);
+                break;
             default:
                 log::warn("{}: ignored a frame of kind {} from {}", name(opt.rank),
                           static_cast<int>(f.header.kind), name(rank));
@@ -112,7 +149,17 @@ void Bootstrap::Impl::lose(int rank, const std::string& line, bool forward, bool
     auto index = static_cast<std::size_t>(rank);
     if (gone[index] || rank == opt.rank) return;
     gone[index] = true;
-    if (members[index]) members[index]->close();
+    if (members[index]) {
+        // Rank 0 tells a peer it declared vanished (a stopped one reads this when it resumes),
+        // then closes; the others close at once.
+        if (opt.rank == 0 && !left) {
+            wire::Notice why{static_cast<std::uint32_t>(rank), {}, line};
+            members[index]->send(wire::frame(wire::Kind::expelled, wire::encode(why)));
+            members[index]->close_after_flush();
+        } else {
+            members[index]->close();
+        }
+    }
     std::string text = line;
     if (rank == 0 && opt.rank != 0) text += "; the other peers' liveness is no longer watched";
     // A goodbye is the normal end of a job: worth a line, not a warning.
@@ -124,8 +171,11 @@ void Bootstrap::Impl::lose(int rank, const std::string& line, bool forward, bool
         std::lock_guard lock(mu);
         losses.push_back(loss);
         callback = on_lost;
+        if (rank == 0) root_lost = true;
     }
+    cv.notify_all();
     if (callback) callback(loss);
+    if (opt.rank == 0) propose_view();
     if (!forward || opt.rank != 0) return;
     // A notice about a goodbye lists the rank that left; one about a vanished peer lists none.
     std::vector<std::uint32_t> left_ranks;

@@ -32,6 +32,10 @@ struct Bootstrap::Impl {
     std::vector<Blob> table;
     bool io_stopped = false;
     bool rendezvous_called = false;
+    View view;                                 // the last installed
+    std::optional<std::string> expelled_line;  // rank 0 declared this peer lost
+    std::uint64_t view_answers = 0;            // view_install frames received
+    bool root_lost = false;                    // others: rank 0 is gone
 
     // Bootstrap thread.
     std::vector<std::shared_ptr<Connection>> members;  // rank 0: by rank; others: [0] only
@@ -45,6 +49,9 @@ struct Bootstrap::Impl {
     asio::steady_timer join_timer{io};
     asio::steady_timer heartbeat_timer{io};
     Clock::time_point last_beat{};
+    Clock::time_point last_tick{};       // beat()'s previous run: a gap means this thread stopped
+    std::optional<View> proposal;        // rank 0: proposed, not yet installed
+    std::vector<bool> acks;              // rank 0: acknowledgements of `proposal`
     std::vector<std::string> refusals;  // rank 0: why each rank's last handshake was refused
     // The listener's warnings: kWarningsShown per window, the rest counted and summed up.
     static constexpr int kWarningsShown = 3;
@@ -86,7 +93,19 @@ struct Bootstrap::Impl {
     void beat();
     asio::awaitable<void> watch(std::shared_ptr<Connection> conn, int rank);
     void lose(int rank, const std::string& line, bool forward, bool left = false);
+
+    // views.cpp
+    void propose_view();                  // rank 0, after a loss
+    void on_view_ack(int rank, const wire::Notice& notice);
+    void check_view();                    // installs the proposal once a majority acked
+    void send_view(int rank, wire::Kind kind, const View& v);
+    void on_view_frame(const Frame& f);   // others: propose, install, expelled
+    void answer_query(int rank);          // rank 0
 };
+
+wire::Notice view_notice(const View& v);
+View view_of(const wire::Notice& notice);
+std::string ranks_text(const std::vector<int>& ranks);
 
 /// Runs a coroutine on the bootstrap thread; an escaped exception is logged, never fatal.
 void spawn(asio::io_context& io, asio::awaitable<void> task, const char* what);

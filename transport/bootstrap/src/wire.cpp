@@ -95,7 +95,7 @@ Header decode_header(std::span<const std::uint8_t> bytes) {
     r.u8();  // reserved
     h.length = r.u32();
     if (kind < static_cast<std::uint8_t>(Kind::hello) ||
-        kind > static_cast<std::uint8_t>(Kind::bye))
+        kind > static_cast<std::uint8_t>(kLastKind))
         throw Malformed("unknown frame kind " + std::to_string(kind));
     h.kind = static_cast<Kind>(kind);
     if (h.length > kMaxBody)

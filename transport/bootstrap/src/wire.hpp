@@ -17,7 +17,8 @@ using Bytes = std::vector<std::uint8_t>;
 
 inline constexpr std::uint8_t kMagic[4] = {'G', 'S', 'B', 'T'};
 // 2: the hello carries the job's settings (one digest and description per field).
-inline constexpr std::uint16_t kVersion = 2;
+// 3: views (propose, ack, install, query) and the expelled notice.
+inline constexpr std::uint16_t kVersion = 3;
 inline constexpr std::size_t kHeaderBytes = 12;
 inline constexpr std::uint32_t kMaxBody = 64u << 20;  // a table of many peers' blobs
 inline constexpr std::uint32_t kMaxBlob = 1u << 20;   // one address blob
@@ -36,7 +37,14 @@ enum class Kind : std::uint8_t {
     heartbeat = 6,  // both ways, every heartbeat_interval
     peer_gone = 7,  // rank 0 -> all: rank r vanished (rank and text)
     bye = 8,        // either way: this side closes on purpose
+    // Views (docs/bootstrap.md, "Views"); bodies are Notices: code = view number, ranks = members.
+    view_propose = 9,   // rank 0 -> the proposed view's members
+    view_ack = 10,      // member -> rank 0: code = the number it acknowledges
+    view_install = 11,  // rank 0 -> members: installed (also the answer to a query)
+    view_query = 12,    // peer -> rank 0: am I still a member? (empty body)
+    expelled = 13,      // rank 0 -> a peer it declared lost: code = its rank, text = why
 };
+inline constexpr Kind kLastKind = Kind::expelled;
 
 /// Bytes that are not this protocol; what() says what was wrong.
 class Malformed : public std::runtime_error {

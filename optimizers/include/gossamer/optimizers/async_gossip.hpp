@@ -72,6 +72,8 @@ struct AsyncEdge {
     bool out = false, in = false;  ///< base edge this -> peer / peer -> this
     bool failed = false;           ///< peer_failed was reported
     bool finished = false;         ///< the neighbour took its last step (it said so)
+    /// With `finished`: the shares it pushed to this peer in all (-1: not known yet).
+    std::int64_t final_shares = -1;
     double rate = 0;               ///< measured steps per second (0: unknown)
     double reported_self = 0;      ///< the neighbour's self share from its latest report (0: none)
     std::int64_t reports = 0;      ///< rate reports received from it
@@ -130,6 +132,10 @@ class AsyncGossip final : public Protocol {
     /// edges() as JSON, one object per neighbour (written by the simulator into peers.jsonl).
     json::Json edge_metrics() const override;
     const AsyncEdge& edge(int peer) const;
+    /// Done, and every in-neighbour that has not failed finished and its last share arrived:
+    /// the mass this peer holds is final (sum of w over the peers = n with no failure).
+    bool settled() const override;
+    std::vector<int> settling_on() const override;
 
   protected:
     void on_start(Time now, Actions& out) override;

@@ -175,6 +175,13 @@ class Protocol {
     bool stepping() const noexcept { return stepping_; }
     /// True once the protocol returned done.
     bool done() const noexcept { return done_; }
+    /// After done: whether nothing more is on its way that the protocol must still take. A
+    /// driver keeps delivering messages and peer failures to a done protocol until it is settled
+    /// (async: every live in-neighbour's last share; docs/peer.md, "Leaving"). Most protocols
+    /// are settled once done.
+    virtual bool settled() const { return done_; }
+    /// While done and not settled: the ranks it still waits for (for a log line).
+    virtual std::vector<int> settling_on() const { return {}; }
     const ProtocolStats& stats() const noexcept { return stats_; }
     int rank() const noexcept { return ctx_.rank; }
     int n() const noexcept { return ctx_.n; }

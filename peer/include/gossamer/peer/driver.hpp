@@ -45,6 +45,11 @@ struct DriverOptions {
     Millis watchdog{10'000};
     /// With no progress for this long, run() throws Timeout (a peer that vanished unnoticed).
     Millis stall_timeout{120'000};
+    /// After its last step a protocol may still wait for messages on their way (async: the
+    /// in-neighbours' last shares, which arrive when the slowest of them finishes: no watchdog
+    /// or stall timeout then, as in the exact average). Past this the peer stops waiting, logs
+    /// which peers it waited for and ends with the mass it has.
+    Millis settle_timeout{600'000};
     /// Per-step padding (heterogeneity emulation); empty: natural speed.
     DeclaredStepTime declared_step_time;
     /// Per-link pacing by destination rank (heterogeneity emulation); empty: sends go at once.

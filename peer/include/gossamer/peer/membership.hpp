@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <vector>
 
 namespace gossamer::peer {
 
@@ -21,6 +22,10 @@ struct Majority {
 /// `reachable` of `members` peers (members >= 1; reachable <= members).
 Majority majority(std::size_t reachable, std::size_t members) noexcept;
 
+/// The majority rule against the job's last agreed view (bootstrap::View's members): the
+/// survivors counted are those in the view; a survivor rank 0 already removed does not count.
+Majority majority_of_view(const std::vector<int>& survivors, const std::vector<int>& view);
+
 /// Watches one loop for gaps: tick() on every iteration. A gap between two ticks longer than
 /// `limit` (the heartbeat timeout) means this process or its host was stopped long enough for
 /// the others to declare it lost. Single thread: the loop's own.
@@ -34,6 +39,11 @@ class PauseWatch {
     void tick(Clock::time_point now = Clock::now()) noexcept;
     /// Starts measuring again at `now`, after work that legitimately does not tick.
     void restart(Clock::time_point now = Clock::now()) noexcept { last_ = now; }
+    /// Forgets the gaps so far (the peer asked and is still a member) and measures from `now`.
+    void clear(Clock::time_point now = Clock::now()) noexcept {
+        longest_ = Clock::duration{0};
+        last_ = now;
+    }
     /// Whether some gap so far was longer than the limit.
     bool paused() const noexcept { return longest_ > limit_; }
     /// The longest gap so far.

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -62,6 +63,25 @@ struct PeerLoss {
     bool left = false;
 };
 
+/// The job's membership as rank 0 last installed it (docs/bootstrap.md, "Views"). View 0 is
+/// every rank, from the start-up barrier on. When rank 0 loses peers it proposes the view
+/// without them; the view is installed (and sent to its members) once a strict majority of the
+/// previous view, rank 0 included, acknowledged it. So a view is always a majority-confirmed
+/// successor of the one before: two peers stopped at once are not removed one by one behind
+/// the back of a majority, and a side without a majority never installs one.
+struct View {
+    std::uint64_t number = 0;
+    std::vector<int> members;  ///< ascending
+    bool contains(int rank) const;
+};
+
+/// A peer's answer about itself (Bootstrap::confirm_membership).
+enum class Standing {
+    member,    ///< still in the job's view
+    expelled,  ///< rank 0 declared it lost (expelled() says why)
+    unknown,   ///< no answer in time, or rank 0 is gone: it cannot tell
+};
+
 /// Counters of what the listener refused (it keeps serving after each).
 struct ListenerStats {
     std::uint64_t malformed = 0;  ///< connections that sent bytes that are not a handshake
@@ -98,6 +118,17 @@ class Bootstrap {
     void on_peer_lost(std::function<void(const PeerLoss&)> callback);
     /// The peers lost so far, in the order they were noticed (thread-safe).
     std::vector<PeerLoss> lost_peers() const;
+
+    /// The last view installed (thread-safe; rank 0 installs, the others learn it).
+    View agreed_view() const;
+    /// Set when rank 0 declared this peer lost (it was stopped or cut off past the heartbeat
+    /// timeout): rank 0's line. Thread-safe.
+    std::optional<std::string> expelled() const;
+    /// Asks whether this peer is still a member, for a peer that found a gap in its own loop:
+    /// others ask rank 0 (and wait at most `timeout` for its answer); rank 0 waits one heartbeat
+    /// interval for the others' resets to arrive and counts itself a member while a majority
+    /// of its view is still connected. Blocks the caller, never the bootstrap thread.
+    Standing confirm_membership(Millis timeout);
 
     /// What the listener refused so far (thread-safe).
     ListenerStats listener_stats() const;
