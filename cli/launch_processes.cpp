@@ -29,6 +29,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kEmulatedFailure = 3;  // gossamer peer's exit status at its cluster-file failure
+// gossamer peer's exit status when the job carried on without it (kNoResult, peer_run.hpp): it
+// was declared lost, or could not reach a majority of the job's view. It wrote no result.
+constexpr int kCutOff = 4;
 constexpr int kBadUsage = 2;
 constexpr int kCannotExec = 127;
 constexpr int kLogLines = 10;
@@ -264,6 +267,13 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
                 "{}: peer {} stopped at its failure time from the cluster "
                 "file ({}); lost peer\n",
                 algo, r, describe(st));
+        } else if (st.signal == 0 && st.code == kCutOff && !stopped[r]) {
+            ++row.failed;  // the job lost it (a majority carried on, or nobody writes a result)
+            rec["lost"] = "cut off";
+            const auto last = last_lines(log, 1);
+            std::cerr << fmt::format("{}: peer {} was cut off from the job ({}): {}; lost peer\n",
+                                     algo, r, describe(st),
+                                     last.empty() ? std::string("its log is empty") : last.back());
         } else {
             if (stopped[r]) {
                 rec["stopped_by_launcher"] = true;

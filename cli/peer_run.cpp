@@ -21,7 +21,7 @@
 #include "gossamer/core/model_file.hpp"
 #include "gossamer/peer/average.hpp"
 #include "gossamer/peer/join.hpp"
-#include "gossamer/peer/membership.hpp"
+#include "gossamer/peer/guard.hpp"
 #include "peer_eval.hpp"
 
 namespace gossamer::cli {
@@ -67,16 +67,6 @@ std::string loss_causes(peer::JoinedPeer& me, const std::vector<int>& lost) {
         out += fmt::format("{}{}", out.empty() ? " (" : "; ", cause);
     }
     return out + ")";
-}
-
-// This peer was paused past its loss (docs/peer.md, "Membership"): thrown from the loop's poll,
-// caught in run_peer_job, which exits with kNoResult.
-struct CutOff : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-std::string seconds_text(std::chrono::steady_clock::duration d) {
-    return fmt::format("{:.1f} s", std::chrono::duration<double>(d).count());
 }
 
 peer::JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout,
@@ -134,12 +124,7 @@ int run_peer_job(PeerJob& job) {
     const std::size_t size = model->parameter_count();
     std::unique_ptr<peer::JoinedPeer> me;
     auto jo = join_options(job, layout, size);
-    // A gap in this peer's own loop longer than this may have let the others declare it lost:
-    // its last heartbeat may have left up to one interval before the loop stopped.
-    const auto heartbeat_timeout = jo.bootstrap.heartbeat_timeout;
-    const auto pause_limit = heartbeat_timeout - jo.bootstrap.heartbeat_interval;
-    const auto heartbeat_interval = jo.bootstrap.heartbeat_interval;
-    const auto io_timeout = jo.bootstrap.io_timeout;
+    const bootstrap::Options joined_with = jo.bootstrap;
     try {
         me = peer::join(std::move(jo));
     } catch (const bootstrap::BootstrapError& e) {
@@ -162,42 +147,11 @@ int run_peer_job(PeerJob& job) {
         me->abandon();
         return 1;
     };
-    // Self-suspicion (docs/peer.md, "Membership"): a peer rank 0 declared lost hears so and
-    // leaves without a result. Once this loop has had a gap longer than the heartbeat timeout,
-    // a peer it finds lost may be its own fault (it was the one stopped): it asks whether it is
-    // still a member before it carries on, and leaves without a result unless the answer is yes.
-    peer::PauseWatch pause(pause_limit);
-    auto paused_text = [&] {
-        return fmt::format("this peer was paused for {} (long enough for the {} heartbeat timeout "
-                           "to declare it lost)",
-                           seconds_text(pause.longest()), seconds_text(heartbeat_timeout));
-    };
-    auto poll = [&] {
-        pause.tick();
-        me->apply_peer_losses();
-        if (const auto why = me->bootstrap().expelled())
-            throw CutOff(fmt::format(
-                "{}rank 0 declared this peer lost ({}); the job carried on without it: exiting "
-                "without a result",
-                pause.paused() ? paused_text() + "; " : "", *why));
-        if (!pause.paused()) return;
-        bool lost_any = !me->losses().empty();
-        for (int q = 0; q < n && !lost_any; ++q)
-            lost_any = q != rank && me->transport().peer_failed(q);
-        if (!lost_any) return;
-        const auto standing = me->bootstrap().confirm_membership(io_timeout);
-        if (standing == bootstrap::Standing::member) {
-            say(rank, fmt::format("{}; rank 0 confirms it is still a member: carrying on",
-                                  paused_text()));
-            pause.clear();
-            return;
-        }
-        throw CutOff(fmt::format(
-            "{}; {}: exiting without a result", paused_text(),
-            standing == bootstrap::Standing::expelled
-                ? "the job carried on without it"
-                : "it could not confirm it is still a member (rank 0 is gone or did not answer)"));
-    };
+    // The membership rules (docs/peer.md, "Membership"): a peer rank 0 declared lost, or one
+    // paused past its loss that cannot confirm it is still a member, leaves without a result.
+    peer::MembershipGuard guard(*me, joined_with);
+    guard.say = [rank](const std::string& line) { say(rank, line); };
+    auto poll = [&] { guard.check(); };
     // Leaves without a result, as a crash would (the others have moved on without this peer).
     auto no_result = [&](const std::string& line) {
         say(rank, line);
@@ -241,9 +195,9 @@ int run_peer_job(PeerJob& job) {
     peer::DriverResult r;
     try {
         peer::Driver driver(*job.protocol, *job.worker.trainer, me->transport(), d);
-        pause.restart();
+        guard.restart();
         r = driver.run();
-    } catch (const CutOff& e) {
+    } catch (const peer::NotMember& e) {
         return no_result(e.what());
     } catch (const std::exception& e) {  // PeerFailure says "peer R failed: ..."
         return stop(fmt::format("stopped: {}", e.what()));
@@ -259,39 +213,21 @@ int run_peer_job(PeerJob& job) {
     // lost during the average stops it; then it starts again over the others (at most n times:
     // each attempt has fewer peers), with the chunks that came for other survivor sets.
     std::vector<int> survivors, lost;
-    auto take_views = [&] {
-        me->apply_peer_losses();
-        survivors.clear();
+    auto lost_from_survivors = [&] {
         lost.clear();
-        const auto losses = me->losses();
-        for (int q = 0; q < n; ++q) {
-            const bool gone =
-                q != rank && (me->transport().peer_failed(q) ||
-                              std::any_of(losses.begin(), losses.end(),
-                                          [q](const auto& l) { return l.rank == q; }));
-            (gone ? lost : survivors).push_back(q);
-        }
+        for (int q = 0; q < n; ++q)
+            if (!std::binary_search(survivors.begin(), survivors.end(), q)) lost.push_back(q);
     };
-    // The majority rule (docs/peer.md, "Membership"): only a strict majority of the job's last
-    // agreed view writes a result, so two sides of a split (or a peer cut off and resumed) can
-    // never both write one. A view rank 0 is still installing (its members acknowledge within
-    // a round trip) is waited for, at most two heartbeat intervals.
-    auto minority_line = [&]() -> std::optional<std::string> {
-        auto view = me->bootstrap().agreed_view();
-        auto m = peer::majority_of_view(survivors, view.members);
-        const auto until = std::chrono::steady_clock::now() + 2 * heartbeat_interval;
-        while (!m.met() && std::chrono::steady_clock::now() < until) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            take_views();
-            view = me->bootstrap().agreed_view();
-            m = peer::majority_of_view(survivors, view.members);
-        }
-        if (m.met()) return std::nullopt;
-        return fmt::format(
-            "not writing a result: this peer can reach only {} of the {} peers of the job's view "
-            "{} (ranks {}; reachable: {}); a result needs a majority ({})",
-            m.reachable, m.members, view.number, ranks_text(view.members), ranks_text(survivors),
-            m.needed);
+    auto take_views = [&] {
+        survivors = guard.survivors();
+        lost_from_survivors();
+    };
+    // The majority rule: only a strict majority of the job's last agreed view writes a result,
+    // so two sides of a split (or a peer cut off and resumed) can never both write one.
+    auto minority_line = [&] {
+        auto line = guard.minority(survivors);  // may refresh survivors while a view installs
+        lost_from_survivors();
+        return line;
     };
     job.protocol->current_model(x);
     peer::AverageOptions ao;
@@ -302,10 +238,10 @@ int run_peer_job(PeerJob& job) {
         return std::find(v.begin(), v.end(), q) != v.end();
     };
     peer::AverageResult avg;
-    pause.restart();  // evaluation and the model copy above do not tick
+    guard.restart();  // evaluation and the model copy above do not tick
     try {
         poll();
-    } catch (const CutOff& e) {
+    } catch (const peer::NotMember& e) {
         return no_result(e.what());
     }
     take_views();
@@ -315,7 +251,7 @@ int run_peer_job(PeerJob& job) {
             avg =
                 peer::exact_average(me->transport(), survivors, x, job.protocol->mass(), early, ao);
             break;
-        } catch (const CutOff& e) {
+        } catch (const peer::NotMember& e) {
             return no_result(e.what());
         } catch (const PeerFailure& e) {
             const auto before = survivors;
@@ -328,8 +264,13 @@ int run_peer_job(PeerJob& job) {
             return stop(fmt::format("stopped in the final average: {}", e.what()));
         }
     }
-    say(rank, fmt::format("finished {} steps in {:.1f} s; lost peers: {}{}", r.steps, r.end_time,
-                          ranks_text(lost), loss_causes(*me, lost)));
+    // Messages a lost peer still sent (it had not learnt yet that the job carried on without
+    // it) were dropped by the transport, never applied.
+    const auto from_lost = me->transport().drops()[transport::DropReason::not_member];
+    say(rank, fmt::format("finished {} steps in {:.1f} s; lost peers: {}{}{}", r.steps, r.end_time,
+                          ranks_text(lost), loss_causes(*me, lost),
+                          from_lost ? fmt::format("; dropped {} messages from lost peers", from_lost)
+                                    : std::string()));
     json::Json summary = {{"rank", rank},           {"algorithm", job.algorithm},
                           {"steps", r.steps},       {"end_time", r.end_time},
                           {"survivors", survivors}, {"lost", lost}};

@@ -11,6 +11,7 @@
 
 #ifdef GOSSAMER_HAVE_UCX
 #include "gossamer/bootstrap/environment.hpp"
+#include "gossamer/peer/guard.hpp"
 #include "gossamer/peer/join.hpp"
 #endif
 
@@ -21,23 +22,23 @@ namespace {
 
 class UcxConnection final : public Connection {
   public:
-    explicit UcxConnection(std::unique_ptr<peer::JoinedPeer> joined) : joined_(std::move(joined)) {}
+    UcxConnection(std::unique_ptr<peer::JoinedPeer> joined, const bootstrap::Options& joined_with)
+        : joined_(std::move(joined)), guard_(*joined_, joined_with) {}
     ~UcxConnection() override {
         if (joined_) joined_->abandon();  // never closed: an error, leave as a crash would
     }
 
     transport::Transport& transport() override { return joined_->transport(); }
 
-    void poll() override { joined_->apply_peer_losses(); }
+    // The membership rules of `gossamer peer` (docs/peer.md, "Membership"): throws
+    // peer::NotMember when the job carried on without this peer.
+    void poll() override { guard_.check(); }
 
     // Also without the peers the bootstrap lost (a goodbye included: it left before averaging).
+    // Throws peer::NotMember unless they are a majority of the job's last agreed view.
     std::vector<int> survivors() override {
-        auto out = Connection::survivors();
-        const auto losses = joined_->losses();
-        std::erase_if(out, [&](int q) {
-            return std::any_of(losses.begin(), losses.end(),
-                               [q](const auto& l) { return l.rank == q; });
-        });
+        auto out = guard_.survivors();
+        if (auto line = guard_.minority(out)) throw peer::NotMember(*line);
         return out;
     }
 
@@ -50,6 +51,7 @@ class UcxConnection final : public Connection {
 
   private:
     std::unique_ptr<peer::JoinedPeer> joined_;
+    peer::MembershipGuard guard_;
 };
 
 }  // namespace
@@ -65,7 +67,8 @@ std::unique_ptr<Connection> join_ucx(const JoinRequest& req) {
     j.bootstrap.layout = req.layout;
     j.bootstrap.settings = req.settings;
     j.bootstrap.join_timeout = o.join_timeout;
-    return std::make_unique<UcxConnection>(peer::join(std::move(j)));
+    const bootstrap::Options joined_with = j.bootstrap;
+    return std::make_unique<UcxConnection>(peer::join(std::move(j)), joined_with);
 }
 
 #else

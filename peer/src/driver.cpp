@@ -50,6 +50,16 @@ double seconds(Clock::duration d) {
     return std::chrono::duration<double>(d).count();
 }
 
+// Messages the transport dropped, by reason (only those that happened).
+json::Json dropped_json(const transport::DropCounters& d) {
+    json::Json out = json::Json::object();
+    for (std::size_t r = 0; r < transport::kDropReasons; ++r) {
+        const auto reason = static_cast<transport::DropReason>(r);
+        if (d[reason] > 0) out[std::string(transport::to_string(reason))] = d[reason];
+    }
+    return out;
+}
+
 std::string ranks(const std::vector<int>& v) {
     return v.empty() ? std::string("none") : fmt::format("{}", fmt::join(v, ", "));
 }
@@ -322,6 +332,7 @@ void Loop::finish() {
                      {"mass_lost", st.mass_lost},
                      {"failed", result_.failed},
                      {"failed_peers", result_.failed_peers},
+                     {"dropped", dropped_json(transport_.drops())},
                      {"edges", result_.edges}});
 }
 

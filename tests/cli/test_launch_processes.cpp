@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "launch_job.hpp"
 #include "support/optional.hpp"
@@ -31,6 +33,26 @@ std::string slurp(const fs::path& p) {
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+// The pid of the `gossamer peer` process of `rank` whose --out lies under `out`, from
+// /proc/PID/cmdline (the launcher starts the peers; the test only finds them).
+std::optional<pid_t> peer_pid(const fs::path& out, int rank) {
+    for (const auto& e : fs::directory_iterator("/proc")) {
+        const auto name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream in(e.path() / "cmdline");
+        std::vector<std::string> args;
+        for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+        bool is_peer = false, has_rank = false, has_out = false;
+        for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+            is_peer = is_peer || args[i] == "peer";
+            has_rank = has_rank || (args[i] == "--rank" && args[i + 1] == std::to_string(rank));
+            has_out = has_out || (args[i] == "--out" && args[i + 1].rfind(out.string(), 0) == 0);
+        }
+        if (is_peer && has_rank && has_out) return static_cast<pid_t>(std::stoi(name));
+    }
+    return std::nullopt;
 }
 
 Json read_json(const fs::path& p) {
@@ -210,6 +232,47 @@ TEST_SUITE("integration") {
         const auto row = Json::parse(r.out)["algorithms"][0];
         CHECK(row["failed_peers"].get<int>() == 1);
         CHECK(row["final_accuracy"].get<double>() > 0.6);
+    }
+
+    TEST_CASE("launch counts a peer cut off from the job (exit 4) as a lost peer") {
+        // Rank 2 is stopped past the heartbeat timeout: the others declare it lost and finish;
+        // resumed, it learns it was expelled and exits 4 without a result. The table counts
+        // it as lost and the algorithm's row stays ok (the majority wrote the result).
+        LaunchJob job;
+        job.cluster = job.dir.write("slow.json", R"({"defaults": {"base_time": 0.05},
+        "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+        const auto out = job.dir.path() / "cut";
+        gossamer::test::RunResult r;
+        std::thread launcher([&] {
+            r = job.launch("--algorithms async --json --epochs 20 --timeout 90 --out " +
+                           out.string());
+        });
+        std::optional<pid_t> pid;
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (std::chrono::steady_clock::now() < until) {
+            std::ifstream lines(out / "async" / "peer2.jsonl");
+            int count = 0;
+            for (std::string l; std::getline(lines, l);) ++count;
+            if (count >= 10 && (pid = peer_pid(out, 2))) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        const bool found = pid.has_value();
+        if (found) {
+            ::kill(*pid, SIGSTOP);
+            std::this_thread::sleep_for(std::chrono::seconds(8));  // past the 5 s timeout
+            ::kill(*pid, SIGCONT);
+        }
+        launcher.join();
+        REQUIRE(found);
+        CAPTURE(r.err);
+        CHECK(r.status == 0);
+        CHECK(r.err.find("async: peer 2 was cut off from the job (exit status 4): [rank 2] ") !=
+              std::string::npos);
+        const auto row = Json::parse(r.out)["algorithms"][0];
+        CHECK(row["failed_peers"].get<int>() == 1);
+        const auto per_algo = read_json(out / "async" / "result.json");
+        CHECK(per_algo["peers"][2]["lost"] == "cut off");
+        CHECK(read_json(out / "async" / "average.json")["survivors"] == Json::array({0, 1, 3}));
     }
 
     TEST_CASE("launch stops the peers at the job timeout and names those still running") {

@@ -63,9 +63,11 @@ struct ProcessRun {
 };
 
 // Starts custom_loop once per rank, all at once, each bounded by 100 s. With kill >= 0, that
-// rank gets SIGKILL (by its process id) after `kill_after` seconds.
+// rank gets SIGKILL (by its process id) after `kill_after` seconds; with `pause_for` > 0 it gets
+// SIGSTOP instead, and SIGCONT `pause_for` seconds later (no `timeout` around that rank: the
+// signals must reach custom_loop itself).
 ProcessRun run_job(const TempDir& dir, const std::string& topology, int n, const std::string& args,
-                   int kill = -1, double kill_after = 0) {
+                   int kill = -1, double kill_after = 0, double pause_for = 0) {
     const std::string d = dir.path().string();
     std::string script;
     for (int r = 0; r < n; ++r) {
@@ -73,7 +75,12 @@ ProcessRun run_job(const TempDir& dir, const std::string& topology, int n, const
             "GOSSAMER_JOB_TOKEN=api-test {} '{}' --topology '{}' --rank {} {} >'{}/out{}' "
             "2>'{}/err{}'",
             r == kill ? "" : "timeout 100", CUSTOM_LOOP_BINARY, topology, r, args, d, r, d, r);
-        if (r == kill)
+        if (r == kill && pause_for > 0)
+            script += fmt::format(
+                "( {} & p=$!; sleep {}; kill -STOP $p; sleep {}; kill -CONT $p; wait $p; "
+                "echo $? >'{}/rc{}' ) & ",
+                cmd, kill_after, pause_for, d, r);
+        else if (r == kill)
             script += fmt::format(
                 "( {} & p=$!; sleep {}; kill -KILL $p; wait $p; "
                 "echo $? >'{}/rc{}' ) & ",
@@ -129,6 +136,29 @@ TEST_SUITE("integration") {
                     CHECK(std::abs(final_loss[r] - final_loss[0]) < 0.02);
                 }
             }
+        }
+    }
+
+    TEST_CASE("examples/custom_loop over UCX: a peer paused past its loss is told it is no longer a member") {
+        // gossamer::Peer applies gossamer peer's membership rules (docs/peer.md): rank 2,
+        // stopped for 8 s, was declared lost; resumed, its step() throws NotMember and it exits
+        // 1, while the others average without it.
+        const int n = 4, paused = 2;
+        TempDir dir;
+        const auto topology = ring_file(dir, n);
+        const auto res = run_job(dir, topology, n, "--steps 20000 --algorithm dpsgd --average",
+                                 paused, 1.0, 8.0);
+        CAPTURE(res.err[paused]);
+        CHECK(res.status[paused] == 1);
+        CHECK(res.err[paused].find("rank 0 declared this peer lost (") != std::string::npos);
+        CHECK(res.err[paused].find("exiting without a result") != std::string::npos);
+        CHECK(res.out[paused].find("steps, test loss") == std::string::npos);
+        for (int r = 0; r < n; ++r) {
+            if (r == paused) continue;
+            CAPTURE(r);
+            CAPTURE(res.err[r]);
+            CHECK(res.status[r] == 0);
+            CHECK(res.out[r].find("20000 steps, test loss") != std::string::npos);
         }
     }
 

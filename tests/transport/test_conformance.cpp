@@ -236,6 +236,26 @@ TEST_CASE_TEMPLATE("malformed headers are dropped and counted per reason, never 
     CHECK_FALSE(peers[1]->peer_failed(0));  // a malformed message does not fail its sender
 }
 
+TEST_CASE_TEMPLATE("messages from a peer this one failed are dropped and counted, never delivered",
+                   B, TRANSPORT_BACKENDS) {
+    // A peer the job declared lost may still reach this one (its endpoint is open): what it
+    // sends is not applied (its weight is gone) but counted as not_member.
+    auto peers = B::make(2);
+    std::vector<tr::Message> got;
+    peers[1]->on_receive([&](tr::Message&& m) { got.push_back(std::move(m)); });
+    peers[1]->fail_peer(0, "declared lost by the job");
+    Completions c;
+    const std::vector<float> payload(16, 1.0f);
+    for (std::uint64_t s = 0; s < 3; ++s)
+        peers[0]->send(header(1, s, payload.size()), bytes_of(payload), c.make(s));
+    REQUIRE(pump(peers, [&] {
+        return c.all_done() && peers[1]->drops()[tr::DropReason::not_member] == 3;
+    }));
+    CHECK(got.empty());
+    CHECK(peers[1]->drops().total() == 3);
+    CHECK(tr::to_string(tr::DropReason::not_member) == "from a failed peer");
+}
+
 TEST_CASE_TEMPLATE("sends to an unknown rank and sends pending at close complete once", B,
                    TRANSPORT_BACKENDS) {
     Completions c;

@@ -58,6 +58,8 @@ std::string_view to_string(DropReason reason) noexcept {
             return "wrong receiver";
         case DropReason::bad_size:
             return "bad payload size";
+        case DropReason::not_member:
+            return "from a failed peer";
     }
     return "?";
 }

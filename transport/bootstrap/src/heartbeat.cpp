@@ -175,7 +175,7 @@ void Bootstrap::Impl::lose(int rank, const std::string& line, bool forward, bool
     }
     cv.notify_all();
     if (callback) callback(loss);
-    if (opt.rank == 0) propose_view();
+    if (opt.rank == 0) propose_view(left);
     if (!forward || opt.rank != 0) return;
     // A notice about a goodbye lists the rank that left; one about a vanished peer lists none.
     std::vector<std::uint32_t> left_ranks;

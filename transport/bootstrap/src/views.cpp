@@ -40,8 +40,9 @@ void Bootstrap::Impl::send_view(int rank, wire::Kind kind, const View& v) {
     if (m && !gone[static_cast<std::size_t>(rank)]) m->send(wire::frame(kind, wire::encode(view_notice(v))));
 }
 
-void Bootstrap::Impl::propose_view() {
+void Bootstrap::Impl::propose_view(bool quiet) {
     if (opt.rank != 0 || stopping) return;
+    const bool pending = proposal.has_value();
     View next;
     {
         std::lock_guard lock(mu);
@@ -50,6 +51,8 @@ void Bootstrap::Impl::propose_view() {
     }
     std::erase_if(next.members, [&](int r) { return gone[static_cast<std::size_t>(r)]; });
     proposal = next;
+    // Goodbyes at the end of a job shrink the view too, without a line each.
+    quiet_proposal = quiet && (!pending || quiet_proposal);
     acks.assign(static_cast<std::size_t>(n), false);
     acks[0] = true;
     log::debug("{}: proposes view {}: ranks {}", name(0), next.number, ranks_text(next.members));
@@ -82,8 +85,11 @@ void Bootstrap::Impl::check_view() {
         view = installed;
     }
     cv.notify_all();
-    log::info("{}: view {} installed: ranks {} ({} of the previous view acknowledged it)", name(0),
-              installed.number, ranks_text(installed.members), acked);
+    log::write(quiet_proposal ? log::Level::debug : log::Level::info,
+               fmt::format("{}: view {} installed: ranks {} ({} of the previous view acknowledged "
+                           "it)",
+                           name(0), installed.number, ranks_text(installed.members), acked));
+    quiet_proposal = true;
     for (int r : installed.members)
         if (r != 0) send_view(r, wire::Kind::view_install, installed);
 }

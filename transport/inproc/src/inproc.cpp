@@ -126,7 +126,9 @@ class InprocTransport final : public Transport {
         }
         for (auto& it : items) {
             Message m;
-            if (peer_failed(it.from) || !admit(it.header, it.from, it.bytes, m)) {
+            const bool from_failed = peer_failed(it.from);
+            if (from_failed) drops_.add(DropReason::not_member);
+            if (from_failed || !admit(it.header, it.from, it.bytes, m)) {
                 recycle(std::move(it.payload));
                 continue;
             }

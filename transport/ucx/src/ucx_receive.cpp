@@ -29,7 +29,10 @@ ucs_status_t Ucx::on_am(const void* header, std::size_t header_length, void* dat
     const std::span<const std::byte> h(static_cast<const std::byte*>(header), header_length);
     // A dropped rendezvous message returns UCS_OK: UCX discards it and completes the sender.
     if (!admit(h, -1, static_cast<std::int64_t>(length), m)) return UCS_OK;
-    if (peer_failed(m.sender)) return UCS_OK;  // its weight is gone; nothing late is applied
+    if (peer_failed(m.sender)) {  // its weight is gone; nothing late is applied
+        drops_.add(DropReason::not_member);
+        return UCS_OK;
+    }
     counters_.messages_received++;
     counters_.bytes_received += length;
     const int from = m.sender;

@@ -28,8 +28,9 @@ enum class DropReason : std::uint8_t {
     wrong_sender,    ///< the sender field is not the peer it came from
     wrong_receiver,  ///< addressed to another rank
     bad_size,        ///< payload bytes != 4 * elements, != bytes that arrived, or above the limit
+    not_member,      ///< from a peer this one failed (lost, or declared lost by the job)
 };
-inline constexpr std::size_t kDropReasons = 8;
+inline constexpr std::size_t kDropReasons = 9;
 
 std::string_view to_string(DropReason reason) noexcept;
 
