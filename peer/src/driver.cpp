@@ -361,7 +361,8 @@ DriverResult Loop::run() {
         apply(a);
     }
     // After done, a protocol that is not settled still takes messages (async's last shares).
-    while (!(protocol_.done() && (gave_up_settling_ || protocol_.settled()) &&
+    while (!(protocol_.done() &&
+             (!options_.settle || gave_up_settling_ || protocol_.settled()) &&
              inbox_->in_flight.empty())) {
         const double t = seconds(Clock::now() - start_);
         if (!ended_ && t >= options_.fail_at) {

@@ -50,6 +50,10 @@ struct DriverOptions {
     /// or stall timeout then, as in the exact average). Past this the peer stops waiting, logs
     /// which peers it waited for and ends with the mass it has.
     Millis settle_timeout{600'000};
+    /// Whether to settle at all: only an exact average of the masses needs it (gossamer peer
+    /// always averages; gossamer::Peer only with exact_average, so that a fast user loop's last
+    /// step() returns when its own steps are done).
+    bool settle = true;
     /// Per-step padding (heterogeneity emulation); empty: natural speed.
     DeclaredStepTime declared_step_time;
     /// Per-link pacing by destination rank (heterogeneity emulation); empty: sends go at once.
