@@ -1,7 +1,9 @@
 // gossamer sim: many peers with heterogeneous speeds in virtual time (docs/simulator.md).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -67,6 +69,7 @@ void write_run(const std::filesystem::path& dir, const sim::SimResult& r) {
                  {"backward_macs", e.backward_macs}});
     MetricsWriter p((dir / "peers.jsonl").string());
     for (const auto& s : r.peers) {
+        if (!s.recorded) continue;  // --peer-metrics
         json::Json rec = {{"rank", s.rank},
                           {"steps", s.steps},
                           {"busy", s.busy},
@@ -82,6 +85,35 @@ void write_run(const std::filesystem::path& dir, const sim::SimResult& r) {
         }
         p.write(rec);
     }
+}
+
+// --peer-metrics: which ranks get a peers.jsonl record (SimSetup::peer_records_every).
+int peer_records_every(const std::optional<std::string>& value, int n) {
+    const int sampled = (n + 1023) / 1024;  // about 1024 records
+    if (!value) return n <= 4096 ? 1 : sampled;
+    if (*value == "all") return 1;
+    if (*value == "none") return 0;
+    const std::string prefix = "sample ";
+    if (value->rfind(prefix, 0) == 0) {
+        const std::string k = value->substr(prefix.size());
+        if (!k.empty() && k.size() <= 9 && k.find_first_not_of("0123456789") == std::string::npos) {
+            const long long count = std::stoll(k);
+            if (count >= 1) return static_cast<int>(std::max<long long>(1, (n + count - 1) / count));
+        }
+    }
+    throw UsageError(fmt::format(
+        "--peer-metrics: use all, none or \"sample K\" (K peers, K >= 1), not \"{}\"", *value));
+}
+
+// p50, p90 and p99 (nearest rank) of `v`, over every peer of every seed.
+json::Json quantiles(std::vector<double> v) {
+    if (v.empty()) return nullptr;
+    std::sort(v.begin(), v.end());
+    auto at = [&](double q) {
+        const auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+        return v[std::clamp<std::size_t>(i, 1, v.size()) - 1];
+    };
+    return {{"p50", at(0.5)}, {"p90", at(0.9)}, {"p99", at(0.99)}};
 }
 
 }  // namespace
@@ -113,6 +145,9 @@ int run_sim(const std::vector<std::string>& args) {
                  {"peer-eval-samples", "N",
                   "test samples of each peer's own evaluation (default 2000; gossamer launch's "
                   "--eval-samples)"},
+                 {"peer-metrics", "M",
+                  "peers.jsonl records: all, sample K (about K peers, evenly spread) or none "
+                  "(default: all up to 4096 peers, else sample 1024)"},
                  {"json", "", "print the summary as JSON"},
                  {"save", "FILE", "also write the JSON summary to FILE"}},
                 0);
@@ -167,6 +202,7 @@ int run_sim(const std::vector<std::string>& args) {
         base.model_size = static_cast<std::uint64_t>(
             a.integer("model-size", static_cast<std::int64_t>(size), 1, INT64_MAX));
     }
+    base.peer_records_every = peer_records_every(a.value("peer-metrics"), topo.n());
     // A plain double (NaN = none): GCC 12 warns wrongly about std::optional<double> here.
     double goal = cfg && cfg->target_accuracy ? *cfg->target_accuracy : std::nan("");
     if (a.value("target")) goal = a.number("target", 0);
@@ -209,6 +245,7 @@ int run_sim(const std::vector<std::string>& args) {
     for (const auto& algo : algorithms) {
         std::vector<double> t_target, acc, lo, hi, cons, sps, mb, idle, end, gmac, mb_goal,
             gmac_goal, samples_goal, t_peer_mean;
+        std::vector<double> q_idle, q_bytes, q_stale;  // every peer of every seed
         int reached = 0;
         for (int k = 0; k < seeds; ++k) {
             sim::SimSetup s = base;
@@ -239,6 +276,9 @@ int run_sim(const std::vector<std::string>& args) {
             for (const auto& ps : r.peers) {
                 bytes += static_cast<double>(ps.bytes_sent);
                 idle_sum += ps.idle_share;
+                q_idle.push_back(ps.idle_share);
+                q_bytes.push_back(static_cast<double>(ps.bytes_sent));
+                q_stale.push_back(static_cast<double>(ps.staleness_max));
             }
             mb.push_back(bytes / r.peers.size() / 1e6);
             double macs = 0;
@@ -311,7 +351,11 @@ int run_sim(const std::vector<std::string>& args) {
              {"backward_gmac_to_target_per_peer",
               all_reached ? json::Json(sgg.mean) : json::Json(nullptr)},
              {"backward_gmac_to_target_spread", sgg.spread},
-             {"end_time", se.mean}});
+             {"end_time", se.mean},
+             {"peer_quantiles",
+              {{"idle_share", quantiles(q_idle)},
+               {"bytes_sent", quantiles(q_bytes)},
+               {"staleness_max", quantiles(q_stale)}}}});
     }
     progress.done();
     if (auto path = a.value("save")) {

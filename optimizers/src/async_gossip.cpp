@@ -11,8 +11,6 @@
 namespace gossamer::proto {
 namespace {
 
-// Rounds whose graphs form the base graph of a schedule with no period.
-constexpr std::int64_t kUnperiodicRounds = 64;
 // Control messages carry their meaning in Message::chunk.
 // The sender took its last step; edge_seq: the shares it pushed to the receiver in all.
 constexpr std::uint32_t kControlFinished = 0;
@@ -73,19 +71,22 @@ AsyncGossip::AsyncGossip(PeerContext ctx, AsyncOptions options)
     if (!topo) throw Error("async needs a topology");
     if (topo->n() != n())
         throw Error(fmt::format("the topology has {} peers but the job has {}", topo->n(), n()));
-    const std::int64_t rounds =
-        std::min(topo->period().value_or(kUnperiodicRounds), std::int64_t{4096});
-    std::vector<std::shared_ptr<const topology::Round>> keep;
-    std::vector<const topology::Digraph*> graphs;
-    for (std::int64_t r = 0; r < rounds; ++r) {
-        keep.push_back(topo->at(r));
-        graphs.push_back(&keep.back()->graph);
-    }
-    const topology::Digraph base = topology::graph_union(graphs);
-    for (int j : base.out_neighbors(rank())) nbrs_[j].e.out = true;
-    for (int j : base.in_neighbors(rank())) nbrs_[j].e.in = true;
-    for (auto& [j, nb] : nbrs_) nb.e.peer = j;
-    for (int j = 0; j < n(); ++j) base_out_degree_.push_back(base.out_degree(j));
+    // One base graph for every peer of the job (shared by the schedule): nothing here is O(n).
+    const topology::Digraph& base = topo->base_graph();
+    base_ = &base;
+    for (int j : base.out_neighbors(rank())) neighbour(j).e.out = true;
+    for (int j : base.in_neighbors(rank())) neighbour(j).e.in = true;
+}
+
+AsyncGossip::Neighbour& AsyncGossip::neighbour(int j) {
+    // Inserting moves the others (one sorted vector): callers hold one reference at a time.
+    if (auto it = nbrs_.find(j); it != nbrs_.end()) return it->second;
+    Neighbour& nb = nbrs_[j];
+    nb.e.peer = j;
+    const auto window = static_cast<std::size_t>(options_.rate_window);
+    nb.arrivals.set_capacity(window + 1);
+    nb.gaps.set_capacity(window);
+    return nb;
 }
 
 void AsyncGossip::current_model(std::span<float> out) const {
@@ -138,7 +139,7 @@ std::vector<int> AsyncGossip::live_out() const {
 
 std::int64_t AsyncGossip::edge_bound() const {
     // From the base out-degree: with fewer live edges the same force age serves them sooner.
-    return effective_edge_bound(options_.edge_bound, base_out_degree_.at(rank()), options_.targets);
+    return effective_edge_bound(options_.edge_bound, base_->out_degree(rank()), options_.targets);
 }
 
 int AsyncGossip::late_neighbours() const {
@@ -244,7 +245,7 @@ void AsyncGossip::push_shares(Actions& out) {
         }
         cands.push_back({j, e.last_push, std::max(weight, 1e-300)});
     }
-    const int base_degree = base_out_degree_.at(rank());
+    const int base_degree = base_->out_degree(rank());
     const std::int64_t force = edge_force_age(edge_bound(), base_degree, options_.targets);
     std::vector<std::pair<int, double>> preferred;
     if (options_.follow_schedule) {
@@ -325,13 +326,14 @@ void AsyncGossip::absorb(int from, Time sent_at) {
     // Staleness in this peer's own steps: step ends strictly between the share's sending and its
     // absorption. A share absorbed at the first step end after it was sent counts 0, however
     // slow its sender is.
-    Neighbour& nb = nbrs_[from];
+    Neighbour& nb = neighbour(from);
     const auto lo = std::upper_bound(history_.begin(), history_.end(), sent_at);
     const auto hi = std::lower_bound(lo, history_.end(), now_);
     const auto stale = static_cast<std::int64_t>(hi - lo);
     ++nb.e.absorbed;
     nb.staleness_sum += stale;
     nb.e.staleness_max = std::max(nb.e.staleness_max, stale);
+    mutable_stats().staleness_max = std::max(mutable_stats().staleness_max, stale);
     nb.e.staleness_mean =
         static_cast<double>(nb.staleness_sum) / static_cast<double>(nb.e.absorbed);
 }
@@ -349,8 +351,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     const int j = msg.sender;
     if (j < 0 || j >= n() || j == rank())
         throw Error(fmt::format("async: a message from invalid peer {}", j));
-    Neighbour& nb = nbrs_[j];
-    nb.e.peer = j;
+    Neighbour& nb = neighbour(j);
     if (msg.kind == MessageKind::control) {
         if (msg.chunk == kControlRate) return on_report(msg, nb);
         nb.e.finished = true;  // its last step is done: push nothing more to it
@@ -368,13 +369,12 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     nb.last_share = msg.weight;
     now_ = now;
     // Rate: the sender's steps over the arrival times of its shares, in a sliding window.
+    // (The windows keep the last rate_window + 1 arrivals and rate_window gaps.)
     if (!nb.arrivals.empty()) nb.gaps.push_back(now - nb.arrivals.back().first);
-    nb.arrivals.emplace_back(now, msg.round);
-    const auto window = static_cast<std::size_t>(options_.rate_window);
-    while (nb.arrivals.size() > window + 1) nb.arrivals.pop_front();
-    while (nb.gaps.size() > window) nb.gaps.pop_front();
+    nb.arrivals.push_back({now, msg.round});
     std::int64_t lo = nb.arrivals.front().second, hi = lo;
-    for (const auto& a : nb.arrivals) lo = std::min(lo, a.second), hi = std::max(hi, a.second);
+    for (std::size_t i = 0; i < nb.arrivals.size(); ++i)
+        lo = std::min(lo, nb.arrivals[i].second), hi = std::max(hi, nb.arrivals[i].second);
     const double span = nb.arrivals.back().first - nb.arrivals.front().first;
     if (span > 0 && hi > lo && nb.e.reports == 0) nb.e.rate = static_cast<double>(hi - lo) / span;
     nb.e.late_now = false;  // a late share is still absorbed; lateness was counted at its deadline
@@ -389,9 +389,10 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
         if (math_.on()) math_.add(params(), msg.payload);
     }
     if (!nb.gaps.empty()) {
+        scratch_.clear();
+        for (std::size_t i = 0; i < nb.gaps.size(); ++i) scratch_.push_back(nb.gaps[i]);
         nb.e.deadline =
-            std::min(quantile({nb.gaps.begin(), nb.gaps.end()}, options_.deadline_percentile),
-                     options_.deadline_cap);
+            std::min(quantile_in_place(scratch_, options_.deadline_percentile), options_.deadline_cap);
         if (!nb.armed) arm_deadline(now, nb, out);
     }
 }
@@ -449,14 +450,13 @@ std::vector<int> AsyncGossip::settling_on() const {
 
 void AsyncGossip::on_peer_failed(Time, int j, Actions&) {
     if (j == rank() || j < 0 || j >= n()) return;
-    Neighbour& nb = nbrs_[j];
-    nb.e.peer = j;
+    Neighbour& nb = neighbour(j);
     if (nb.e.failed) return;
     nb.e.failed = true;
     // j's mass before its latest split seen here: share / fraction, with the fraction at most
     // (1 - base_self) / k, so this is exact when j kept base_self and a lower bound otherwise.
     if (nb.last_share > 0) {
-        const int k = std::max(1, std::min(options_.targets, base_out_degree_.at(j)));
+        const int k = std::max(1, std::min(options_.targets, base_->out_degree(j)));
         mutable_stats().mass_lost += nb.last_share * k / (1.0 - options_.self_base());
     }
 }

@@ -77,6 +77,10 @@ std::vector<int> pick_targets_preferring(std::span<const EdgeCandidate> candidat
 }
 
 double quantile(std::vector<double> values, double q) {
+    return quantile_in_place(values, q);
+}
+
+double quantile_in_place(std::span<double> values, double q) {
     if (values.empty()) return 0.0;
     std::sort(values.begin(), values.end());
     const double rank = std::ceil(q * static_cast<double>(values.size()));

@@ -69,6 +69,8 @@ class Engine {
     Dataset peer_test_;
     SimResult result_;
     std::int64_t pending_ = 0;  // events other than evaluations
+    int active_ = 0;            // peers alive and not done: active() is O(1) per event
+    std::int64_t peer_steps_ = 0;  // local steps finished, over all peers (progress)
     bool any_failed_ = false;
 };
 
@@ -121,9 +123,7 @@ Engine::Engine(const SimSetup& s)
 }
 
 bool Engine::active() const {
-    for (const auto& p : peers_)
-        if (p.alive && !p.done) return true;
-    return false;
+    return active_ > 0;
 }
 
 void Engine::apply(int rank, Time now, proto::Actions& a) {
@@ -151,6 +151,7 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
     }
     if (a.done && !p.done) {
         p.done = true;
+        if (p.alive) --active_;
         if (!p.stepping) p.idle += now - p.idle_since;
         result_.end_time = std::max(result_.end_time, now);
     }
@@ -163,6 +164,7 @@ void Engine::handle(Time now, Event& e) {
         if (!p.alive) return;
         p.stepping = false;
         p.idle_since = now;
+        ++peer_steps_;
         result_.samples += s_.mode == Mode::math ? s_.config->batch_size : 1;
         p.protocol->step_finished(now, d->loss, a);
         apply(d->rank, now, a);
@@ -180,6 +182,7 @@ void Engine::handle(Time now, Event& e) {
         Peer& p = peers_[static_cast<std::size_t>(f->rank)];
         if (!p.alive || p.done) return;
         p.alive = false;
+        --active_;
         any_failed_ = true;
         if (p.stepping)
             p.busy -= p.step_end - now;  // the running step is lost with the peer
@@ -255,6 +258,7 @@ SimResult Engine::run() {
         }
     }
     const bool math = s_.mode == Mode::math;
+    active_ = n_;
     if (math && s_.eval_interval > 0) queue_.push(0.0, Evaluate{});
     for (int r = 0; r < n_; ++r) {
         proto::Actions a;
@@ -273,9 +277,17 @@ SimResult Engine::run() {
         }
         --pending_;
         handle(now, e);
-        if (s_.progress && result_.events % 200000 == 0)
-            s_.progress(fmt::format("{}: virtual time {:.1f} s, {} events", s_.algorithm, now,
+        if (s_.progress && result_.events % 200000 == 0) {
+            // Peer-steps, not events: an algorithm with more events per step must not look
+            // faster.
+            const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                              wall_start)
+                                    .count();
+            s_.progress(fmt::format("{}: virtual time {:.1f} s, {} peer-steps ({:.0f}/s), {} events",
+                                    s_.algorithm, now, peer_steps_,
+                                    wall > 0 ? static_cast<double>(peer_steps_) / wall : 0.0,
                                     result_.events));
+        }
         if (!active() && pending_ == 0) break;
     }
     if (active()) {
@@ -301,7 +313,9 @@ SimResult Engine::run() {
         ps.bytes_sent = p.protocol->stats().bytes_sent;
         ps.bytes_received = p.protocol->stats().bytes_received;
         ps.failed = !p.alive;
-        ps.edges = p.protocol->edge_metrics();
+        ps.recorded = s_.peer_records_every > 0 && r % s_.peer_records_every == 0;
+        if (ps.recorded) ps.edges = p.protocol->edge_metrics();  // O(degree) JSON values each
+        ps.staleness_max = p.protocol->stats().staleness_max;
         const auto work = p.worker->work();
         const auto& split = p.protocol->stats().partition_bytes_sent;
         if (!work.empty()) ps.partitions = json::Json::array();

@@ -413,3 +413,53 @@ TEST_CASE("sim refuses cluster times out of range instead of printing a 300-digi
         CHECK(r.out.empty());
     }
 }
+
+TEST_CASE("sim: --peer-metrics samples or drops the peers.jsonl records, the quantiles cover all") {
+    TempDir dir;
+    const auto topo = dir.write("exp64.json", R"({"peers": {"count": 64},
+        "graph": {"family": "one_peer_exponential"}, "weights": "push_sum"})");
+    auto sim = [&](const std::string& extra, const std::string& out) {
+        return run(kBin + " sim --mode cost --steps 20 --topology " + topo + " --cluster " +
+                   dir.write("c.json", R"({"defaults": {"base_time": 0.01},
+                       "network": {"latency": 1e-4, "bandwidth": 1e9},
+                       "peers": [{"rank": 5, "factor": 4}]})") +
+                   " --algorithms async --json --out " + (dir.path() / out).string() + " " +
+                   extra);
+    };
+    auto records = [&](const std::string& out) {
+        std::ifstream in(dir.path() / out / "async" / "seed0" / "peers.jsonl");
+        std::vector<int> ranks;
+        for (std::string line; std::getline(in, line);)
+            ranks.push_back(Json::parse(line)["rank"].get<int>());
+        return ranks;
+    };
+    const auto all = sim("", "all");
+    REQUIRE(all.status == 0);
+    CHECK(records("all").size() == 64);  // up to 4096 peers: every record by default
+    const auto sampled = sim("--peer-metrics 'sample 8'", "sampled");
+    REQUIRE(sampled.status == 0);
+    CHECK(records("sampled") == std::vector<int>{0, 8, 16, 24, 32, 40, 48, 56});
+    const auto none = sim("--peer-metrics none", "none");
+    REQUIRE(none.status == 0);
+    CHECK(records("none").empty());
+    // The quantiles are over every peer whatever is recorded, so all three runs agree.
+    const auto q = Json::parse(all.out)["algorithms"][0]["peer_quantiles"];
+    CHECK(q == Json::parse(none.out)["algorithms"][0]["peer_quantiles"]);
+    CHECK(q == Json::parse(sampled.out)["algorithms"][0]["peer_quantiles"]);
+    for (const char* key : {"idle_share", "bytes_sent", "staleness_max"}) {
+        CAPTURE(key);
+        REQUIRE(q[key].is_object());
+        CHECK(q[key]["p50"].get<double>() <= q[key]["p90"].get<double>());
+        CHECK(q[key]["p90"].get<double>() <= q[key]["p99"].get<double>());
+    }
+    CHECK(q["bytes_sent"]["p50"].get<double>() > 0);
+    CHECK(q["idle_share"]["p99"].get<double>() >= 0);
+    for (const std::string bad : {"some", "sample", "'sample 0'", "'sample x'", "'sample -3'"}) {
+        CAPTURE(bad);
+        const auto r = sim("--peer-metrics " + bad, "bad");
+        CHECK(r.status == 2);
+        CHECK(r.err.find("--peer-metrics: use all, none or \"sample K\"") != std::string::npos);
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK_FALSE(std::filesystem::exists(dir.path() / "bad"));
+    }
+}

@@ -112,3 +112,28 @@ TEST_CASE("helpers: powers of two and square factors") {
     CHECK(square_factors(12) == std::pair{3, 4});
     CHECK(square_factors(7) == std::pair{1, 7});
 }
+
+TEST_CASE("the base graph is the union over one period, computed once and shared") {
+    FamilySpec s;
+    s.n = 16;
+    s.family = "one_peer_exponential";  // round t: i -> i + 2^(t mod 4)
+    auto sched = generate(s);
+    const Digraph& base = sched->base_graph();
+    CHECK(&base == &sched->base_graph());  // one copy for every caller
+    CHECK(base.n() == 16);
+    for (int i = 0; i < 16; ++i) {
+        CAPTURE(i);
+        CHECK(base.out_degree(i) == 4);
+        for (int k : {1, 2, 4, 8}) CHECK(base.has_edge(i, (i + k) % 16));
+    }
+    // No period: the first 64 rounds.
+    s.family = "random_matching";
+    auto rm = generate(s);
+    std::vector<const Digraph*> first;
+    std::vector<std::shared_ptr<const Round>> keep;
+    for (std::int64_t t = 0; t < Schedule::kBaseRounds; ++t) {
+        keep.push_back(rm->at(t));
+        first.push_back(&keep.back()->graph);
+    }
+    CHECK(rm->base_graph().edges() == graph_union(first).edges());
+}

@@ -74,6 +74,20 @@ Round make_round(Digraph g, WeightRule rule) {
 
 }  // namespace
 
+const Digraph& Schedule::base_graph() const {
+    std::call_once(base_once_, [this] {
+        const std::int64_t rounds = std::min(period().value_or(kBaseRounds), kMaxBaseRounds);
+        std::vector<std::shared_ptr<const Round>> keep;
+        std::vector<const Digraph*> graphs;
+        for (std::int64_t r = 0; r < rounds; ++r) {
+            keep.push_back(at(r));
+            graphs.push_back(&keep.back()->graph);
+        }
+        base_ = graph_union(graphs);
+    });
+    return base_;
+}
+
 std::shared_ptr<const Schedule> make_periodic(std::vector<Round> rounds, WeightKind kind,
                                               std::string description) {
     if (rounds.empty()) throw TopologyError("a schedule needs at least one round");

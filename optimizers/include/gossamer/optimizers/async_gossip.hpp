@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "gossamer/core/json.hpp"
+#include "gossamer/optimizers/small_containers.hpp"
 #include "gossamer/core/rng.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/push_sum_math.hpp"
@@ -147,13 +148,15 @@ class AsyncGossip final : public Protocol {
   private:
     struct Neighbour {
         AsyncEdge e;
-        std::deque<std::pair<Time, std::int64_t>> arrivals;  // (time, sender step)
-        std::deque<double> gaps;                             // inter-arrival times
+        Window<std::pair<Time, std::int64_t>> arrivals;  // (time, sender step), rate_window + 1
+        Window<double> gaps;                             // inter-arrival times, rate_window
         double last_share = 0;                               // w of its latest share
         bool armed = false;                                  // a deadline is pending
         std::int64_t staleness_sum = 0;
     };
 
+    /// j's state, created (with its windows sized) on first use.
+    Neighbour& neighbour(int j);
     void apply_step();
     void push_shares(Actions& out);
     void absorb(int from, Time sent_at);
@@ -173,8 +176,9 @@ class AsyncGossip final : public Protocol {
     std::vector<std::pair<int, Time>> pending_;  // (sender, sent at) in the buffer
     std::deque<Time> history_;                   // own step boundaries: rate, staleness
     Time now_ = 0;                               // time of the event being handled
-    std::map<int, Neighbour> nbrs_;
-    std::vector<int> base_out_degree_;  // of every peer, for mass_lost estimates
+    FlatMap<int, Neighbour> nbrs_;
+    std::vector<double> scratch_;  // the deadline quantile's copy of a gap window
+    const topology::Digraph* base_ = nullptr;  // the schedule's base graph (shared, immutable)
 };
 
 /// The "async" protocol with its options (nullptr: defaults).

@@ -52,5 +52,7 @@ std::vector<int> pick_targets_preferring(std::span<const EdgeCandidate> candidat
 
 /// The q-quantile (nearest rank, q in (0, 1]) of `values`; 0 when empty.
 double quantile(std::vector<double> values, double q);
+/// The same, sorting `values` in place (no allocation).
+double quantile_in_place(std::span<double> values, double q);
 
 }  // namespace gossamer::proto

@@ -27,16 +27,17 @@ class EventQueue {
             slots_[slot].emplace(std::move(e));
         }
         heap_.push_back(Key{time, next_++, slot});
-        std::push_heap(heap_.begin(), heap_.end(), Later{});
+        sift_up(heap_.size() - 1);
     }
     bool empty() const { return heap_.empty(); }
     std::size_t size() const { return heap_.size(); }
     double next_time() const { return heap_.front().time; }
     /// Removes and returns the earliest event (the first pushed among equal times).
     std::pair<double, Event> pop() {
-        std::pop_heap(heap_.begin(), heap_.end(), Later{});
-        const Key key = heap_.back();
+        const Key key = heap_.front();
+        heap_.front() = heap_.back();
         heap_.pop_back();
+        if (!heap_.empty()) sift_down(0);
         std::pair<double, Event> out{key.time, std::move(*slots_[key.slot])};
         slots_[key.slot].reset();
         free_.push_back(key.slot);
@@ -50,11 +51,39 @@ class EventQueue {
         std::uint64_t seq;
         std::uint32_t slot;
     };
-    struct Later {
-        bool operator()(const Key& a, const Key& b) const {
-            return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+    static bool earlier(const Key& a, const Key& b) {
+        return a.time != b.time ? a.time < b.time : a.seq < b.seq;
+    }
+    // A 4-ary heap: half the depth of a binary one, and a node's children share a cache line
+    // or two, which matters once a simulation keeps millions of events (docs/simulator.md,
+    // "Scale"). (time, seq) is a total order, so the pop sequence is that of any heap.
+    static constexpr std::size_t kArity = 4;
+    void sift_up(std::size_t i) {
+        const Key k = heap_[i];
+        while (i > 0) {
+            const std::size_t parent = (i - 1) / kArity;
+            if (!earlier(k, heap_[parent])) break;
+            heap_[i] = heap_[parent];
+            i = parent;
         }
-    };
+        heap_[i] = k;
+    }
+    void sift_down(std::size_t i) {
+        const Key k = heap_[i];
+        const std::size_t n = heap_.size();
+        for (;;) {
+            const std::size_t first = i * kArity + 1;
+            if (first >= n) break;
+            std::size_t best = first;
+            const std::size_t last = std::min(first + kArity, n);
+            for (std::size_t c = first + 1; c < last; ++c)
+                if (earlier(heap_[c], heap_[best])) best = c;
+            if (!earlier(heap_[best], k)) break;
+            heap_[i] = heap_[best];
+            i = best;
+        }
+        heap_[i] = k;
+    }
     std::vector<Key> heap_;
     std::vector<std::optional<Event>> slots_;
     std::vector<std::uint32_t> free_;

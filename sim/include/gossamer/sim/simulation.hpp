@@ -45,6 +45,9 @@ struct SimSetup {
     // Both.
     Time failure_detection = 0;                      ///< seconds until neighbours hear of a failure
     std::function<void(std::string_view)> progress;  ///< called now and then with a status line
+    /// Per-peer records with the protocol's edge metrics: for ranks r with r % every == 0
+    /// (1: all; 0: none). The scalar summary of every peer is kept either way.
+    int peer_records_every = 1;
 };
 
 struct EvalPoint {
@@ -68,6 +71,8 @@ struct PeerSummary {
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     bool failed = false;
     json::Json edges;  ///< the protocol's per-edge metrics at the end (null if it keeps none)
+    bool recorded = true;  ///< selected for a peers.jsonl record (SimSetup::peer_records_every)
+    std::int64_t staleness_max = 0;  ///< the largest staleness of a share it absorbed (async)
     std::uint64_t backward_macs = 0;  ///< backward multiply-adds of its steps (math mode)
     /// Per partition: {"name", "updates", "backward_macs", "bytes_sent"} (math mode; null in
     /// cost mode).

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -37,6 +38,18 @@ class Schedule {
     virtual WeightKind kind() const = 0;
     /// Human-readable name, e.g. "one_peer_exponential (n = 16)".
     virtual std::string describe() const = 0;
+
+    /// The base graph: the union of the rounds over one period (a schedule with no period: its
+    /// first kBaseRounds rounds; at most kMaxBaseRounds either way). Computed once, on first use,
+    /// and shared by every caller (thread-safe): the simulator's n peers read one copy instead
+    /// of building n (docs/simulator.md, "Scale").
+    const Digraph& base_graph() const;
+    static constexpr std::int64_t kBaseRounds = 64;
+    static constexpr std::int64_t kMaxBaseRounds = 4096;
+
+  private:
+    mutable std::once_flag base_once_;
+    mutable Digraph base_;
 };
 
 /// A schedule that cycles through the given rounds (all with the same n). A single round is a

@@ -1,0 +1,112 @@
+#pragma once
+/// Containers for per-neighbour protocol state at simulator scale (docs/simulator.md, "Scale"):
+/// a simulated job holds n peers times their neighbours of these, so each must be small and
+/// allocate nothing until used.
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+namespace gossamer::proto {
+
+/// A map from a small key to a value, kept as one sorted vector: iteration in ascending key
+/// order (as std::map), lookups by binary search, one allocation for all entries.
+template <class K, class V>
+class FlatMap {
+  public:
+    using value_type = std::pair<K, V>;
+    using iterator = typename std::vector<value_type>::iterator;
+    using const_iterator = typename std::vector<value_type>::const_iterator;
+
+    iterator begin() noexcept { return items_.begin(); }
+    iterator end() noexcept { return items_.end(); }
+    const_iterator begin() const noexcept { return items_.begin(); }
+    const_iterator end() const noexcept { return items_.end(); }
+    std::size_t size() const noexcept { return items_.size(); }
+
+    iterator find(const K& k) {
+        auto it = lower(k);
+        return it != items_.end() && it->first == k ? it : items_.end();
+    }
+    const_iterator find(const K& k) const {
+        auto it = std::lower_bound(items_.begin(), items_.end(), k,
+                                   [](const value_type& a, const K& b) { return a.first < b; });
+        return it != items_.end() && it->first == k ? it : items_.end();
+    }
+    V& at(const K& k) {
+        auto it = find(k);
+        if (it == items_.end()) throw std::out_of_range("FlatMap::at");
+        return it->second;
+    }
+    const V& at(const K& k) const {
+        auto it = find(k);
+        if (it == items_.end()) throw std::out_of_range("FlatMap::at");
+        return it->second;
+    }
+    /// The value of k, inserted (default-constructed) where missing.
+    V& operator[](const K& k) {
+        auto it = lower(k);
+        if (it == items_.end() || it->first != k) it = items_.insert(it, value_type{k, V{}});
+        return it->second;
+    }
+
+  private:
+    iterator lower(const K& k) {
+        return std::lower_bound(items_.begin(), items_.end(), k,
+                                [](const value_type& a, const K& b) { return a.first < b; });
+    }
+    std::vector<value_type> items_;
+};
+
+/// The last `capacity` values pushed (a sliding window), oldest first. Allocates its buffer on
+/// the first push, never again.
+template <class T>
+class Window {
+  public:
+    Window() = default;
+    explicit Window(std::size_t capacity) : capacity_(capacity) {}
+    void set_capacity(std::size_t capacity) {
+        capacity_ = capacity;
+        buf_.reset();
+        size_ = head_ = 0;
+    }
+    std::size_t size() const noexcept { return size_; }
+    bool empty() const noexcept { return size_ == 0; }
+    /// Adds v; when full, the oldest value goes.
+    void push_back(const T& v) {
+        if (capacity_ == 0) return;
+        if (!buf_) buf_ = std::make_unique<T[]>(capacity_);
+        if (size_ < capacity_) {
+            buf_[(head_ + size_++) % capacity_] = v;
+        } else {
+            buf_[head_] = v;
+            head_ = (head_ + 1) % capacity_;
+        }
+    }
+    /// i-th oldest (0 = the oldest).
+    const T& operator[](std::size_t i) const { return buf_[(head_ + i) % capacity_]; }
+    const T& front() const { return (*this)[0]; }
+    const T& back() const { return (*this)[size_ - 1]; }
+
+    Window(Window&&) noexcept = default;
+    Window& operator=(Window&&) noexcept = default;
+    Window(const Window& o) : capacity_(o.capacity_), size_(o.size_), head_(o.head_) {
+        if (o.buf_) {
+            buf_ = std::make_unique<T[]>(capacity_);
+            std::copy(o.buf_.get(), o.buf_.get() + capacity_, buf_.get());
+        }
+    }
+    Window& operator=(const Window& o) {
+        if (this != &o) *this = Window(o);
+        return *this;
+    }
+
+  private:
+    std::unique_ptr<T[]> buf_;
+    std::size_t capacity_ = 0, size_ = 0, head_ = 0;
+};
+
+}  // namespace gossamer::proto
