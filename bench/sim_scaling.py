@@ -28,9 +28,15 @@ ABSOLUTE = {("sgp", 65536, 1000): (60, 4 << 30), ("async", 65536, 1000): (180, 4
 
 
 def topology(path, n, weights):
+    # Past one host's ports the peers are spread over several (simulated) hosts.
+    per_host = 32768
+    hosts = [f"sim{i}" for i in range((n + per_host - 1) // per_host)]
+    peers = {"count": n, "base_port": 1}
+    if len(hosts) > 1:
+        peers["hosts"] = hosts
     with open(path, "w") as f:
-        json.dump({"peers": {"count": n, "host": "127.0.0.1", "base_port": 1},
-                   "graph": {"family": "one_peer_exponential"}, "weights": weights}, f)
+        json.dump({"peers": peers, "graph": {"family": "one_peer_exponential"},
+                   "weights": weights}, f)
 
 
 def run_once(cmd):

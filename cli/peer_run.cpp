@@ -20,8 +20,8 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/model_file.hpp"
 #include "gossamer/peer/average.hpp"
-#include "gossamer/peer/join.hpp"
 #include "gossamer/peer/guard.hpp"
+#include "gossamer/peer/join.hpp"
 #include "peer_eval.hpp"
 
 namespace gossamer::cli {
@@ -267,10 +267,11 @@ int run_peer_job(PeerJob& job) {
     // Messages a lost peer still sent (it had not learnt yet that the job carried on without
     // it) were dropped by the transport, never applied.
     const auto from_lost = me->transport().drops()[transport::DropReason::not_member];
-    say(rank, fmt::format("finished {} steps in {:.1f} s; lost peers: {}{}{}", r.steps, r.end_time,
-                          ranks_text(lost), loss_causes(*me, lost),
-                          from_lost ? fmt::format("; dropped {} messages from lost peers", from_lost)
-                                    : std::string()));
+    say(rank,
+        fmt::format("finished {} steps in {:.1f} s; lost peers: {}{}{}", r.steps, r.end_time,
+                    ranks_text(lost), loss_causes(*me, lost),
+                    from_lost ? fmt::format("; dropped {} messages from lost peers", from_lost)
+                              : std::string()));
     json::Json summary = {{"rank", rank},           {"algorithm", job.algorithm},
                           {"steps", r.steps},       {"end_time", r.end_time},
                           {"survivors", survivors}, {"lost", lost}};

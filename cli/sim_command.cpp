@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "algorithms.hpp"
@@ -98,7 +98,8 @@ int peer_records_every(const std::optional<std::string>& value, int n) {
         const std::string k = value->substr(prefix.size());
         if (!k.empty() && k.size() <= 9 && k.find_first_not_of("0123456789") == std::string::npos) {
             const long long count = std::stoll(k);
-            if (count >= 1) return static_cast<int>(std::max<long long>(1, (n + count - 1) / count));
+            if (count >= 1)
+                return static_cast<int>(std::max<long long>(1, (n + count - 1) / count));
         }
     }
     throw UsageError(fmt::format(

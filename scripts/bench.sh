@@ -6,6 +6,7 @@
 # and without (shared memory); UCX_TLS, when set, applies to both sides.
 # `bench allreduce` (2, 4 and 8 processes, 1..64 MiB, beside mpirun) takes about 7 minutes on 2
 # cores; `bench calibrate` writes out/bench/cluster.json for `gossamer sim --cluster`.
+# bench/sim_scaling.py (the simulator's scaling exponents, 1,024..8,192 peers) takes about 8.
 #   scripts/bench.sh [--seconds S]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ seconds=3
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/bench.sh: unknown option '$1'; use --seconds S" >&2; exit 2 ;;
   esac
 done
@@ -34,3 +35,5 @@ echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(OpenBLAS default)}"
 "$g" bench calibrate --config examples/train/fashion_mlp.json --out out/bench/cluster.json \
   --json > out/bench/calibrate.json
 cat out/bench/calibrate.json
+/usr/bin/python3 bench/sim_scaling.py --gossamer "$g" --sizes 1024,2048,4096,8192 --repeats 2 \
+  --json out/bench/sim_scaling.json

@@ -14,7 +14,7 @@ namespace {
 // Control messages carry their meaning in Message::chunk.
 // The sender took its last step; edge_seq: the shares it pushed to the receiver in all.
 constexpr std::uint32_t kControlFinished = 0;
-constexpr std::uint32_t kControlRate = 1;      // payload: the sender's {rate, self share}
+constexpr std::uint32_t kControlRate = 1;  // payload: the sender's {rate, self share}
 // Own step boundaries kept (for the own rate and for staleness; older shares count as this many
 // steps stale); at least rate_window + 1 (rate_window <= 4096).
 constexpr std::size_t kHistory = 4097;
@@ -391,8 +391,8 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     if (!nb.gaps.empty()) {
         scratch_.clear();
         for (std::size_t i = 0; i < nb.gaps.size(); ++i) scratch_.push_back(nb.gaps[i]);
-        nb.e.deadline =
-            std::min(quantile_in_place(scratch_, options_.deadline_percentile), options_.deadline_cap);
+        nb.e.deadline = std::min(quantile_in_place(scratch_, options_.deadline_percentile),
+                                 options_.deadline_cap);
         if (!nb.armed) arm_deadline(now, nb, out);
     }
 }

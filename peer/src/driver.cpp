@@ -110,7 +110,7 @@ class Loop {
     DriverResult result_;
     bool ended_ = false;
     bool gave_up_settling_ = false;  // settle_timeout passed
-    ComputeThread compute_;  // last: its thread stops before the rest goes
+    ComputeThread compute_;          // last: its thread stops before the rest goes
     const std::thread::id comm_thread_;
 };
 
@@ -361,8 +361,7 @@ DriverResult Loop::run() {
         apply(a);
     }
     // After done, a protocol that is not settled still takes messages (async's last shares).
-    while (!(protocol_.done() &&
-             (!options_.settle || gave_up_settling_ || protocol_.settled()) &&
+    while (!(protocol_.done() && (!options_.settle || gave_up_settling_ || protocol_.settled()) &&
              inbox_->in_flight.empty())) {
         const double t = seconds(Clock::now() - start_);
         if (!ended_ && t >= options_.fail_at) {
@@ -376,9 +375,10 @@ DriverResult Loop::run() {
         release_due();
         if (deliver_one()) continue;
         // Block in the transport until something may have happened or the next timer is due.
-        double until = ended_ ? result_.end_time + seconds(options_.settle_timeout)
-                              : std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
-                                          seconds(options_.run_timeout), options_.fail_at});
+        double until = ended_
+                           ? result_.end_time + seconds(options_.settle_timeout)
+                           : std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
+                                       seconds(options_.run_timeout), options_.fail_at});
         if (!deadlines_.empty()) until = std::min(until, deadlines_.top().first);
         if (!held_.empty()) until = std::min(until, held_.top().first);
         const double wait = std::clamp(until - t, 0.0, 1.0);

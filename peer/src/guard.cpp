@@ -72,10 +72,10 @@ std::vector<int> MembershipGuard::survivors() {
     const auto losses = me_.losses();
     std::vector<int> out;
     for (int q = 0; q < me_.size(); ++q) {
-        const bool gone = q != me_.rank() &&
-                          (me_.transport().peer_failed(q) ||
-                           std::any_of(losses.begin(), losses.end(),
-                                       [q](const auto& l) { return l.rank == q; }));
+        const bool gone =
+            q != me_.rank() &&
+            (me_.transport().peer_failed(q) ||
+             std::any_of(losses.begin(), losses.end(), [q](const auto& l) { return l.rank == q; }));
         if (!gone) out.push_back(q);
     }
     return out;
@@ -95,8 +95,7 @@ std::optional<std::string> MembershipGuard::minority(std::vector<int>& alive) {
     return fmt::format(
         "not writing a result: this peer can reach only {} of the {} peers of the job's view {} "
         "(ranks {}; reachable: {}); a result needs a majority ({})",
-        m.reachable, m.members, view.number, ranks_text(view.members), ranks_text(alive),
-        m.needed);
+        m.reachable, m.members, view.number, ranks_text(view.members), ranks_text(alive), m.needed);
 }
 
 }  // namespace gossamer::peer

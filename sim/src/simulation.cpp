@@ -68,8 +68,8 @@ class Engine {
     std::unique_ptr<Model> eval_model_;
     Dataset peer_test_;
     SimResult result_;
-    std::int64_t pending_ = 0;  // events other than evaluations
-    int active_ = 0;            // peers alive and not done: active() is O(1) per event
+    std::int64_t pending_ = 0;     // events other than evaluations
+    int active_ = 0;               // peers alive and not done: active() is O(1) per event
     std::int64_t peer_steps_ = 0;  // local steps finished, over all peers (progress)
     bool any_failed_ = false;
 };
@@ -280,13 +280,13 @@ SimResult Engine::run() {
         if (s_.progress && result_.events % 200000 == 0) {
             // Peer-steps, not events: an algorithm with more events per step must not look
             // faster.
-            const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                              wall_start)
-                                    .count();
-            s_.progress(fmt::format("{}: virtual time {:.1f} s, {} peer-steps ({:.0f}/s), {} events",
-                                    s_.algorithm, now, peer_steps_,
-                                    wall > 0 ? static_cast<double>(peer_steps_) / wall : 0.0,
-                                    result_.events));
+            const double wall =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start)
+                    .count();
+            s_.progress(fmt::format(
+                "{}: virtual time {:.1f} s, {} peer-steps ({:.0f}/s), {} events", s_.algorithm, now,
+                peer_steps_, wall > 0 ? static_cast<double>(peer_steps_) / wall : 0.0,
+                result_.events));
         }
         if (!active() && pending_ == 0) break;
     }

@@ -38,7 +38,8 @@ TEST_SUITE("bootstrap") {
         CHECK_FALSE(peers[2]->expelled());
     }
 
-    TEST_CASE("views: a lost peer is removed once a majority acknowledged, and every member learns it") {
+    TEST_CASE(
+        "views: a lost peer is removed once a majority acknowledged, and every member learns it") {
         auto peers = joined(4);
         peers[3]->inject_fault(bs::Fault::crash);
         wait_until(

@@ -3,8 +3,8 @@
 // which labels the tests, splits at commas.
 #include <doctest/doctest.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>

@@ -423,8 +423,7 @@ TEST_CASE("sim: --peer-metrics samples or drops the peers.jsonl records, the qua
                    dir.write("c.json", R"({"defaults": {"base_time": 0.01},
                        "network": {"latency": 1e-4, "bandwidth": 1e9},
                        "peers": [{"rank": 5, "factor": 4}]})") +
-                   " --algorithms async --json --out " + (dir.path() / out).string() + " " +
-                   extra);
+                   " --algorithms async --json --out " + (dir.path() / out).string() + " " + extra);
     };
     auto records = [&](const std::string& out) {
         std::ifstream in(dir.path() / out / "async" / "seed0" / "peers.jsonl");

@@ -122,8 +122,9 @@ void paused_past_its_loss(const std::string& algo) {
     const auto said = log.find("[rank 2] this peer was paused for ");
     REQUIRE(said != std::string::npos);
     // Rank 0's expelled notice was waiting in its socket when it resumed.
-    CHECK(log.find("heartbeat timeout to declare it lost); rank 0 declared this peer lost (rank 2 (",
-                   said) != std::string::npos);
+    CHECK(
+        log.find("heartbeat timeout to declare it lost); rank 0 declared this peer lost (rank 2 (",
+                 said) != std::string::npos);
     CHECK(log.find("the job carried on without it: exiting without a result", said) !=
           std::string::npos);
     CHECK(log.find("average of ranks") == std::string::npos);
@@ -316,8 +317,9 @@ TEST_SUITE("integration") {
         while (peers[0]->log().find("view 1 installed: ranks 0, 1, 2") == std::string::npos &&
                std::chrono::steady_clock::now() < installed)
             std::this_thread::sleep_for(10ms);
-        REQUIRE_MESSAGE(peers[0]->log().find("view 1 installed: ranks 0, 1, 2") != std::string::npos,
-                        peers[0]->log());
+        REQUIRE_MESSAGE(
+            peers[0]->log().find("view 1 installed: ranks 0, 1, 2") != std::string::npos,
+            peers[0]->log());
         peers[2]->kill(SIGKILL);
         for (int r : {0, 1}) {
             CAPTURE(r);

@@ -261,3 +261,48 @@ TEST_CASE("the file written for a family loads back to the same schedule") {
     CHECK(t.weights == WeightRule::metropolis_hastings);
     CHECK(t.schedule->at(0)->graph.edges() == generate(s)->at(0)->graph.edges());
 }
+
+TEST_CASE("peers: a count over several hosts, in blocks, past one host's ports") {
+    gossamer::test::TempDir dir;
+    auto t = load_topology(dir.write("h.json", R"({"peers": {"count": 5, "hosts": ["n0", "n1"],
+        "base_port": 4000}, "graph": {"family": "ring"}})"));
+    REQUIRE(t.n() == 5);
+    // ceil(5 / 2) = 3 per host: n0 gets ranks 0..2, n1 ranks 3 and 4.
+    CHECK(t.peers[0].host == "n0");
+    CHECK(t.peers[2].host == "n0");
+    CHECK(t.peers[2].port == 4002);
+    CHECK(t.peers[3].host == "n1");
+    CHECK(t.peers[3].port == 4000);
+    CHECK(t.peers[4].port == 4001);
+    // A million simulated peers: 16 hosts of 65,536 ports each would not fit from 29500, 32 do.
+    std::string hosts;
+    for (int i = 0; i < 32; ++i)
+        hosts += (i ? ", " : "") + std::string("\"h") + std::to_string(i) + "\"";
+    auto m = load_topology(
+        dir.write("m.json", R"({"peers": {"count": 1048576, "hosts": [)" + hosts +
+                                R"(], "base_port": 1}, "graph": {"family": "ring"}})"));
+    CHECK(m.n() == 1048576);
+    CHECK(m.peers.back().host == "h31");
+    CHECK(m.peers.back().port == 32768);
+}
+
+TEST_CASE("bad input: a count over hosts names what is wrong") {
+    CHECK(
+        error_of(
+            R"({"peers": {"count": 4, "host": "a", "hosts": ["b"]}, "graph": {"family": "ring"}})")
+            .rfind("F: peers.hosts: both \"host\" and \"hosts\" are given", 0) == 0);
+    CHECK(error_of(R"({"peers": {"count": 4, "hosts": []}, "graph": {"family": "ring"}})")
+              .rfind("F: peers.hosts: expected a non-empty list of host names", 0) == 0);
+    CHECK(error_of(R"({"peers": {"count": 4, "hosts": ["a", "a"]}, "graph": {"family": "ring"}})")
+              .rfind("F: peers.hosts[1]: duplicate host a (also hosts[0])", 0) == 0);
+    CHECK(error_of(R"({"peers": {"count": 4, "hosts": ["a", ""]}, "graph": {"family": "ring"}})")
+              .rfind("F: peers.hosts[1]: empty host name", 0) == 0);
+    CHECK(
+        error_of(
+            R"({"peers": {"count": 200000, "hosts": ["a", "b"]}, "graph": {"family": "ring"}})") ==
+        "F: peers.count: count 200000 (100000 per host on 2 hosts): peers on ports 29500..129499 "
+        "(from the default base_port 29500) run past 65535; at most 65535 peers fit on one "
+        "host's ports; lower count, or spread the peers over several hosts with \"hosts\": [...]");
+    CHECK(error_of(R"({"peers": {"count": 70000, "base_port": 1}, "graph": {"family": "ring"}})")
+              .find("spread the peers over several hosts with \"hosts\"") != std::string::npos);
+}

@@ -248,9 +248,8 @@ TEST_CASE_TEMPLATE("messages from a peer this one failed are dropped and counted
     const std::vector<float> payload(16, 1.0f);
     for (std::uint64_t s = 0; s < 3; ++s)
         peers[0]->send(header(1, s, payload.size()), bytes_of(payload), c.make(s));
-    REQUIRE(pump(peers, [&] {
-        return c.all_done() && peers[1]->drops()[tr::DropReason::not_member] == 3;
-    }));
+    REQUIRE(pump(
+        peers, [&] { return c.all_done() && peers[1]->drops()[tr::DropReason::not_member] == 3; }));
     CHECK(got.empty());
     CHECK(peers[1]->drops().total() == 3);
     CHECK(tr::to_string(tr::DropReason::not_member) == "from a failed peer");

@@ -16,27 +16,57 @@ using json::Node;
 std::vector<PeerAddress> parse_peers(const Node& peers) {
     std::vector<PeerAddress> out;
     if (peers.is_object()) {
-        peers.expect_object({"count", "host", "base_port"});
+        peers.expect_object({"count", "host", "hosts", "base_port"});
         const auto count = peers.at("count").as_int(1, 1 << 20);
-        const std::string host = peers.find("host") ? peers.at("host").as_string() : "127.0.0.1";
+        // "hosts": the ranks in blocks over several hosts, ports from base_port on each (a
+        // cluster's nodes, or a simulation past one host's 65535 ports).
+        std::vector<std::string> hosts;
+        if (const auto h = peers.find("hosts")) {
+            if (peers.has("host"))
+                h->fail("both \"host\" and \"hosts\" are given", "keep one of them");
+            if (!h->is_array() || h->size() == 0)
+                h->fail("expected a non-empty list of host names");
+            std::map<std::string, std::size_t> seen;
+            for (std::size_t i = 0; i < h->size(); ++i) {
+                const Node e = (*h)[i];
+                std::string name = e.as_string();
+                if (name.empty()) e.fail("empty host name", "give a host name or address");
+                if (auto it = seen.find(name); it != seen.end())
+                    e.fail(fmt::format("duplicate host {} (also hosts[{}])", name, it->second),
+                           "list every host once");
+                seen.emplace(name, i);
+                hosts.push_back(std::move(name));
+            }
+        } else {
+            hosts.push_back(peers.find("host") ? peers.at("host").as_string() : "127.0.0.1");
+        }
+        const auto per_host = (count + static_cast<std::int64_t>(hosts.size()) - 1) /
+                              static_cast<std::int64_t>(hosts.size());
         const auto base = peers.find("base_port") ? peers.at("base_port").as_int(1, 65535) : 29500;
-        if (base + count - 1 > 65535) {
+        if (base + per_host - 1 > 65535) {
             // Name only what the file says: a base_port it does not give is not the culprit.
             const bool given = peers.has("base_port");
+            const std::string spread = hosts.size() == 1 ? ""
+                                                         : fmt::format(" ({} per host on {} hosts)",
+                                                                       per_host, hosts.size());
             std::string fix =
-                count > 65535
-                    ? "at most 65535 peers fit on one host's ports; lower count"
+                per_host > 65535
+                    ? "at most 65535 peers fit on one host's ports; lower count, or spread the "
+                      "peers over several hosts with \"hosts\": [...]"
                     : fmt::format(
-                          "lower count to {} or less{}", 65535 - base + 1,
-                          given ? fmt::format(", or base_port to {} or less", 65535 - count + 1)
+                          "lower count to {} or less{}",
+                          (65535 - base + 1) * static_cast<std::int64_t>(hosts.size()),
+                          given ? fmt::format(", or base_port to {} or less", 65535 - per_host + 1)
                                 : fmt::format(", or give a base_port of {} or less",
-                                              65535 - count + 1));
-            peers.at("count").fail(
-                fmt::format("count {}: peers on ports {}..{}{} run past 65535", count, base,
-                            base + count - 1, given ? "" : " (from the default base_port 29500)"),
-                fix);
+                                              65535 - per_host + 1));
+            peers.at("count").fail(fmt::format("count {}{}: peers on ports {}..{}{} run past 65535",
+                                               count, spread, base, base + per_host - 1,
+                                               given ? "" : " (from the default base_port 29500)"),
+                                   fix);
         }
-        for (std::int64_t r = 0; r < count; ++r) out.push_back({host, static_cast<int>(base + r)});
+        for (std::int64_t r = 0; r < count; ++r)
+            out.push_back({hosts[static_cast<std::size_t>(r / per_host)],
+                           static_cast<int>(base + r % per_host)});
         return out;
     }
     if (!peers.is_array())

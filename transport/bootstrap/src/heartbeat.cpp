@@ -30,9 +30,10 @@ void Bootstrap::Impl::beat() {
     // nobody by it and gives every peer a fresh timeout (a peer really gone is noticed one
     // timeout later, or at once by its reset connection). docs/bootstrap.md, "Views".
     if (now - last_tick > opt.heartbeat_timeout - opt.heartbeat_interval) {
-        log::info("{}: this peer's bootstrap thread did not run for {:.1f} s (the process was "
-                  "stopped?); not judging the others' silence over that gap",
-                  name(opt.rank), std::chrono::duration<double>(now - last_tick).count());
+        log::info(
+            "{}: this peer's bootstrap thread did not run for {:.1f} s (the process was "
+            "stopped?); not judging the others' silence over that gap",
+            name(opt.rank), std::chrono::duration<double>(now - last_tick).count());
         for (auto& m : members)
             if (m) m->last_heard = std::max(m->last_heard, now);
     }

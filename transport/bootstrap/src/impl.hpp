@@ -49,10 +49,10 @@ struct Bootstrap::Impl {
     asio::steady_timer join_timer{io};
     asio::steady_timer heartbeat_timer{io};
     Clock::time_point last_beat{};
-    Clock::time_point last_tick{};       // beat()'s previous run: a gap means this thread stopped
-    std::optional<View> proposal;        // rank 0: proposed, not yet installed
-    std::vector<bool> acks;              // rank 0: acknowledgements of `proposal`
-    bool quiet_proposal = true;          // rank 0: `proposal` removes only peers that left
+    Clock::time_point last_tick{};      // beat()'s previous run: a gap means this thread stopped
+    std::optional<View> proposal;       // rank 0: proposed, not yet installed
+    std::vector<bool> acks;             // rank 0: acknowledgements of `proposal`
+    bool quiet_proposal = true;         // rank 0: `proposal` removes only peers that left
     std::vector<std::string> refusals;  // rank 0: why each rank's last handshake was refused
     // The listener's warnings: kWarningsShown per window, the rest counted and summed up.
     static constexpr int kWarningsShown = 3;
@@ -96,12 +96,12 @@ struct Bootstrap::Impl {
     void lose(int rank, const std::string& line, bool forward, bool left = false);
 
     // views.cpp
-    void propose_view(bool quiet);        // rank 0, after a loss (quiet: a goodbye)
+    void propose_view(bool quiet);  // rank 0, after a loss (quiet: a goodbye)
     void on_view_ack(int rank, const wire::Notice& notice);
-    void check_view();                    // installs the proposal once a majority acked
+    void check_view();  // installs the proposal once a majority acked
     void send_view(int rank, wire::Kind kind, const View& v);
-    void on_view_frame(const Frame& f);   // others: propose, install, expelled
-    void answer_query(int rank);          // rank 0
+    void on_view_frame(const Frame& f);  // others: propose, install, expelled
+    void answer_query(int rank);         // rank 0
 };
 
 wire::Notice view_notice(const View& v);

@@ -37,7 +37,8 @@ std::string ranks_text(const std::vector<int>& ranks) {
 
 void Bootstrap::Impl::send_view(int rank, wire::Kind kind, const View& v) {
     auto& m = members[static_cast<std::size_t>(rank)];
-    if (m && !gone[static_cast<std::size_t>(rank)]) m->send(wire::frame(kind, wire::encode(view_notice(v))));
+    if (m && !gone[static_cast<std::size_t>(rank)])
+        m->send(wire::frame(kind, wire::encode(view_notice(v))));
 }
 
 void Bootstrap::Impl::propose_view(bool quiet) {
@@ -106,7 +107,8 @@ void Bootstrap::Impl::answer_query(int rank) {
 void Bootstrap::Impl::on_view_frame(const Frame& f) {
     wire::Notice notice;
     try {
-        notice = f.header.kind == wire::Kind::view_query ? wire::Notice{} : wire::decode_notice(f.body);
+        notice =
+            f.header.kind == wire::Kind::view_query ? wire::Notice{} : wire::decode_notice(f.body);
     } catch (const wire::Malformed& e) {
         log::warn("{}: a malformed view frame from {}: {}", name(opt.rank), name(0), e.what());
         return;
@@ -183,7 +185,8 @@ Standing Bootstrap::confirm_membership(Millis timeout) {
         return m.view_answers > asked || m.expelled_line || m.root_lost || m.io_stopped;
     });
     if (m.expelled_line) return Standing::expelled;
-    if (m.view_answers > asked) return m.view.contains(m.opt.rank) ? Standing::member : Standing::expelled;
+    if (m.view_answers > asked)
+        return m.view.contains(m.opt.rank) ? Standing::member : Standing::expelled;
     return Standing::unknown;
 }
 

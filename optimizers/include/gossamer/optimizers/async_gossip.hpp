@@ -31,10 +31,10 @@
 #include <vector>
 
 #include "gossamer/core/json.hpp"
-#include "gossamer/optimizers/small_containers.hpp"
 #include "gossamer/core/rng.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/push_sum_math.hpp"
+#include "gossamer/optimizers/small_containers.hpp"
 
 namespace gossamer::proto {
 
@@ -75,9 +75,9 @@ struct AsyncEdge {
     bool finished = false;         ///< the neighbour took its last step (it said so)
     /// With `finished`: the shares it pushed to this peer in all (-1: not known yet).
     std::int64_t final_shares = -1;
-    double rate = 0;               ///< measured steps per second (0: unknown)
-    double reported_self = 0;      ///< the neighbour's self share from its latest report (0: none)
-    std::int64_t reports = 0;      ///< rate reports received from it
+    double rate = 0;           ///< measured steps per second (0: unknown)
+    double reported_self = 0;  ///< the neighbour's self share from its latest report (0: none)
+    std::int64_t reports = 0;  ///< rate reports received from it
     // This peer's pushes to the neighbour.
     std::int64_t pushes = 0;
     std::int64_t last_push = -1;  ///< this peer's step of the latest push
@@ -150,8 +150,8 @@ class AsyncGossip final : public Protocol {
         AsyncEdge e;
         Window<std::pair<Time, std::int64_t>> arrivals;  // (time, sender step), rate_window + 1
         Window<double> gaps;                             // inter-arrival times, rate_window
-        double last_share = 0;                               // w of its latest share
-        bool armed = false;                                  // a deadline is pending
+        double last_share = 0;                           // w of its latest share
+        bool armed = false;                              // a deadline is pending
         std::int64_t staleness_sum = 0;
     };
 
@@ -177,7 +177,7 @@ class AsyncGossip final : public Protocol {
     std::deque<Time> history_;                   // own step boundaries: rate, staleness
     Time now_ = 0;                               // time of the event being handled
     FlatMap<int, Neighbour> nbrs_;
-    std::vector<double> scratch_;  // the deadline quantile's copy of a gap window
+    std::vector<double> scratch_;              // the deadline quantile's copy of a gap window
     const topology::Digraph* base_ = nullptr;  // the schedule's base graph (shared, immutable)
 };
 

@@ -135,8 +135,8 @@ struct PeerContext {
 struct ProtocolStats {
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     std::uint64_t messages_sent = 0, messages_received = 0;
-    std::int64_t rounds = 0;  ///< communication rounds completed
-    double mass_lost = 0.0;   ///< push-sum: mass that went with failed peers
+    std::int64_t rounds = 0;         ///< communication rounds completed
+    double mass_lost = 0.0;          ///< push-sum: mass that went with failed peers
     std::int64_t staleness_max = 0;  ///< async: the stalest share absorbed, in own steps
     /// bytes_sent split by Message::partition (index = partition id; whole-model protocols
     /// send everything as partition 0).

@@ -70,9 +70,9 @@ struct PeerSummary {
     double idle_share = 0;    ///< idle / (busy + idle)
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     bool failed = false;
-    json::Json edges;  ///< the protocol's per-edge metrics at the end (null if it keeps none)
+    json::Json edges;      ///< the protocol's per-edge metrics at the end (null if it keeps none)
     bool recorded = true;  ///< selected for a peers.jsonl record (SimSetup::peer_records_every)
-    std::int64_t staleness_max = 0;  ///< the largest staleness of a share it absorbed (async)
+    std::int64_t staleness_max = 0;   ///< the largest staleness of a share it absorbed (async)
     std::uint64_t backward_macs = 0;  ///< backward multiply-adds of its steps (math mode)
     /// Per partition: {"name", "updates", "backward_macs", "bytes_sent"} (math mode; null in
     /// cost mode).
