@@ -42,11 +42,14 @@ std::string MembershipGuard::paused_text() const {
 void MembershipGuard::check() {
     pause_.tick();
     me_.apply_peer_losses();
-    if (const auto why = me_.bootstrap().expelled())
-        throw NotMember(fmt::format(
+    // Rank 0's notice may arrive at any moment, also while this peer asks: one line either way.
+    auto expelled = [&](const std::string& why) {
+        return NotMember(fmt::format(
             "{}rank 0 declared this peer lost ({}); the job carried on without it: exiting "
             "without a result",
-            pause_.paused() ? paused_text() + "; " : "", *why));
+            pause_.paused() ? paused_text() + "; " : "", why));
+    };
+    if (const auto why = me_.bootstrap().expelled()) throw expelled(*why);
     if (!pause_.paused()) return;
     const auto alive = survivors();
     if (static_cast<int>(alive.size()) == me_.size()) return;  // nobody lost: nothing to judge
@@ -60,10 +63,11 @@ void MembershipGuard::check() {
         pause_.clear();
         return;
     }
+    if (const auto why = me_.bootstrap().expelled()) throw expelled(*why);
     throw NotMember(fmt::format(
         "{}; {}: exiting without a result", paused_text(),
         standing == bootstrap::Standing::expelled
-            ? "the job carried on without it"
+            ? "the job's view no longer holds it: the job carried on without it"
             : "it could not confirm it is still a member (rank 0 is gone or did not answer)"));
 }
 

@@ -15,7 +15,7 @@ Connection::Connection(tcp::socket socket) : socket_(std::move(socket)) {
 }
 
 void Connection::send(wire::Bytes frame) {
-    if (!socket_.is_open() || close_when_flushed_) return;
+    if (!socket_.is_open() || close_when_flushed_ || write_failed_) return;
     outbox_.push_back(std::move(frame));
     if (outbox_.size() == 1) write_next();
 }
@@ -24,8 +24,14 @@ void Connection::write_next() {
     asio::async_write(socket_, asio::buffer(outbox_.front()),
                       [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
                           if (ec) {
+                              // Only the sending side is done: what the other side sent before
+                              // it closed (rank 0's expelled notice to a peer that was stopped)
+                              // is still read, and the reader then closes.
                               self->outbox_.clear();
-                              self->close();
+                              self->write_failed_ = true;
+                              boost::system::error_code ignored;
+                              self->socket_.shutdown(tcp::socket::shutdown_send, ignored);
+                              if (self->close_when_flushed_) self->close();
                               return;
                           }
                           self->outbox_.pop_front();

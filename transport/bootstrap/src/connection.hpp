@@ -28,7 +28,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   public:
     explicit Connection(tcp::socket socket);
 
-    /// Queues a whole frame; a write error closes the connection (the reader then sees it).
+    /// Queues a whole frame. A write error ends the sending side only: the reader still gets
+    /// what arrived before, then the end of the connection, and closes it.
     void send(wire::Bytes frame);
     /// Closes once the queued frames are written.
     void close_after_flush();
@@ -50,6 +51,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     tcp::socket socket_;
     std::deque<wire::Bytes> outbox_;
     bool close_when_flushed_ = false;
+    bool write_failed_ = false;
     std::string remote_;
 };
 
