@@ -216,8 +216,12 @@ void Engine::evaluate(Time now, bool final) {
     std::vector<double> mean(size, 0.0);
     double total_w = 0;
     std::vector<ParamVector> models;
-    for (auto& p : peers_) {
+    std::vector<bool> judged;  // evaluated on its own: all, or the sampled ranks (--peer-metrics)
+    const int every = s_.peer_records_every;
+    for (int r = 0; r < n_; ++r) {
+        auto& p = peers_[static_cast<std::size_t>(r)];
         if (!p.alive) continue;
+        judged.push_back(every <= 1 || r % every == 0);
         ParamVector x(size);
         p.protocol->current_model(x.span());
         const double w = p.protocol->mass();
@@ -226,6 +230,8 @@ void Engine::evaluate(Time now, bool final) {
         models.push_back(std::move(x));
     }
     if (models.empty() || !(total_w > 0)) return;
+    if (std::none_of(judged.begin(), judged.end(), [](bool b) { return b; }))
+        judged.assign(judged.size(), true);  // every sampled peer failed: judge the others
     ParamVector avg(size);
     for (std::size_t i = 0; i < size; ++i) avg.span()[i] = static_cast<float>(mean[i] / total_w);
     const EvalResult all = eval_model_->evaluate(avg.span(), *s_.test, 1000);
@@ -233,12 +239,17 @@ void Engine::evaluate(Time now, bool final) {
     ep.loss = all.loss;
     ep.min_accuracy = 1;
     double spread = 0;
-    for (const auto& x : models) {
-        // Per-peer accuracies on a test subset while running; on the whole set at the end.
-        const EvalResult one = eval_model_->evaluate(x.span(), final ? *s_.test : peer_test_, 1000);
-        ep.min_accuracy = std::min(ep.min_accuracy, one.accuracy.value_or(0));
-        ep.max_accuracy = std::max(ep.max_accuracy, one.accuracy.value_or(0));
-        ep.mean_accuracy += one.accuracy.value_or(0) / static_cast<double>(models.size());
+    const auto evaluated = static_cast<double>(std::count(judged.begin(), judged.end(), true));
+    for (std::size_t m = 0; m < models.size(); ++m) {
+        const auto& x = models[m];
+        if (judged[m]) {
+            // Per-peer accuracies on a test subset while running; on the whole set at the end.
+            const EvalResult one =
+                eval_model_->evaluate(x.span(), final ? *s_.test : peer_test_, 1000);
+            ep.min_accuracy = std::min(ep.min_accuracy, one.accuracy.value_or(0));
+            ep.max_accuracy = std::max(ep.max_accuracy, one.accuracy.value_or(0));
+            ep.mean_accuracy += one.accuracy.value_or(0) / evaluated;
+        }
         for (std::size_t i = 0; i < size; ++i) {
             const double d = x.span()[i] - avg.span()[i];
             spread += d * d;

@@ -462,3 +462,33 @@ TEST_CASE("sim: --peer-metrics samples or drops the peers.jsonl records, the qua
         CHECK_FALSE(std::filesystem::exists(dir.path() / "bad"));
     }
 }
+
+TEST_CASE("sim: in math mode \"sample K\" evaluates K peers on their own, the average as before") {
+    TempDir dir;
+    const auto topo =
+        dir.write("ring16.json", R"({"peers": {"count": 16}, "graph": {"family": "ring"}})");
+    const auto config = dir.write("train.json", R"({"seed": 3,
+        "data": {"name": "logreg_synthetic", "samples": 1600, "test_samples": 200, "features": 10, "seed": 5},
+        "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
+        "training": {"epochs": 2, "batch_size": 20, "target_accuracy": 0.6}})");
+    const auto cluster = dir.write("c.json", R"({"defaults": {"base_time": 0.01},
+        "network": {"latency": 1e-4, "bandwidth": 1e9}})");
+    auto sim = [&](const std::string& extra, const std::string& out) {
+        return run(kBin + " sim --topology " + topo + " --cluster " + cluster + " --config " +
+                   config + " --algorithms dpsgd --json --out " + (dir.path() / out).string() +
+                   " " + extra);
+    };
+    const auto all = sim("", "all");
+    const auto some = sim("--peer-metrics 'sample 4'", "some");
+    REQUIRE(all.status == 0);
+    REQUIRE(some.status == 0);
+    const auto a = Json::parse(all.out)["algorithms"][0];
+    const auto s = Json::parse(some.out)["algorithms"][0];
+    // The exact average and the consensus distance cover every peer either way.
+    CHECK(a["final_accuracy"] == s["final_accuracy"]);
+    CHECK(a["consensus"] == s["consensus"]);
+    // The sampled peers' own accuracies lie within those of all peers.
+    CHECK(s["min_accuracy"].get<double>() >= a["min_accuracy"].get<double>());
+    CHECK(s["max_accuracy"].get<double>() <= a["max_accuracy"].get<double>());
+    CHECK(s["min_accuracy"].get<double>() <= s["max_accuracy"].get<double>());
+}
