@@ -134,8 +134,8 @@ void Dpsgd::send_round(Time now, Actions& out) {
                                                    stream(c, rank(), j), worker().device()))
                          .first;
             auto& recent = c.sent_at[j];
-            recent.emplace_back(it->second.next_seq(), now);
-            if (recent.size() > kRecentSends) recent.pop_front();
+            if (recent.capacity() == 0) recent.set_capacity(kRecentSends);
+            recent.push_back({it->second.next_seq(), now});  // the oldest goes when full
             Message m = it->second.encode(part, c.round);
             m.partition = c.id;
             send(out, std::move(m));
@@ -272,8 +272,11 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
             Channel& c = channels_[msg.partition];
             auto it = c.out.find(j);
             if (it == c.out.end() || dead_.contains(j) || !it->second.sent(msg.edge_seq)) return;
-            for (const auto& [seq, at] : c.sent_at[j])
-                if (seq == msg.edge_seq && now - at < options_.resync_timeout) return;
+            const auto& recent = c.sent_at[j];
+            for (std::size_t k = 0; k < recent.size(); ++k)
+                if (recent[k].first == msg.edge_seq &&
+                    now - recent[k].second < options_.resync_timeout)
+                    return;
             ++resync_answers_;
             Message m = it->second.resync();
             m.partition = c.id;

@@ -43,6 +43,7 @@
 #include "gossamer/core/json.hpp"
 #include "gossamer/optimizers/edge_replica.hpp"
 #include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/small_containers.hpp"
 
 namespace gossamer::proto {
 
@@ -120,7 +121,8 @@ class Dpsgd final : public Protocol {
         std::int64_t round = 0;  // r_p: topology rounds this channel has mixed
         std::map<int, ReplicaSender> out;
         std::map<int, ReplicaReceiver> in;
-        std::map<int, std::deque<std::pair<std::uint64_t, Time>>> sent_at;  // recent sends
+        // (seq, sent at) of the recent sends to each out-neighbour: a fixed window each.
+        FlatMap<int, Window<std::pair<std::uint64_t, Time>>> sent_at;
     };
 
     void begin_round(Time now, Actions& out);

@@ -74,6 +74,7 @@ class Window {
         size_ = head_ = 0;
     }
     std::size_t size() const noexcept { return size_; }
+    std::size_t capacity() const noexcept { return capacity_; }
     bool empty() const noexcept { return size_ == 0; }
     /// Adds v; when full, the oldest value goes.
     void push_back(const T& v) {
