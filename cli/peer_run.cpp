@@ -19,6 +19,7 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/model_file.hpp"
+#include "gossamer/core/ranks_text.hpp"
 #include "gossamer/peer/average.hpp"
 #include "gossamer/peer/guard.hpp"
 #include "gossamer/peer/join.hpp"
@@ -44,13 +45,6 @@ bool refused_for_input(bootstrap::Reason r) {
         default:
             return true;
     }
-}
-
-std::string ranks_text(const std::vector<int>& ranks) {
-    if (ranks.empty()) return "none";
-    std::string s;
-    for (int r : ranks) s += fmt::format("{}{}", s.empty() ? "" : ", ", r);
-    return s;
 }
 
 // " (why each was lost)": the bootstrap's line where it saw the process go (it watched the

@@ -17,6 +17,7 @@
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/output_dir.hpp"
 #include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/straggler.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/sim/setup_checks.hpp"
 #include "gossamer/sim/simulation.hpp"
@@ -109,12 +110,9 @@ int peer_records_every(const std::optional<std::string>& value, int n) {
 // p50, p90 and p99 (nearest rank) of `v`, over every peer of every seed.
 json::Json quantiles(std::vector<double> v) {
     if (v.empty()) return nullptr;
-    std::sort(v.begin(), v.end());
-    auto at = [&](double q) {
-        const auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
-        return v[std::clamp<std::size_t>(i, 1, v.size()) - 1];
-    };
-    return {{"p50", at(0.5)}, {"p90", at(0.9)}, {"p99", at(0.99)}};
+    return {{"p50", proto::quantile_in_place(v, 0.5)},
+            {"p90", proto::quantile_in_place(v, 0.9)},
+            {"p99", proto::quantile_in_place(v, 0.99)}};
 }
 
 }  // namespace

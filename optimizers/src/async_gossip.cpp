@@ -434,17 +434,22 @@ void AsyncGossip::finish(Actions& out) {
     out.done = true;
 }
 
+// Shares pushed here before the sender learnt this peer finished are still absorbed (on_message
+// adds them to w and x when no step runs), so the final mass is exact.
+bool AsyncGossip::awaits(const Neighbour& nb) {
+    return nb.e.in && !nb.e.failed && (!nb.e.finished || nb.e.shares < nb.e.final_shares);
+}
+
 bool AsyncGossip::settled() const {
-    return done() && settling_on().empty();
+    // Checked on every wake of a done peer's loop: no list built.
+    return done() && std::none_of(nbrs_.begin(), nbrs_.end(),
+                                  [](const auto& entry) { return awaits(entry.second); });
 }
 
 std::vector<int> AsyncGossip::settling_on() const {
-    // Shares pushed here before the sender learnt this peer finished are still absorbed
-    // (on_message adds them to w and x when no step runs), so the final mass is exact.
     std::vector<int> waiting;
     for (const auto& [j, nb] : nbrs_)
-        if (nb.e.in && !nb.e.failed && (!nb.e.finished || nb.e.shares < nb.e.final_shares))
-            waiting.push_back(j);
+        if (awaits(nb)) waiting.push_back(j);
     return waiting;
 }
 

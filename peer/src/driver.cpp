@@ -1,7 +1,6 @@
 #include "gossamer/peer/driver.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cassert>
@@ -17,6 +16,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/log.hpp"
 #include "gossamer/core/metrics.hpp"
+#include "gossamer/core/ranks_text.hpp"
 #include "gossamer/optimizers/allreduce.hpp"
 
 namespace gossamer::peer {
@@ -58,10 +58,6 @@ json::Json dropped_json(const transport::DropCounters& d) {
         if (d[reason] > 0) out[std::string(transport::to_string(reason))] = d[reason];
     }
     return out;
-}
-
-std::string ranks(const std::vector<int>& v) {
-    return v.empty() ? std::string("none") : fmt::format("{}", fmt::join(v, ", "));
 }
 
 class Loop {
@@ -290,7 +286,7 @@ void Loop::watch() {
             log::warn(
                 "rank {} ({}): stopped waiting for the last messages of peers {} after {:.1f} s; "
                 "what they still send here is lost",
-                result_.rank, protocol_.name(), ranks(protocol_.settling_on()),
+                result_.rank, protocol_.name(), ranks_text(protocol_.settling_on()),
                 seconds(options_.settle_timeout));
             gave_up_settling_ = true;
         }

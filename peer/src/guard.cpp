@@ -7,19 +7,13 @@
 #include <thread>
 
 #include "gossamer/core/log.hpp"
+#include "gossamer/core/ranks_text.hpp"
 
 namespace gossamer::peer {
 namespace {
 
 std::string seconds_text(std::chrono::steady_clock::duration d) {
     return fmt::format("{:.1f} s", std::chrono::duration<double>(d).count());
-}
-
-std::string ranks_text(const std::vector<int>& ranks) {
-    if (ranks.empty()) return "none";
-    std::string s;
-    for (int r : ranks) s += fmt::format("{}{}", s.empty() ? "" : ", ", r);
-    return s;
 }
 
 }  // namespace

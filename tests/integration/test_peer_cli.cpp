@@ -79,18 +79,28 @@ struct Job {
     }
 };
 
+// The job's 4 peers under `algo`, returned once rank `watched` has written 40 metric lines
+// (flushed per step: it is training), at most 30 s after the start.
+std::vector<std::unique_ptr<Process>> start_training(const Job& job, const std::string& algo,
+                                                     int watched) {
+    std::vector<std::unique_ptr<Process>> peers;
+    for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, algo));
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (count_lines(job.metrics(watched)) < 40 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(10ms);
+    REQUIRE_MESSAGE(count_lines(job.metrics(watched)) >= 40,
+                    "rank " << watched << "'s log:\n"
+                            << peers[static_cast<std::size_t>(watched)]->log()
+                            << "\nrank 0's log:\n"
+                            << peers[0]->log());
+    return peers;
+}
+
 // The job's 4 peers under `algo`; rank 2 is stopped (SIGSTOP: alive, connections open,
 // silent, so only heartbeats tell) once it has 40 metric lines, and ranks 0, 1 and 3 must finish
 // without it. Returns the peers, rank 2 still stopped.
 std::vector<std::unique_ptr<Process>> stop_rank_2(const Job& job, const std::string& algo) {
-    std::vector<std::unique_ptr<Process>> peers;
-    for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, algo));
-    const auto until = std::chrono::steady_clock::now() + 30s;
-    while (count_lines(job.metrics(2)) < 40 && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(10ms);
-    REQUIRE_MESSAGE(count_lines(job.metrics(2)) >= 40, "rank 2's log:\n"
-                                                           << peers[2]->log() << "\nrank 0's log:\n"
-                                                           << peers[0]->log());
+    auto peers = start_training(job, algo, 2);
     peers[2]->kill(SIGSTOP);
     for (int r : {0, 1, 3}) {
         CAPTURE(r);
@@ -190,13 +200,8 @@ TEST_SUITE("integration") {
         for (const std::string algo : {"async", "dpsgd", "allreduce"}) {
             CAPTURE(algo);
             Job job(20, 0.01);  // 200 steps of 10 ms
-            std::vector<std::unique_ptr<Process>> peers;
-            for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, algo));
             // Kill rank 2 mid-run: its metrics (flushed per step) show how far it got.
-            const auto until = std::chrono::steady_clock::now() + 30s;
-            while (count_lines(job.metrics(2)) < 40 && std::chrono::steady_clock::now() < until)
-                std::this_thread::sleep_for(10ms);
-            REQUIRE(count_lines(job.metrics(2)) >= 40);
+            auto peers = start_training(job, algo, 2);
             peers[2]->kill(SIGKILL);
             const auto killed = std::chrono::steady_clock::now();
             for (int r : {0, 1, 3}) {
@@ -226,12 +231,7 @@ TEST_SUITE("integration") {
         for (const std::string algo : {"dpsgd", "allreduce"}) {
             CAPTURE(algo);
             Job job(20, 0.01);  // 200 steps of 10 ms
-            std::vector<std::unique_ptr<Process>> peers;
-            for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, algo));
-            const auto until = std::chrono::steady_clock::now() + 30s;
-            while (count_lines(job.metrics(2)) < 40 && std::chrono::steady_clock::now() < until)
-                std::this_thread::sleep_for(10ms);
-            REQUIRE(count_lines(job.metrics(2)) >= 40);
+            auto peers = start_training(job, algo, 2);
             peers[2]->kill(SIGKILL);
             for (int r : {0, 1, 3}) {
                 CAPTURE(r);
@@ -271,12 +271,7 @@ TEST_SUITE("integration") {
 
     TEST_CASE("a job split in two halves (ranks 2 and 3 paused) writes no result on either side") {
         Job job(20, 0.01);  // 200 steps of 10 ms
-        std::vector<std::unique_ptr<Process>> peers;
-        for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, "dpsgd"));
-        const auto until = std::chrono::steady_clock::now() + 30s;
-        while (count_lines(job.metrics(3)) < 40 && std::chrono::steady_clock::now() < until)
-            std::this_thread::sleep_for(10ms);
-        REQUIRE_MESSAGE(count_lines(job.metrics(3)) >= 40, "rank 3's log:\n" << peers[3]->log());
+        auto peers = start_training(job, "dpsgd", 3);
         peers[2]->kill(SIGSTOP);
         peers[3]->kill(SIGSTOP);
         for (int r : {0, 1}) {
@@ -306,12 +301,7 @@ TEST_SUITE("integration") {
         // Rank 3 dies, rank 0 installs the view {0, 1, 2}; then rank 2 dies: {0, 1} is a
         // majority of that view (not of the 4 the job started with), so it writes the result.
         Job job(20, 0.01);  // 200 steps of 10 ms
-        std::vector<std::unique_ptr<Process>> peers;
-        for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, "async"));
-        const auto until = std::chrono::steady_clock::now() + 30s;
-        while (count_lines(job.metrics(3)) < 40 && std::chrono::steady_clock::now() < until)
-            std::this_thread::sleep_for(10ms);
-        REQUIRE_MESSAGE(count_lines(job.metrics(3)) >= 40, "rank 3's log:\n" << peers[3]->log());
+        auto peers = start_training(job, "async", 3);
         peers[3]->kill(SIGKILL);
         const auto installed = std::chrono::steady_clock::now() + 10s;
         while (peers[0]->log().find("view 1 installed: ranks 0, 1, 2") == std::string::npos &&
@@ -337,12 +327,7 @@ TEST_SUITE("integration") {
         // As a host that stalled: every bootstrap finds the gap in its own thread and judges
         // nobody by the silence over it, so no peer is declared lost.
         Job job(20, 0.01);
-        std::vector<std::unique_ptr<Process>> peers;
-        for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, "async"));
-        const auto until = std::chrono::steady_clock::now() + 30s;
-        while (count_lines(job.metrics(3)) < 40 && std::chrono::steady_clock::now() < until)
-            std::this_thread::sleep_for(10ms);
-        REQUIRE(count_lines(job.metrics(3)) >= 40);
+        auto peers = start_training(job, "async", 3);
         for (auto& p : peers) p->kill(SIGSTOP);
         std::this_thread::sleep_for(7s);  // past the 5 s heartbeat timeout
         for (auto& p : peers) p->kill(SIGCONT);

@@ -104,10 +104,6 @@ struct Bootstrap::Impl {
     void answer_query(int rank);         // rank 0
 };
 
-wire::Notice view_notice(const View& v);
-View view_of(const wire::Notice& notice);
-std::string ranks_text(const std::vector<int>& ranks);
-
 /// Runs a coroutine on the bootstrap thread; an escaped exception is logged, never fatal.
 void spawn(asio::io_context& io, asio::awaitable<void> task, const char* what);
 

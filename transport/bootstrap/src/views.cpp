@@ -2,11 +2,11 @@
 // installs it once a strict majority of the previous view acknowledged it, and tells a peer it
 // declared lost so. Bootstrap thread, except the public accessors at the end.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 
 #include "gossamer/core/log.hpp"
+#include "gossamer/core/ranks_text.hpp"
 #include "impl.hpp"
 
 namespace gossamer::bootstrap {
@@ -14,6 +14,8 @@ namespace gossamer::bootstrap {
 bool View::contains(int rank) const {
     return std::binary_search(members.begin(), members.end(), rank);
 }
+
+namespace {
 
 wire::Notice view_notice(const View& v) {
     wire::Notice n;
@@ -31,9 +33,7 @@ View view_of(const wire::Notice& notice) {
     return v;
 }
 
-std::string ranks_text(const std::vector<int>& ranks) {
-    return ranks.empty() ? std::string("none") : fmt::format("{}", fmt::join(ranks, ", "));
-}
+}  // namespace
 
 void Bootstrap::Impl::send_view(int rank, wire::Kind kind, const View& v) {
     auto& m = members[static_cast<std::size_t>(rank)];

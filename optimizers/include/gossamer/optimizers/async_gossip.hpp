@@ -167,6 +167,8 @@ class AsyncGossip final : public Protocol {
     void finish(Actions& out);
     std::vector<int> live_out() const;
     bool usable(const Neighbour& nb) const { return !nb.e.failed && !nb.e.finished; }
+    /// Done or not, whether this peer still waits for nb's last shares (settled()).
+    static bool awaits(const Neighbour& nb);
 
     AsyncOptions options_;
     Rng rng_;
