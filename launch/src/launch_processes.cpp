@@ -17,20 +17,21 @@
 #include <thread>
 #include <tuple>
 
-#include "child_process.hpp"
 #include "gossamer/core/error.hpp"
-#include "launch.hpp"
-#include "local_ports.hpp"
+#include "gossamer/launch/child_process.hpp"
+#include "gossamer/launch/launch.hpp"
+#include "gossamer/launch/local_ports.hpp"
 #include "metrics_follow.hpp"
 
-namespace gossamer::cli {
+namespace gossamer::launch {
 namespace {
 
 namespace fs = std::filesystem;
 
 constexpr int kEmulatedFailure = 3;  // gossamer peer's exit status at its cluster-file failure
-// gossamer peer's exit status when the job carried on without it (kNoResult, peer_run.hpp): it
-// was declared lost, or could not reach a majority of the job's view. It wrote no result.
+// gossamer peer's exit status when the job carried on without it (peer::kNoResult,
+// gossamer/peer/job.hpp): it was declared lost, or could not reach a majority of the job's view. It
+// wrote no result.
 constexpr int kCutOff = 4;
 constexpr int kBadUsage = 2;
 constexpr int kCannotExec = 127;
@@ -306,4 +307,4 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     return row;
 }
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::launch
