@@ -199,7 +199,7 @@ int run_peer_job(PeerJob& job) {
     if (r.failed) {
         say(rank, fmt::format("emulated failure at {:.2f} s (cluster file): exiting at once",
                               r.end_time));
-        std::_Exit(3);  // as a crash: no goodbye, no average
+        std::_Exit(kEmulatedFailure);  // as a crash: no goodbye, no average
     }
     if (eval) append_metrics_lines(job.driver.metrics_path, eval->finish());
 

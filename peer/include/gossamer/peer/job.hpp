@@ -46,6 +46,8 @@ struct PeerJob {
 /// reaches no strict majority of the job's peers, or it was paused longer than the heartbeat
 /// timeout and found peers lost. It writes nothing.
 inline constexpr int kNoResult = 4;
+/// Exit status of a peer at its cluster file's failure time (an emulated crash: no goodbye).
+inline constexpr int kEmulatedFailure = 3;
 
 /// Joins, trains, averages; returns the exit status (0 finished, 1 stopped, 2 refused by the
 /// job: a token, job, topology, model or setting that does not match, kNoResult not a member of
