@@ -6,12 +6,12 @@
 #include <cmath>
 #include <variant>
 
+#include "gossamer/core/compute_model.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/params.hpp"
 #include "gossamer/core/sharding.hpp"
 #include "gossamer/optimizers/local_trainer.hpp"
 #include "gossamer/optimizers/protocol.hpp"
-#include "gossamer/sim/compute_model.hpp"
 #include "gossamer/sim/event_queue.hpp"
 #include "gossamer/sim/network.hpp"
 
