@@ -82,6 +82,7 @@ AsyncGossip::AsyncGossip(PeerContext ctx, AsyncOptions options)
     nbrs_.reserve(outs.size() + ins.size() - both);
     for (int j : base.out_neighbors(rank())) neighbour(j).e.out = true;
     for (int j : base.in_neighbors(rank())) neighbour(j).e.in = true;
+    collect_live_out();
 }
 
 AsyncGossip::Neighbour& AsyncGossip::neighbour(int j) {
@@ -139,10 +140,7 @@ double AsyncGossip::fraction_to(const AsyncEdge& e, int k) const {
 }
 
 std::vector<int> AsyncGossip::live_out() const {
-    std::vector<int> v;
-    for (const auto& [j, nb] : nbrs_)
-        if (nb.e.out && usable(nb)) v.push_back(j);
-    return v;
+    return live_;
 }
 
 void AsyncGossip::collect_live_out() {
@@ -261,7 +259,6 @@ void AsyncGossip::push_shares(Actions& out) {
     auto& cands = sc.cands;
     auto& outs = sc.outs;
     auto& preferred = sc.preferred;
-    collect_live_out();
     const int degree = static_cast<int>(live_.size());
     const int k = std::min(options_.targets, degree);
     const double r_self = own_rate();
@@ -393,6 +390,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     if (msg.kind == MessageKind::control) {
         if (msg.chunk == kControlRate) return on_report(msg, nb);
         nb.e.finished = true;  // its last step is done: push nothing more to it
+        collect_live_out();
         nb.e.final_shares = static_cast<std::int64_t>(msg.edge_seq);
         return;
     }
@@ -497,6 +495,7 @@ void AsyncGossip::on_peer_failed(Time, int j, Actions&) {
     Neighbour& nb = neighbour(j);
     if (nb.e.failed) return;
     nb.e.failed = true;
+    collect_live_out();
     // j's mass before its latest split seen here: share / fraction, with the fraction at most
     // (1 - base_self) / k, so this is exact when j kept base_self and a lower bound otherwise.
     if (nb.last_share > 0) {
