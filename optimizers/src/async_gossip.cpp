@@ -223,7 +223,7 @@ void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
     ++t_;
     ++mutable_stats().rounds;
     if (t_ >= context().max_steps) return finish(out);
-    if (options_.straggler_aware && (t_ == 1 || t_ % report_period() == 0)) send_reports(now, out);
+    if (options_.straggler_aware) send_reports(now, out);
     if (math_.on()) math_.debias(params(), w_);
     out.start_step = true;  // wait-free: the next step starts right away
 }
@@ -333,8 +333,8 @@ void AsyncGossip::push_shares(Actions& out) {
 void AsyncGossip::send_reports(Time now, Actions& out) {
     // Out-neighbours on a directed graph never hear from this peer otherwise; they need its
     // rate and self share to size the shares they push here (docs/algorithms.md).
-    for (const auto& [j, nb] : nbrs_) {
-        if (!nb.e.in || !usable(nb)) continue;
+    const std::int64_t period = report_period();
+    const auto report = [&](int j) {
         Message m;
         m.kind = MessageKind::control;
         m.chunk = kControlRate;
@@ -344,6 +344,23 @@ void AsyncGossip::send_reports(Time now, Actions& out) {
         m.payload = {static_cast<float>(own_rate()), static_cast<float>(self_share_)};
         m.elements = m.payload.size();
         send(out, std::move(m));
+    };
+    if (period == options_.report_every) {
+        // Every in-neighbour at once, after the first step and every period steps.
+        if (t_ != 1 && t_ % period != 0) return;
+        for (const auto& [j, nb] : nbrs_)
+            if (nb.e.in && usable(nb)) report(j);
+        return;
+    }
+    // The period raised to ceil(in-degree / targets): in-neighbour number i (ascending rank)
+    // hears at the steps t = i mod period, so each still hears every period steps but a step
+    // sends about `targets` reports, never a burst to every in-neighbour at once (n times the
+    // in-degree messages in flight after the first step of a homogeneous job).
+    const auto ins = base_->in_neighbors(rank());
+    for (auto i = static_cast<std::size_t>(t_ % period); i < ins.size();
+         i += static_cast<std::size_t>(period)) {
+        auto it = nbrs_.find(ins[i]);
+        if (it != nbrs_.end() && usable(it->second)) report(ins[i]);
     }
 }
 
