@@ -22,6 +22,10 @@ std::string list_ranks(const std::vector<std::string>& names) {
     return out;
 }
 
+bool is_wildcard(const std::string& host) {
+    return host == "0.0.0.0" || host == "::";
+}
+
 }  // namespace
 
 asio::awaitable<void> Bootstrap::Impl::accept_loop() {
@@ -119,12 +123,19 @@ std::optional<wire::Notice> Bootstrap::Impl::check(const wire::Hello& h) const {
                               "GOSSAMER_JOB_ID) and separate jobs separate ports",
                               h.rank, h.job_id, opt.job_id));
     auto mine = fingerprint;
-    if (h.n != static_cast<std::uint32_t>(n) || h.peers_fingerprint != mine)
+    if (h.n != static_cast<std::uint32_t>(n) || h.peers_fingerprint != mine) {
+        // A count-only list has one fingerprint per size: say so rather than show a number.
+        auto kind = [](std::uint32_t count, std::uint64_t print) {
+            return count > 1 && print == wire::count_only_fingerprint(count)
+                       ? std::string("count-only, addresses from the rendezvous")
+                       : fmt::format("hosts and ports fingerprint {:016x}", print);
+        };
         return no(Reason::peer_list_mismatch,
-                  fmt::format("peer lists of the topology differ: rank {} has {} peers "
-                              "(hosts and ports fingerprint {:016x}), rank 0 has {} ({:016x}); "
-                              "start every peer with the same topology file",
-                              h.rank, h.n, h.peers_fingerprint, n, mine));
+                  fmt::format("peer lists of the topology differ: rank {} has {} peers ({}), "
+                              "rank 0 has {} ({}); start every peer with the same topology file",
+                              h.rank, h.n, kind(h.n, h.peers_fingerprint), n,
+                              kind(static_cast<std::uint32_t>(n), mine)));
+    }
     if (r <= 0 || r >= n)
         return no(Reason::duplicate_rank,
                   fmt::format("a second process claims rank {}; every rank must be started once",
@@ -222,6 +233,10 @@ asio::awaitable<void> Bootstrap::Impl::serve(std::shared_ptr<Connection> conn) {
             co_return;
         }
         opt.peers[index] = hello.listen;
+        // Listening on every interface, rank 0 names itself by the address the first peer
+        // reached it at.
+        if (is_wildcard(opt.peers[0].host) && !conn->local_address().empty())
+            opt.peers[0].host = conn->local_address();
     }
     members[index] = conn;
     blobs[index] = std::move(hello.address);
@@ -357,7 +372,10 @@ asio::awaitable<void> Bootstrap::Impl::join_root(Blob address) {
     // The address this peer reports: its bind address, or where it reached rank 0 from when it
     // listens on every interface (the kernel's route to rank 0 picked it: reachable from there).
     Endpoint listen = self;
-    if (listen.host == "0.0.0.0" || listen.host == "::") listen.host = conn->local_address();
+    if (is_wildcard(listen.host) && !conn->local_address().empty()) {
+        listen.host = conn->local_address();
+        opt.peers[static_cast<std::size_t>(opt.rank)].host = listen.host;
+    }
     wire::Hello hello{static_cast<std::uint32_t>(opt.rank),
                       static_cast<std::uint32_t>(n),
                       opt.job_id,

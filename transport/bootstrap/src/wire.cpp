@@ -224,16 +224,18 @@ std::vector<Blob> decode_table(std::span<const std::uint8_t> body, std::uint32_t
     return decode_full_table(body, n).blobs;
 }
 
+std::uint64_t count_only_fingerprint(std::size_t n) {
+    const std::string tag = "count-only " + std::to_string(n);
+    return Digest().bytes(tag.data(), tag.size()).value();
+}
+
 bool count_only(const std::vector<Endpoint>& peers) {
     return std::any_of(peers.begin(), peers.end(), [](const Endpoint& e) { return e.port == 0; });
 }
 
 std::uint64_t peers_fingerprint(const std::vector<Endpoint>& peers) {
     Digest d;
-    if (count_only(peers)) {
-        const std::string tag = "count-only " + std::to_string(peers.size());
-        return d.bytes(tag.data(), tag.size()).value();
-    }
+    if (count_only(peers)) return count_only_fingerprint(peers.size());
     for (const auto& p : peers) {
         const unsigned char end = 0;
         unsigned char port[4];

@@ -107,6 +107,8 @@ std::vector<Blob> decode_table(std::span<const std::uint8_t> body, std::uint32_t
 /// A count-only job (some port is 0: learnt at the rendezvous) hashes only its size, since each
 /// peer knows a different part of the list up front.
 std::uint64_t peers_fingerprint(const std::vector<Endpoint>& peers);
+/// The fingerprint of a count-only job of n peers.
+std::uint64_t count_only_fingerprint(std::size_t n);
 /// Whether `peers` is a count-only job's list: some port is 0 (docs/bootstrap.md).
 bool count_only(const std::vector<Endpoint>& peers);
 
