@@ -25,7 +25,8 @@ std::vector<std::unique_ptr<bs::Bootstrap>> start_count_only(int n, const std::s
 }  // namespace
 
 TEST_SUITE("bootstrap") {
-    TEST_CASE("count-only: 5 peers on kernel ports learn every peer's address from the table") {
+    TEST_CASE(
+        "count-only job with 5 peers on kernel ports learns every peer's address from the table") {
         for (const std::string bind : {"127.0.0.1", "0.0.0.0"}) {
             CAPTURE(bind);
             auto peers = start_count_only(5, bind);
@@ -54,7 +55,7 @@ TEST_SUITE("bootstrap") {
         }
     }
 
-    TEST_CASE("count-only: a peer with a host list is refused by a count-only rank 0") {
+    TEST_CASE("count-only rank 0 refuses a peer with a host list") {
         auto eps = free_endpoints(2);
         bs::Options odd = quick_options(1, eps);  // both ports known: a list job
         odd.join_timeout = 1s;
@@ -75,7 +76,9 @@ TEST_SUITE("bootstrap") {
         CHECK_MESSAGE(has(out[0].error, "rank 1's handshake was refused"), out[0].error);
     }
 
-    TEST_CASE("count-only: a taken rendezvous port is one line that says how to pick another") {
+    TEST_CASE(
+        "count-only job with a taken rendezvous port gives one line that says how to pick "
+        "another") {
         auto eps = free_endpoints(1);
         boost::asio::io_context io;
         boost::asio::ip::tcp::acceptor squatter(io, {boost::asio::ip::make_address("127.0.0.1"),
@@ -94,7 +97,7 @@ TEST_SUITE("bootstrap") {
         }
     }
 
-    TEST_CASE("count-only: a missing peer is named by rank, without an address") {
+    TEST_CASE("count-only job names a missing peer by rank without an address") {
         auto peers = start_peers(3, [](int r, std::vector<bs::Endpoint> eps) {
             if (r == 2) return std::optional<bs::Options>();
             auto o = count_only_options(r, 3, eps[0].port, "127.0.0.1");

@@ -83,7 +83,7 @@ bs::LaunchRequest count_only() {
 }  // namespace
 
 TEST_SUITE("bootstrap") {
-    TEST_CASE("Slurm node lists: ranges, lists, suffixes, padding and products") {
+    TEST_CASE("Slurm node lists expand ranges and lists and suffixes and padding and products") {
         CHECK(expand("vm") == Hosts{"vm"});
         CHECK(expand("node[01-04,07]") == Hosts{"node01", "node02", "node03", "node04", "node07"});
         CHECK(expand("a1,b[2-3]") == Hosts{"a1", "b2", "b3"});
@@ -100,7 +100,7 @@ TEST_SUITE("bootstrap") {
         CHECK(expand("node[0-999]").back() == "node999");
     }
 
-    TEST_CASE("Slurm node lists: bad forms are one line naming the variable") {
+    TEST_CASE("Slurm node lists in bad forms are one line naming the variable") {
         struct Case {
             std::string list, says;
         };
@@ -133,7 +133,7 @@ TEST_SUITE("bootstrap") {
         CHECK(bs::expand_nodelist("r[0-9]n[0-9]", "X", 100).size() == 100);
     }
 
-    TEST_CASE("HOST:PORT: hosts, ports, IPv6 and bad forms") {
+    TEST_CASE("HOST and PORT of a rendezvous with IPv6 and bad forms") {
         auto e = bs::parse_host_port("node01", "--rendezvous", 29450);
         CHECK(e.host == "node01");
         CHECK(e.port == 29450);
@@ -159,7 +159,8 @@ TEST_SUITE("bootstrap") {
         }
     }
 
-    TEST_CASE("launch: rank and size from each launcher, the size checked against the file") {
+    TEST_CASE(
+        "launch discovers rank and size from each launcher and checks the size against the file") {
         CleanEnv env;
         env.set("SLURM_PROCID", "2");
         env.set("SLURM_STEP_NUM_TASKS", "4");
@@ -212,7 +213,7 @@ TEST_SUITE("bootstrap") {
                        "--rank: rank 3 is out of range for 3 peers"));
     }
 
-    TEST_CASE("launch: the rendezvous of a count-only job, from flags and launchers") {
+    TEST_CASE("launch finds the rendezvous of a count-only job from flags and launchers") {
         CleanEnv env;
         auto req = count_only();
         req.rank = 1;
@@ -284,7 +285,7 @@ TEST_SUITE("bootstrap") {
         CHECK_MESSAGE(contains(msg, "mpirun -x GOSSAMER_RENDEZVOUS=HOST"), msg);
     }
 
-    TEST_CASE("launch: flags that do not fit the topology file are refused") {
+    TEST_CASE("launch refuses flags that do not fit the topology file") {
         CleanEnv env;
         bs::LaunchRequest r;
         r.rank = 0;
@@ -310,7 +311,7 @@ TEST_SUITE("bootstrap") {
         CHECK(bs::discover_launch(r, 2).rendezvous->host == "head");
     }
 
-    TEST_CASE("launch: the peer list of a count-only job, and the peers on this host") {
+    TEST_CASE("launch builds the peer list of a count-only job and counts the peers on this host") {
         const bs::Endpoint rdv{"head", 7000};
         auto p = bs::rendezvous_peers(rdv, 0, 3, std::nullopt);
         REQUIRE(p.size() == 3);
