@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # A single-node Slurm cluster for trying srun on this machine (docs/cluster-launchers.md).
-#   scripts/lab/slurm.sh start [DIR]   writes DIR/slurm.conf (default DIR: /tmp/gossamer-slurm),
+#   scripts/lab/slurm.sh start [DIR] [--owner PID]
+#                                      writes DIR/slurm.conf (default DIR: /tmp/gossamer-slurm),
 #                                      starts slurmctld and slurmd from it, waits until the node
 #                                      takes jobs, and prints the line to use it:
 #                                      export SLURM_CONF=DIR/slurm.conf
-#   scripts/lab/slurm.sh stop [DIR]    stops those two daemons and removes DIR
+#                                      --owner PID: stop the cluster when PID exits (a test
+#                                      killed by its timeout leaves nothing behind), at the
+#                                      latest after 2 hours
+#   scripts/lab/slurm.sh stop [DIR]    cancels its jobs, stops those two daemons, removes DIR
 #   scripts/lab/slurm.sh check         exit 0 when slurmctld, slurmd and srun are installed
 # Needs root (the daemons run as root, AuthType=auth/none: for a test machine only, never on a
 # shared network) and Debian's slurm-wlm (scripts/deps.sh --lab). Each DIR is its own cluster
@@ -13,6 +17,11 @@ set -euo pipefail
 
 cmd="${1:-}"
 dir="${2:-/tmp/gossamer-slurm}"
+owner=""
+if [ "${3:-}" = "--owner" ]; then
+  owner="${4:-}"
+  case "$owner" in ''|*[!0-9]*) echo "slurm.sh: --owner needs a process id, got '$owner'" >&2; exit 2 ;; esac
+fi
 say() { echo "slurm.sh: $*" >&2; }
 
 missing() {
@@ -34,6 +43,15 @@ EOF
 
 stop_daemons() {
   local d="$1"
+  # Its jobs first, so that no slurmstepd or task outlives the daemons (bounded: 10 s).
+  if [ -e "$d/slurm.conf" ]; then
+    SLURM_CONF="$d/slurm.conf" timeout 5 scancel --quiet --full \
+      --user="$(id -un)" 2>/dev/null || true
+    for _ in $(seq 50); do
+      [ -z "$(SLURM_CONF="$d/slurm.conf" timeout 5 squeue -h -o %i 2>/dev/null || true)" ] && break
+      sleep 0.2
+    done
+  fi
   for name in slurmd slurmctld; do
     local pidfile="$d/$name.pid"
     [ -f "$pidfile" ] || continue
@@ -109,7 +127,15 @@ EOF
     # Bounded wait: 30 s for the node to be idle.
     for _ in $(seq 150); do
       state="$(sinfo -h -n "$node" -o %t 2>/dev/null || true)"
-      case "$state" in idle*|mix*|alloc*) echo "export SLURM_CONF=$SLURM_CONF"; exit 0 ;; esac
+      case "$state" in idle*|mix*|alloc*)
+        if [ -n "$owner" ]; then
+          # Detached watcher: stops this cluster once the owner is gone (polls once a second).
+          setsid nohup bash -c 'for _ in $(seq 7200); do kill -0 "$1" 2>/dev/null || break; sleep 1; done
+                                "$2" stop "$3"' _ "$owner" "$(readlink -f "$0")" "$dir" \
+            >/dev/null 2>&1 </dev/null &
+        fi
+        echo "export SLURM_CONF=$SLURM_CONF"; exit 0 ;;
+      esac
       sleep 0.2
     done
     say "the node did not become idle within 30 s (state: ${state:-none}); logs in $dir/log"
@@ -123,7 +149,7 @@ EOF
     rm -rf "$dir"
     ;;
   -h|--help|"")
-    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
     [ -n "$cmd" ] || exit 2 ;;
   *)
     say "unknown command '$cmd'; use start, stop or check"; exit 2 ;;

@@ -60,12 +60,13 @@ std::string mpi_missing() {
 }
 
 /// A single-node Slurm cluster of its own (own folder, own ports) for one test; stopped when
-/// the test ends, also on failure.
+/// the test ends, also on failure, and by slurm.sh's watcher if this process is killed.
 class SlurmCluster {
   public:
     explicit SlurmCluster(const fs::path& dir) : dir_(dir / "slurm") {
-        auto r = run(fmt::format("timeout -k 5 60 '{}/scripts/lab/slurm.sh' start '{}'", kSource,
-                                 dir_.string()));
+        // --owner: the daemons go with this process even when ctest kills it at its timeout.
+        auto r = run(fmt::format("timeout -k 5 60 '{}/scripts/lab/slurm.sh' start '{}' --owner {}",
+                                 kSource, dir_.string(), getpid()));
         started_ = r.status == 0;
         why_ = r.out + r.err;
     }
