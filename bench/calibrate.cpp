@@ -13,10 +13,10 @@
 #include <fstream>
 
 #include "gossamer/core/blas.hpp"
+#include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/peer/worker_setup.hpp"
-#include "gossamer/sim/cluster.hpp"
 #include "transport.hpp"
 
 namespace gossamer::bench {
@@ -91,7 +91,7 @@ CalibrateReport run_calibrate(const CalibrateOptions& o) {
                               "name a file in a writable folder");
     }
     try {
-        sim::load_cluster(tmp, 2);
+        load_cluster(tmp, 2);
     } catch (...) {
         std::filesystem::remove(tmp);
         throw;

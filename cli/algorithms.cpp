@@ -28,6 +28,14 @@ std::vector<std::string> parse_algorithms(const std::string& list) {
     return algorithms;
 }
 
+double eval_interval_option(const ParsedArgs& a) {
+    const double s = a.number("eval-interval", 2.0);
+    if (!(s > 0) || s > 1e6)
+        throw UsageError(fmt::format("--eval-interval: {} is not a number of seconds > 0",
+                                     *a.value("eval-interval")));
+    return s;
+}
+
 void check_algorithms(const std::vector<std::string>& algorithms,
                       const optim::TrainingConfig* config, const Dataset* train,
                       const std::shared_ptr<const topology::Schedule>& topology,

@@ -1,6 +1,6 @@
 #pragma once
-/// The algorithm checks `gossamer sim` and `gossamer launch` share: everything is validated
-/// before anything runs or is written, so a bad name or option is one line and exit 2.
+/// The option checks `gossamer sim`, `launch` and `peer` share: everything is validated before
+/// anything runs or is written, so a bad name or option is one line and exit 2.
 
 #include <cstdint>
 #include <memory>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "args.hpp"
 #include "gossamer/core/dataset.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/topology/schedule.hpp"
@@ -17,6 +18,9 @@ namespace gossamer::cli {
 /// A comma-separated list of algorithm names (`--algorithms`); UsageError naming an unknown
 /// one and the known ones.
 std::vector<std::string> parse_algorithms(const std::string& list);
+
+/// --eval-interval S of gossamer peer and launch: seconds > 0 (default 2); else UsageError.
+double eval_interval_option(const ParsedArgs& a);
 
 /// Builds every algorithm's protocol for rank 0 with its options from `config` (when given) and,
 /// with `train`, checks the config's multirate setup against it; throws ConfigError for a bad

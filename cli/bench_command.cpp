@@ -9,10 +9,10 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "compute.hpp"
+#include "gossamer/core/progress.hpp"
 #include "gossamer/core/units.hpp"
 #include "mix.hpp"
 #include "mix_device.hpp"
-#include "progress.hpp"
 #ifdef GOSSAMER_HAVE_UCX
 #include "allreduce.hpp"
 #include "calibrate.hpp"

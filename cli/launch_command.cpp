@@ -16,15 +16,15 @@
 
 #include "algorithms.hpp"
 #include "args.hpp"
-#include "child_process.hpp"
 #include "commands.hpp"
 #include "gossamer/core/blas.hpp"
+#include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/output_dir.hpp"
-#include "gossamer/sim/cluster.hpp"
-#include "launch.hpp"
-#include "local_ports.hpp"
-#include "peer_eval.hpp"
+#include "gossamer/core/progress.hpp"
+#include "gossamer/launch/child_process.hpp"
+#include "gossamer/launch/launch.hpp"
+#include "gossamer/launch/local_ports.hpp"
 
 namespace gossamer::cli {
 namespace {
@@ -43,19 +43,19 @@ void write_plots(const fs::path& out, std::optional<double> target) {
                                  fs::exists(python) ? script.string() : python.string());
         return;
     }
-    Children plot;
+    launch::Children plot;
     std::vector<std::string> argv = {python.string(), script.string(), out.string()};
     if (target) argv.insert(argv.end(), {"--target", fmt::format("{}", *target)});
     plot.start(argv, {}, log);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (!plot.running().empty() && std::chrono::steady_clock::now() < deadline &&
-           !InterruptGuard::received()) {
+           !launch::InterruptGuard::received()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         plot.poll();
     }
     plot.kill_all(1.0);
     if (!plot.status(0) || !plot.status(0)->ok()) {
-        const auto tail = last_lines(log, 1);
+        const auto tail = launch::last_lines(log, 1);
         std::cerr << fmt::format("warning: no plots ({}): {}\n", log.string(),
                                  tail.empty() ? "plot.py did not finish" : tail.back());
     }
@@ -71,21 +71,6 @@ std::string target_cell(std::optional<double> target, std::optional<double> time
 }
 
 }  // namespace
-
-json::Json to_json(const LaunchRow& row) {
-    return {{"algorithm", row.algorithm},
-            {"time_to_target",
-             row.time_to_target ? json::Json(*row.time_to_target) : json::Json(nullptr)},
-            {"wall_seconds", row.wall},
-            {"train_seconds", row.train},
-            {"final_accuracy", row.accuracy ? json::Json(*row.accuracy) : json::Json(nullptr)},
-            {"final_loss", row.loss ? json::Json(*row.loss) : json::Json(nullptr)},
-            {"mb_sent_per_peer", row.mb_per_peer},
-            {"idle_share", row.idle_share},
-            {"failed_peers", row.failed},
-            {"ok", row.ok},
-            {"peers", row.peers}};
-}
 
 int run_launch(const std::vector<std::string>& args) {
     ArgParser p(
@@ -136,14 +121,14 @@ int run_launch(const std::vector<std::string>& args) {
             throw UsageError(fmt::format("gossamer launch: --{} FILE is required", req));
 
     // Everything is loaded and checked before anything runs or is written.
-    LaunchJob job;
+    launch::LaunchJob job;
     job.topology_path = *a.value("topology");
     job.config_path = *a.value("config");
     job.cluster_path = a.value("cluster");
     job.topology = topology::load_topology(job.topology_path);
     const int n = job.topology.n();
     if (job.cluster_path)
-        job.cluster = std::make_shared<const sim::Cluster>(sim::load_cluster(*job.cluster_path, n));
+        job.cluster = std::make_shared<const Cluster>(load_cluster(*job.cluster_path, n));
     const auto algorithms =
         parse_algorithms(a.value("algorithms").value_or("allreduce,dpsgd,async"));
     job.out = a.value("out").value_or("out/launch");
@@ -183,7 +168,7 @@ int run_launch(const std::vector<std::string>& args) {
         std::set<std::string> hosts;
         for (const auto& peer : job.topology.peers) hosts.insert(peer.host);
         for (const auto& host : hosts)
-            if (!is_local_host(host))
+            if (!launch::is_local_host(host))
                 throw UsageError(fmt::format(
                     "{}: peers: host {} is not an address of this machine; gossamer launch "
                     "starts local peers (start remote ones with gossamer peer on each host)",
@@ -213,7 +198,7 @@ int run_launch(const std::vector<std::string>& args) {
                                     "algorithm", target_header(job.target), "time [s]", "wall [s]",
                                     "final acc [%]", "final loss", "MB sent/peer", "idle", "lost");
     int status = 0;
-    std::optional<InterruptGuard> interrupts;  // Ctrl-C stops the peer processes first
+    std::optional<launch::InterruptGuard> interrupts;  // Ctrl-C stops the peer processes first
     if (!inproc) interrupts.emplace();
     // OUT is made ready once every input is checked: an earlier launch's output is replaced, a
     // folder Gossamer did not write is refused; each OUT/<algorithm>/ is marked for its peers.
@@ -222,15 +207,15 @@ int run_launch(const std::vector<std::string>& args) {
         std::cerr << "note: " << *notice << "\n";
     for (const auto& algo : algorithms) {
         prepare_output_dir(job.out / algo, "gossamer launch", origin);
-        LaunchRow row;
+        launch::LaunchRow row;
         try {
-            row = inproc ? launch_threads(job, *data, algo, progress)
-                         : launch_processes(job, algo, progress);
-        } catch (const Interrupted& stop) {
+            row = inproc ? launch::launch_threads(job, *data, algo, progress)
+                         : launch::launch_processes(job, algo, progress);
+        } catch (const launch::Interrupted& stop) {
             return 128 + stop.signal;
         }
         if (!row.ok) status = 1;
-        auto record = to_json(row);
+        auto record = launch::to_json(row);
         const auto path = job.out / algo / "result.json";
         std::ofstream f(path);
         f << record.dump(2) << "\n";

@@ -16,20 +16,21 @@
 
 #include "algorithms.hpp"
 #include "args.hpp"
-#include "cluster_options.hpp"
 #include "commands.hpp"
 #include "gossamer/bootstrap/environment.hpp"
 #include "gossamer/bootstrap/launcher.hpp"
 #include "gossamer/core/blas.hpp"
+#include "gossamer/core/cluster.hpp"
+#include "gossamer/core/compute_model.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/output_dir.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/peer/cluster_options.hpp"
+#include "gossamer/peer/job.hpp"
 #include "gossamer/peer/settings.hpp"
 #include "gossamer/peer/worker_setup.hpp"
 #include "gossamer/topology/topology_file.hpp"
-#include "peer_eval.hpp"
-#include "peer_run.hpp"
 
 namespace gossamer::cli {
 namespace {
@@ -118,7 +119,7 @@ int run_peer(const std::vector<std::string>& args) {
         "-DGOSSAMER_USE_UCX=ON");
 #else
     // Everything is loaded and checked before the peer joins or writes anything (exit 2).
-    PeerJob job;
+    peer::PeerJob job;
     job.topology = topology::load_topology(*a.value("topology"));
     const int n = job.topology.n();
     std::optional<int> explicit_rank;
@@ -139,9 +140,9 @@ int run_peer(const std::vector<std::string>& args) {
                      launch.rendezvous->str().c_str(), launch.rendezvous_source.c_str());
     }
     job.algorithm = check_algorithm(a.value("algorithm").value_or("dpsgd"));
+    std::shared_ptr<const Cluster> cluster;  // null: natural speed
     if (a.value("cluster"))
-        job.cluster =
-            std::make_shared<const sim::Cluster>(sim::load_cluster(*a.value("cluster"), n));
+        cluster = std::make_shared<const Cluster>(load_cluster(*a.value("cluster"), n));
     job.config = optim::load_training_config(*a.value("config"));
     const auto& cfg = job.config;
     job.epochs = static_cast<int>(a.integer("epochs", cfg.epochs, 1, 100000));
@@ -173,10 +174,10 @@ int run_peer(const std::vector<std::string>& args) {
                                  SettingSource::cli);
     peer::add_training_settings(job.settings, cfg, job.epochs);
     peer::add_cluster_setting(job.settings, a.value("cluster").value_or(""));
-    if (job.cluster)
-        job.compute = std::make_shared<const sim::ComputeModel>(*job.cluster, cfg.seed);
-    job.driver = options_for(job.rank, job.cluster, job.compute,
-                             (job.out / fmt::format("peer{}.jsonl", job.rank)).string());
+    std::shared_ptr<const ComputeModel> compute;
+    if (cluster) compute = std::make_shared<const ComputeModel>(*cluster, cfg.seed);
+    job.driver = peer::options_for(job.rank, cluster, compute,
+                                   (job.out / fmt::format("peer{}.jsonl", job.rank)).string());
     job.driver.stall_timeout = job.stall_timeout;
     // A short --timeout still shows the watchdog's line (what the peer waits for) first.
     job.driver.watchdog = std::min(job.driver.watchdog, job.stall_timeout);
@@ -190,7 +191,7 @@ int run_peer(const std::vector<std::string>& args) {
     if (earlier)
         std::fprintf(stderr, "[rank %d] note: %s is from an earlier run; this peer replaces it\n",
                      job.rank, (job.out / own).c_str());
-    return run_peer_job(job);
+    return peer::run_peer_job(job);
 #endif
 }
 

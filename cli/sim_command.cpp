@@ -16,13 +16,13 @@
 #include "gossamer/core/memory.hpp"
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/output_dir.hpp"
+#include "gossamer/core/progress.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/straggler.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/sim/setup_checks.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "gossamer/topology/topology_file.hpp"
-#include "progress.hpp"
 
 namespace gossamer::cli {
 namespace {
@@ -163,7 +163,7 @@ int run_sim(const std::vector<std::string>& args) {
 
     // Everything is loaded and checked before anything runs or is written.
     auto topo = topology::load_topology(*a.value("topology"));
-    const auto cluster = sim::load_cluster(*a.value("cluster"), topo.n());
+    const auto cluster = load_cluster(*a.value("cluster"), topo.n());
     const auto algorithms = parse_algorithms(a.value("algorithms").value_or("allreduce,dpsgd,sgp"));
     const int seeds = static_cast<int>(a.integer("seeds", 1, 1, 1000));
     const std::filesystem::path out(a.value("out").value_or("out/sim"));
@@ -184,7 +184,7 @@ int run_sim(const std::vector<std::string>& args) {
         base.train = &data.train;
         base.test = &data.test;
         base.epochs = static_cast<int>(a.integer("epochs", cfg->epochs, 1, 100000));
-        sim::Time fastest = sim::never;
+        Time fastest = never;
         for (const auto& peer : cluster.peers)
             fastest = std::min(fastest, peer.base_time * peer.factor);
         const double batches = static_cast<double>(data.train.size()) / topo.n() / cfg->batch_size;

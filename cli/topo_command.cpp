@@ -9,11 +9,11 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "gossamer/core/log.hpp"
+#include "gossamer/core/progress.hpp"
 #include "gossamer/core/units.hpp"
 #include "gossamer/topology/analysis.hpp"
 #include "gossamer/topology/export.hpp"
 #include "gossamer/topology/topology_file.hpp"
-#include "progress.hpp"
 
 namespace gossamer::cli {
 namespace {

@@ -12,9 +12,9 @@
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/model_file.hpp"
 #include "gossamer/core/output_dir.hpp"
+#include "gossamer/core/progress.hpp"
 #include "gossamer/optimizers/local_trainer.hpp"
 #include "gossamer/optimizers/training_config.hpp"
-#include "progress.hpp"
 
 namespace gossamer::cli {
 namespace {

@@ -74,6 +74,12 @@ AsyncGossip::AsyncGossip(PeerContext ctx, AsyncOptions options)
     // One base graph for every peer of the job (shared by the schedule): nothing here is O(n).
     const topology::Digraph& base = topo->base_graph();
     base_ = &base;
+    // Exactly the union of in- and out-neighbours: vector growth would leave up to half of the
+    // largest per-peer allocation unused (docs/simulator.md, "Scale").
+    const auto outs = base.out_neighbors(rank()), ins = base.in_neighbors(rank());
+    std::size_t both = 0;
+    for (int j : ins) both += std::binary_search(outs.begin(), outs.end(), j);
+    nbrs_.reserve(outs.size() + ins.size() - both);
     for (int j : base.out_neighbors(rank())) neighbour(j).e.out = true;
     for (int j : base.in_neighbors(rank())) neighbour(j).e.in = true;
 }
@@ -85,7 +91,6 @@ AsyncGossip::Neighbour& AsyncGossip::neighbour(int j) {
     nb.e.peer = j;
     const auto window = static_cast<std::size_t>(options_.rate_window);
     nb.arrivals.set_capacity(window + 1);
-    nb.gaps.set_capacity(window);
     return nb;
 }
 
@@ -119,10 +124,13 @@ double AsyncGossip::outflow() const {
 
 double AsyncGossip::push_fraction(int peer) const {
     const int k = std::min<int>(options_.targets, static_cast<int>(live_out().size()));
+    return fraction_to(edge(peer), k);
+}
+
+double AsyncGossip::fraction_to(const AsyncEdge& e, int k) const {
     if (k == 0) return 0.0;
     const double base = (1.0 - self_share_) / k;
     if (!options_.straggler_aware || !options_.balance) return base;
-    const AsyncEdge& e = edge(peer);
     const double mine = outflow();
     const double theirs = e.rate * (1.0 - e.reported_self);
     // Unknown on either side (no rate yet, no report yet): neutral.
@@ -137,9 +145,24 @@ std::vector<int> AsyncGossip::live_out() const {
     return v;
 }
 
+void AsyncGossip::collect_live_out() {
+    live_.clear();
+    for (const auto& [j, nb] : nbrs_)
+        if (nb.e.out && usable(nb)) live_.push_back(j);
+}
+
 std::int64_t AsyncGossip::edge_bound() const {
     // From the base out-degree: with fewer live edges the same force age serves them sooner.
     return effective_edge_bound(options_.edge_bound, base_->out_degree(rank()), options_.targets);
+}
+
+std::int64_t AsyncGossip::report_period() const {
+    // An in-neighbour pushes here about once per ceil(in-degree / targets) of its steps (one
+    // edge among as many, k at a time): reporting more often than it can use a report only adds
+    // messages, about in-degree / report_every per step (docs/algorithms.md, "Rate reports").
+    const int in = base_->in_degree(rank());
+    const std::int64_t uses = (in + options_.targets - 1) / options_.targets;
+    return std::max<std::int64_t>(options_.report_every, uses);
 }
 
 int AsyncGossip::late_neighbours() const {
@@ -202,8 +225,7 @@ void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
     ++t_;
     ++mutable_stats().rounds;
     if (t_ >= context().max_steps) return finish(out);
-    if (options_.straggler_aware && (t_ == 1 || t_ % options_.report_every == 0))
-        send_reports(now, out);
+    if (options_.straggler_aware && (t_ == 1 || t_ % report_period() == 0)) send_reports(now, out);
     if (math_.on()) math_.debias(params(), w_);
     out.start_step = true;  // wait-free: the next step starts right away
 }
@@ -222,9 +244,25 @@ void AsyncGossip::apply_step() {
     math_.rescale(x, w_);
 }
 
+namespace {
+// push_shares' working vectors: one set per thread (a protocol handles one event at a time, and
+// a simulated job runs many peers on one thread), so a step allocates nothing and a peer keeps
+// no copy of them.
+struct PushScratch {
+    std::vector<int> outs, chosen;
+    std::vector<EdgeCandidate> cands, pool;
+    std::vector<std::pair<int, double>> preferred;
+};
+thread_local PushScratch push_scratch;
+}  // namespace
+
 void AsyncGossip::push_shares(Actions& out) {
-    const std::vector<int> live = live_out();
-    const int degree = static_cast<int>(live.size());
+    PushScratch& sc = push_scratch;
+    auto& cands = sc.cands;
+    auto& outs = sc.outs;
+    auto& preferred = sc.preferred;
+    collect_live_out();
+    const int degree = static_cast<int>(live_.size());
     const int k = std::min(options_.targets, degree);
     const double r_self = own_rate();
     self_share_ = options_.self_base();
@@ -234,8 +272,8 @@ void AsyncGossip::push_shares(Actions& out) {
         self_share_ = 1.0;  // nobody left to push to: the mass stays here
         return;
     }
-    std::vector<EdgeCandidate> cands;
-    for (int j : live) {
+    cands.clear();
+    for (int j : live_) {
         const AsyncEdge& e = nbrs_.at(j).e;
         double weight = 1.0;
         if (options_.straggler_aware) {
@@ -247,13 +285,13 @@ void AsyncGossip::push_shares(Actions& out) {
     }
     const int base_degree = base_->out_degree(rank());
     const std::int64_t force = edge_force_age(edge_bound(), base_degree, options_.targets);
-    std::vector<std::pair<int, double>> preferred;
+    preferred.clear();
     if (options_.follow_schedule) {
         // Round t's out-neighbours, rotated by t k: a round with more of them than k slots (a
         // static graph) is served round robin.
         const auto round = context().topology->at(t_);
         const auto round_outs = round->graph.out_neighbors(rank());
-        std::vector<int> outs(round_outs.begin(), round_outs.end());
+        outs.assign(round_outs.begin(), round_outs.end());
         if (!outs.empty())
             std::rotate(outs.begin(),
                         outs.begin() + static_cast<std::ptrdiff_t>(
@@ -269,11 +307,12 @@ void AsyncGossip::push_shares(Actions& out) {
             preferred.emplace_back(j, accept);
         }
     }
-    const auto chosen = pick_targets_preferring(cands, preferred, k, t_, force, rng_);
+    pick_targets_into(cands, preferred, k, t_, force, rng_, sc.pool, sc.chosen);
     const std::span<float> x = params();
     double kept = 1.0;
-    for (int j : chosen) {
-        const double fraction = push_fraction(j);
+    for (int j : sc.chosen) {
+        AsyncEdge& e = nbrs_.at(j).e;
+        const double fraction = fraction_to(e, k);
         kept -= fraction;
         Message m;
         m.kind = MessageKind::mass_share;
@@ -282,7 +321,6 @@ void AsyncGossip::push_shares(Actions& out) {
         m.weight = fraction * w_;
         m.sent_at = now_;
         m.elements = worker().size();
-        AsyncEdge& e = nbrs_.at(j).e;
         m.edge_seq = static_cast<std::uint64_t>(e.pushes);
         ++e.pushes;
         e.last_push = t_;
@@ -369,8 +407,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     nb.last_share = msg.weight;
     now_ = now;
     // Rate: the sender's steps over the arrival times of its shares, in a sliding window.
-    // (The windows keep the last rate_window + 1 arrivals and rate_window gaps.)
-    if (!nb.arrivals.empty()) nb.gaps.push_back(now - nb.arrivals.back().first);
+    // (The window keeps the last rate_window + 1 arrivals.)
     nb.arrivals.push_back({now, msg.round});
     std::int64_t lo = nb.arrivals.front().second, hi = lo;
     for (std::size_t i = 0; i < nb.arrivals.size(); ++i)
@@ -388,9 +425,11 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
         w_ += msg.weight;
         if (math_.on()) math_.add(params(), msg.payload);
     }
-    if (!nb.gaps.empty()) {
+    if (nb.arrivals.size() > 1) {
+        // The inter-arrival times of the window (what a separate window of gaps would hold).
         scratch_.clear();
-        for (std::size_t i = 0; i < nb.gaps.size(); ++i) scratch_.push_back(nb.gaps[i]);
+        for (std::size_t i = 1; i < nb.arrivals.size(); ++i)
+            scratch_.push_back(nb.arrivals[i].first - nb.arrivals[i - 1].first);
         nb.e.deadline = std::min(quantile_in_place(scratch_, options_.deadline_percentile),
                                  options_.deadline_cap);
         if (!nb.armed) arm_deadline(now, nb, out);

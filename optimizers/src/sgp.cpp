@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "gossamer/core/error.hpp"
 
@@ -81,7 +82,7 @@ void Sgp::push_shares(Actions& out) {
     const std::span<float> x = params();
     for (int j : receivers) {
         const double share = round->weights.at(j, i);
-        if (dead_.contains(j)) {
+        if (dead(j)) {
             self += share;  // kept, so that the survivors' mass is conserved
             continue;
         }
@@ -132,7 +133,11 @@ void Sgp::on_message(Time, Message msg, Actions& out) {
         const double wij = context().topology->at(msg.round)->weights.at(rank(), j);
         seen = {msg.round, wij > 0 ? msg.weight / wij : 0.0};
     }
-    if (msg.round > frontier_) heard_[msg.round].insert(j);
+    if (msg.round > frontier_) {
+        const std::pair<std::int64_t, int> key{msg.round, j};
+        const auto at = std::lower_bound(heard_.begin(), heard_.end(), key);
+        if (at == heard_.end() || *at != key) heard_.insert(at, key);
+    }
     if (stage_ == Stage::stepping) return;  // absorbed (and counted) at the step boundary
     advance_frontier();
     next(out);
@@ -140,18 +145,21 @@ void Sgp::on_message(Time, Message msg, Actions& out) {
 
 bool Sgp::absorbed(std::int64_t r) const {
     const auto round = context().topology->at(r);
-    auto it = heard_.find(r);
     for (int j : round->graph.in_neighbors(rank()))
-        if (!dead_.contains(j) && (it == heard_.end() || !it->second.contains(j))) return false;
+        if (!dead(j) && !std::binary_search(heard_.begin(), heard_.end(), std::pair{r, j}))
+            return false;
     return true;
 }
 
 void Sgp::advance_frontier() {
     // Only rounds this peer has sent itself count: later ones may not have begun elsewhere.
-    while (frontier_ + 1 < t_ && absorbed(frontier_ + 1)) {
-        ++frontier_;
-        heard_.erase(frontier_);
-    }
+    const std::int64_t before = frontier_;
+    while (frontier_ + 1 < t_ && absorbed(frontier_ + 1)) ++frontier_;
+    if (frontier_ == before) return;
+    // Drop the rounds now at or behind the frontier (the front of the sorted vector).
+    const auto keep = std::upper_bound(heard_.begin(), heard_.end(),
+                                       std::pair{frontier_, std::numeric_limits<int>::max()});
+    heard_.erase(heard_.begin(), keep);
 }
 
 void Sgp::next(Actions& out) {
@@ -176,8 +184,8 @@ void Sgp::next(Actions& out) {
 }
 
 void Sgp::on_peer_failed(Time, int j, Actions& out) {
-    if (j == rank() || j < 0 || j >= n() || dead_.contains(j)) return;
-    dead_.insert(j);
+    if (j == rank() || j < 0 || j >= n() || dead(j)) return;
+    dead_.insert(std::upper_bound(dead_.begin(), dead_.end(), j), j);
     if (auto it = seen_.find(j); it != seen_.end()) mutable_stats().mass_lost += it->second.mass;
     if (stage_ == Stage::stepping) return;
     advance_frontier();

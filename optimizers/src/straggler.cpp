@@ -38,13 +38,25 @@ std::vector<int> pick_targets(std::span<const EdgeCandidate> candidates, int k, 
 std::vector<int> pick_targets_preferring(std::span<const EdgeCandidate> candidates,
                                          std::span<const std::pair<int, double>> preferred, int k,
                                          std::int64_t step, std::int64_t force_age, Rng& rng) {
-    std::vector<EdgeCandidate> pool(candidates.begin(), candidates.end());
+    std::vector<EdgeCandidate> pool;
+    std::vector<int> out;
+    pick_targets_into(candidates, preferred, k, step, force_age, rng, pool, out);
+    return out;
+}
+
+void pick_targets_into(std::span<const EdgeCandidate> candidates,
+                       std::span<const std::pair<int, double>> preferred, int k, std::int64_t step,
+                       std::int64_t force_age, Rng& rng, std::vector<EdgeCandidate>& pool,
+                       std::vector<int>& out) {
+    pool.assign(candidates.begin(), candidates.end());
+    out.clear();
     // Least recently used first: an overdue edge that waits behind older ones is served within
-    // ceil(degree / k) steps, which is what the bound B counts on.
-    std::stable_sort(pool.begin(), pool.end(), [](const EdgeCandidate& a, const EdgeCandidate& b) {
+    // ceil(degree / k) steps, which is what the bound B counts on. Peers are distinct, so
+    // (last_used, peer) is a total order and sort gives what stable_sort gave, without its
+    // buffer.
+    std::sort(pool.begin(), pool.end(), [](const EdgeCandidate& a, const EdgeCandidate& b) {
         return a.last_used != b.last_used ? a.last_used < b.last_used : a.peer < b.peer;
     });
-    std::vector<int> out;
     const auto want = static_cast<std::size_t>(std::max(0, k));
     while (out.size() < want && !pool.empty() && step - pool.front().last_used >= force_age) {
         out.push_back(pool.front().peer);
@@ -73,7 +85,6 @@ std::vector<int> pick_targets_preferring(std::span<const EdgeCandidate> candidat
         out.push_back(pool[pick].peer);
         pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(pick));
     }
-    return out;
 }
 
 double quantile(std::vector<double> values, double q) {

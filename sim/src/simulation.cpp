@@ -6,12 +6,12 @@
 #include <cmath>
 #include <variant>
 
+#include "gossamer/core/compute_model.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/params.hpp"
 #include "gossamer/core/sharding.hpp"
 #include "gossamer/optimizers/local_trainer.hpp"
 #include "gossamer/optimizers/protocol.hpp"
-#include "gossamer/sim/compute_model.hpp"
 #include "gossamer/sim/event_queue.hpp"
 #include "gossamer/sim/network.hpp"
 
@@ -24,7 +24,7 @@ struct StepDone {
 };
 struct Arrival {
     int rank;
-    transport::Message msg;
+    std::uint32_t message;  // index into Engine::messages_
 };
 struct DeadlineEvent {
     int rank;
@@ -58,6 +58,13 @@ class Engine {
     void handle(Time now, Event& e);
     void evaluate(Time now, bool final);
     bool active() const;
+    /// The one Actions object every event reuses, emptied: its vectors keep their capacity, so
+    /// an event costs no allocation (docs/simulator.md, "Scale").
+    proto::Actions& fresh_actions();
+    /// Messages in flight live out of the event queue's slots, which then stay small (a
+    /// deadline or a step end does not carry a Message's worth of bytes).
+    std::uint32_t hold(transport::Message&& m);
+    transport::Message take(std::uint32_t index);
 
     const SimSetup& s_;
     const int n_;
@@ -72,6 +79,9 @@ class Engine {
     int active_ = 0;               // peers alive and not done: active() is O(1) per event
     std::int64_t peer_steps_ = 0;  // local steps finished, over all peers (progress)
     bool any_failed_ = false;
+    proto::Actions actions_;
+    std::vector<transport::Message> messages_;
+    std::vector<std::uint32_t> free_messages_;
 };
 
 Engine::Engine(const SimSetup& s)
@@ -126,13 +136,38 @@ bool Engine::active() const {
     return active_ > 0;
 }
 
+proto::Actions& Engine::fresh_actions() {
+    actions_.sends.clear();
+    actions_.deadlines.clear();
+    actions_.start_step = actions_.done = false;
+    return actions_;
+}
+
+std::uint32_t Engine::hold(transport::Message&& m) {
+    if (free_messages_.empty()) {
+        messages_.push_back(std::move(m));
+        return static_cast<std::uint32_t>(messages_.size() - 1);
+    }
+    const std::uint32_t i = free_messages_.back();
+    free_messages_.pop_back();
+    messages_[i] = std::move(m);
+    return i;
+}
+
+transport::Message Engine::take(std::uint32_t index) {
+    transport::Message m = std::move(messages_[index]);
+    messages_[index].payload = {};  // a moved-from vector's buffer is released either way
+    free_messages_.push_back(index);
+    return m;
+}
+
 void Engine::apply(int rank, Time now, proto::Actions& a) {
     Peer& p = peers_[static_cast<std::size_t>(rank)];
     for (auto& send : a.sends) {
         const int to = send.msg.receiver;
         const Transfer tr = network_.transfer(rank, to, send.msg.wire_bytes(), now);
         ++pending_;
-        queue_.push(tr.arrival, Arrival{to, std::move(send.msg)});
+        queue_.push(tr.arrival, Arrival{to, hold(std::move(send.msg))});
     }
     for (const auto& d : a.deadlines) {
         ++pending_;
@@ -158,7 +193,7 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
 }
 
 void Engine::handle(Time now, Event& e) {
-    proto::Actions a;
+    proto::Actions& a = fresh_actions();
     if (auto* d = std::get_if<StepDone>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(d->rank)];
         if (!p.alive) return;
@@ -170,8 +205,9 @@ void Engine::handle(Time now, Event& e) {
         apply(d->rank, now, a);
     } else if (auto* m = std::get_if<Arrival>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(m->rank)];
+        transport::Message msg = take(m->message);
         if (!p.alive) return;  // lost with a dead peer (push-sum counts it as lost mass)
-        p.protocol->message_arrived(now, std::move(m->msg), a);
+        p.protocol->message_arrived(now, std::move(msg), a);
         apply(m->rank, now, a);
     } else if (auto* dl = std::get_if<DeadlineEvent>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(dl->rank)];
@@ -272,7 +308,7 @@ SimResult Engine::run() {
     active_ = n_;
     if (math && s_.eval_interval > 0) queue_.push(0.0, Evaluate{});
     for (int r = 0; r < n_; ++r) {
-        proto::Actions a;
+        proto::Actions& a = fresh_actions();
         peers_[static_cast<std::size_t>(r)].protocol->start(0.0, a);
         apply(r, 0.0, a);
     }

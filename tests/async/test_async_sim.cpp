@@ -14,7 +14,7 @@ using namespace gossamer;
 namespace {
 
 sim::SimResult run(const std::string& algorithm, const optim::TrainingConfig& cfg,
-                   const optim::TrainingData& data, const sim::Cluster& cluster) {
+                   const optim::TrainingData& data, const Cluster& cluster) {
     topology::FamilySpec fam;
     fam.family = "exponential";
     fam.n = 16;
@@ -39,8 +39,8 @@ TEST_CASE("async on straggler16: fast peers finish far sooner than all-reduce, a
         "schedule": {"schedule": "cosine"}, "training": {"epochs": 10, "batch_size": 25}})",
                                                                    "logreg.json"));
     const auto data = optim::load_training_data(cfg);
-    const auto cluster = sim::load_cluster(
-        std::string(GOSSAMER_SOURCE_DIR) + "/examples/clusters/straggler16.json", 16);
+    const auto cluster =
+        load_cluster(std::string(GOSSAMER_SOURCE_DIR) + "/examples/clusters/straggler16.json", 16);
     const auto ar = run("allreduce", cfg, data, cluster);
     const auto as = run("async", cfg, data, cluster);
     std::vector<double> finish;

@@ -1,4 +1,4 @@
-// The process machinery of gossamer launch (cli/child_process, cli/local_ports) with small
+// The process machinery of gossamer launch (launch/child_process, launch/local_ports) with small
 // shell children: logs, exit statuses and signals, the stop at a timeout, ports.
 #include <doctest/doctest.h>
 #include <netinet/in.h>
@@ -13,12 +13,12 @@
 #include <string>
 #include <thread>
 
-#include "child_process.hpp"
-#include "local_ports.hpp"
+#include "gossamer/launch/child_process.hpp"
+#include "gossamer/launch/local_ports.hpp"
 #include "support/temp_dir.hpp"
 
-using gossamer::cli::Children;
-using gossamer::cli::ExitStatus;
+using gossamer::launch::Children;
+using gossamer::launch::ExitStatus;
 using gossamer::test::TempDir;
 
 namespace {
@@ -85,13 +85,13 @@ TEST_CASE("kill_all stops children with SIGTERM and those that ignore it with SI
 TEST_CASE("last_lines keeps the end of a log") {
     TempDir dir;
     const auto p = dir.write("log.txt", "1\n2\n3\n4\n5\n");
-    CHECK(gossamer::cli::last_lines(p, 2) == std::vector<std::string>{"4", "5"});
-    CHECK(gossamer::cli::last_lines(p, 10).size() == 5);
-    CHECK(gossamer::cli::last_lines(dir.path() / "missing", 3).empty());
+    CHECK(gossamer::launch::last_lines(p, 2) == std::vector<std::string>{"4", "5"});
+    CHECK(gossamer::launch::last_lines(p, 10).size() == 5);
+    CHECK(gossamer::launch::last_lines(dir.path() / "missing", 3).empty());
 }
 
 TEST_CASE("local ports: a held port is busy, free_ports gives distinct free ones") {
-    using namespace gossamer::cli;
+    using namespace gossamer::launch;
     CHECK(is_local_host("127.0.0.1"));
     CHECK(is_local_host("localhost"));
     CHECK_FALSE(is_local_host("192.0.2.1"));  // TEST-NET-1: never this machine's

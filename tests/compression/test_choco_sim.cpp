@@ -28,7 +28,7 @@ sim::SimResult run(const std::string& algorithm, const optim::TrainingConfig& cf
     topology::FamilySpec fam;
     fam.family = "exponential";
     fam.n = 8;
-    const auto cluster = sim::homogeneous_cluster(8, 0.01, 1e-5, 1e9);
+    const auto cluster = homogeneous_cluster(8, 0.01, 1e-5, 1e9);
     sim::SimSetup s;
     s.algorithm = algorithm;
     s.options = cfg.algorithm_options(algorithm);

@@ -25,7 +25,7 @@ std::shared_ptr<const topology::Schedule> topology_for(int n) {
 
 double simulated_loss(const std::string& algorithm, int n, const optim::TrainingConfig& cfg,
                       const optim::TrainingData& data) {
-    const auto cluster = sim::homogeneous_cluster(n, 0.01, 1e-5, 1e9);
+    const auto cluster = homogeneous_cluster(n, 0.01, 1e-5, 1e9);
     sim::SimSetup s;
     s.algorithm = algorithm;
     s.topology = topology_for(n);

@@ -3,11 +3,11 @@
 #include <filesystem>
 #include <string>
 
+#include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
-#include "gossamer/sim/cluster.hpp"
 #include "support/temp_dir.hpp"
 
-using namespace gossamer::sim;
+using namespace gossamer;
 using gossamer::ConfigError;
 
 namespace {

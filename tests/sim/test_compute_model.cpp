@@ -4,11 +4,11 @@
 #include <cmath>
 #include <vector>
 
+#include "gossamer/core/compute_model.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/rng.hpp"
-#include "gossamer/sim/compute_model.hpp"
 
-using namespace gossamer::sim;
+using namespace gossamer;
 
 namespace {
 

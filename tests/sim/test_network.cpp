@@ -3,6 +3,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/sim/network.hpp"
 
+using namespace gossamer;
 using namespace gossamer::sim;
 
 namespace {

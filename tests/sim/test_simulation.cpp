@@ -27,7 +27,7 @@ sim::SimResult run(const std::string& algorithm, int n, const optim::TrainingCon
     fam.n = n;
     fam.weights =
         algorithm == "sgp" ? topology::WeightRule::push_sum : topology::WeightRule::uniform;
-    const auto cluster = sim::homogeneous_cluster(n, 0.01, 1e-5, 1e9);
+    const auto cluster = homogeneous_cluster(n, 0.01, 1e-5, 1e9);
     sim::SimSetup s;
     s.algorithm = algorithm;
     s.topology = topology::generate(fam);

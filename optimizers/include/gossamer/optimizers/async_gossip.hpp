@@ -35,6 +35,7 @@
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/push_sum_math.hpp"
 #include "gossamer/optimizers/small_containers.hpp"
+#include "gossamer/optimizers/straggler.hpp"
 
 namespace gossamer::proto {
 
@@ -52,8 +53,10 @@ struct AsyncOptions {
     double target_power = 1.0;        ///< targets sampled with probability ~ rate^power, >= 0
     std::int64_t edge_bound = 0;      ///< B, steps; 0: 2 ceil(out-degree / targets)
     int rate_window = 16;             ///< steps or arrivals a rate is measured over, >= 2
-    int report_every = 4;             ///< steps between rate reports to in-neighbours, >= 1
-    bool balance = true;              ///< scale shares to slower targets by their outflow
+    /// Steps between rate reports to in-neighbours, >= 1; at least ceil(in-degree / targets)
+    /// (report_period()).
+    int report_every = 4;
+    bool balance = true;  ///< scale shares to slower targets by their outflow
     AsyncStep step = AsyncStep::debiased;
     bool follow_schedule = true;       ///< prefer the topology's round-t targets
     double deadline_percentile = 0.9;  ///< quantile of inter-arrival times, in (0, 1]
@@ -126,6 +129,8 @@ class AsyncGossip final : public Protocol {
     /// The fraction of this peer's mass a push to `peer` carries (the base fraction, scaled
     /// by min(1, outflow(peer) / outflow()) when balancing; docs/algorithms.md).
     double push_fraction(int peer) const;
+    /// Steps between rate reports: max(report_every, ceil(base in-degree / targets)).
+    std::int64_t report_period() const;
     /// Neighbours whose deadline passed without a share since.
     int late_neighbours() const;
     /// Every base neighbour, ascending by rank.
@@ -148,10 +153,11 @@ class AsyncGossip final : public Protocol {
   private:
     struct Neighbour {
         AsyncEdge e;
-        Window<std::pair<Time, std::int64_t>> arrivals;  // (time, sender step), rate_window + 1
-        Window<double> gaps;                             // inter-arrival times, rate_window
-        double last_share = 0;                           // w of its latest share
-        bool armed = false;                              // a deadline is pending
+        // (time, sender step), rate_window + 1; the inter-arrival times (the deadline's window)
+        // are the differences of consecutive entries.
+        Window<std::pair<Time, std::int64_t>> arrivals;
+        double last_share = 0;  // w of its latest share
+        bool armed = false;     // a deadline is pending
         std::int64_t staleness_sum = 0;
     };
 
@@ -166,6 +172,12 @@ class AsyncGossip final : public Protocol {
     void arm_deadline(Time now, Neighbour& nb, Actions& out);
     void finish(Actions& out);
     std::vector<int> live_out() const;
+    /// The live out-neighbours into live_ (no allocation once grown).
+    /// push_shares' working vectors are one set per thread, not per peer: a simulated job holds
+    /// many peers on one thread (async_gossip.cpp).
+    void collect_live_out();
+    /// push_fraction with k targets this step.
+    double fraction_to(const AsyncEdge& e, int k) const;
     bool usable(const Neighbour& nb) const { return !nb.e.failed && !nb.e.finished; }
     /// Done or not, whether this peer still waits for nb's last shares (settled()).
     static bool awaits(const Neighbour& nb);
@@ -180,6 +192,7 @@ class AsyncGossip final : public Protocol {
     Time now_ = 0;                               // time of the event being handled
     FlatMap<int, Neighbour> nbrs_;
     std::vector<double> scratch_;              // the deadline quantile's copy of a gap window
+    std::vector<int> live_;                    // collect_live_out()'s result
     const topology::Digraph* base_ = nullptr;  // the schedule's base graph (shared, immutable)
 };
 

@@ -26,9 +26,7 @@
 /// from j reports its own estimate of the same mass: take the maximum over peers, not the sum.
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <set>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -36,6 +34,7 @@
 #include "gossamer/core/json.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/push_sum_math.hpp"
+#include "gossamer/optimizers/small_containers.hpp"
 
 namespace gossamer::proto {
 
@@ -99,12 +98,16 @@ class Sgp final : public Protocol {
     std::int64_t t_ = 0;
     std::int64_t frontier_ = -1;
     double w_ = 1.0, buf_w_ = 0.0;
-    std::uint64_t buffered_ = 0;                   // shares in the receive buffer
-    PushSumMath math_;                             // z and the receive buffer
-    std::map<std::int64_t, std::set<int>> heard_;  // round -> senders absorbed, past frontier_
-    std::map<int, std::uint64_t> next_seq_;        // per out-edge
-    std::map<int, Seen> seen_;                     // latest share from each sender
-    std::set<int> dead_;
+    std::uint64_t buffered_ = 0;  // shares in the receive buffer
+    PushSumMath math_;            // z and the receive buffer
+    bool dead(int j) const { return std::binary_search(dead_.begin(), dead_.end(), j); }
+
+    // Flat, sorted vectors (docs/simulator.md, "Scale"): a simulated job holds n of these, and
+    // node-based maps cost an allocation per share.
+    std::vector<std::pair<std::int64_t, int>> heard_;  // (round, sender) absorbed, past frontier_
+    FlatMap<int, std::uint64_t> next_seq_;             // per out-edge
+    FlatMap<int, Seen> seen_;                          // latest share from each sender
+    std::vector<int> dead_;                            // sorted
 };
 
 /// The "sgp" protocol with its options (nullptr: defaults). Throws as parse_sgp_options and the

@@ -50,6 +50,13 @@ std::vector<int> pick_targets_preferring(std::span<const EdgeCandidate> candidat
                                          std::span<const std::pair<int, double>> preferred, int k,
                                          std::int64_t step, std::int64_t force_age, Rng& rng);
 
+/// pick_targets_preferring into `out`, with `pool` as scratch: no allocation once both vectors
+/// have grown to the degree (the simulator calls this once per peer-step).
+void pick_targets_into(std::span<const EdgeCandidate> candidates,
+                       std::span<const std::pair<int, double>> preferred, int k, std::int64_t step,
+                       std::int64_t force_age, Rng& rng, std::vector<EdgeCandidate>& pool,
+                       std::vector<int>& out);
+
 /// The q-quantile (nearest rank, q in (0, 1]) of `values`; 0 when empty.
 double quantile(std::vector<double> values, double q);
 /// The same, sorting `values` in place (no allocation).

@@ -2,8 +2,11 @@
 /// The simulator's event queue: events ordered by virtual time, ties broken by the order in
 /// which they were pushed, so that the same inputs always give the same sequence.
 ///
-/// The heap holds only (time, sequence, slot); events stay in a slot array and move exactly
-/// twice (in and out), however deep the heap.
+/// The heap holds only 16-byte keys, (time, sequence and slot packed in one word); events stay
+/// in a slot array and move exactly twice (in and out), however deep the heap. Limits: 2^28
+/// events queued at once and 2^36 pushed in all; past them push() throws Error.
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -11,14 +14,30 @@
 #include <utility>
 #include <vector>
 
+#include "gossamer/core/error.hpp"
+
 namespace gossamer::sim {
 
 template <typename Event>
 class EventQueue {
   public:
+    static constexpr int kSlotBits = 28;
+    static constexpr std::uint64_t kMaxQueued = std::uint64_t{1} << kSlotBits;
+    static constexpr std::uint64_t kMaxPushed = std::uint64_t{1} << (64 - kSlotBits);
+
     void push(double time, Event e) {
         std::uint32_t slot;
+        if (next_ >= kMaxPushed)
+            throw Error(
+                fmt::format("the simulator's event queue took its limit of {} events; "
+                            "simulate fewer peers or steps",
+                            kMaxPushed));
         if (free_.empty()) {
+            if (slots_.size() >= kMaxQueued)
+                throw Error(
+                    fmt::format("the simulator's event queue holds its limit of {} events "
+                                "at once; simulate fewer peers",
+                                kMaxQueued));
             slot = static_cast<std::uint32_t>(slots_.size());
             slots_.emplace_back(std::move(e));
         } else {
@@ -26,7 +45,7 @@ class EventQueue {
             free_.pop_back();
             slots_[slot].emplace(std::move(e));
         }
-        heap_.push_back(Key{time, next_++, slot});
+        heap_.push_back(Key{time, (next_++ << kSlotBits) | slot});
         sift_up(heap_.size() - 1);
     }
     bool empty() const { return heap_.empty(); }
@@ -38,21 +57,23 @@ class EventQueue {
         heap_.front() = heap_.back();
         heap_.pop_back();
         if (!heap_.empty()) sift_down(0);
-        std::pair<double, Event> out{key.time, std::move(*slots_[key.slot])};
-        slots_[key.slot].reset();
-        free_.push_back(key.slot);
+        const auto slot = static_cast<std::uint32_t>(key.order & (kMaxQueued - 1));
+        std::pair<double, Event> out{key.time, std::move(*slots_[slot])};
+        slots_[slot].reset();
+        free_.push_back(slot);
         return out;
     }
     std::uint64_t pushed() const { return next_; }
 
   private:
+    // The push sequence in the high bits, the slot in the low ones: `order` compares as the
+    // sequence alone (sequences are unique), and a key is 16 bytes, four to a cache line.
     struct Key {
         double time;
-        std::uint64_t seq;
-        std::uint32_t slot;
+        std::uint64_t order;
     };
     static bool earlier(const Key& a, const Key& b) {
-        return a.time != b.time ? a.time < b.time : a.seq < b.seq;
+        return a.time != b.time ? a.time < b.time : a.order < b.order;
     }
     // A 4-ary heap: half the depth of a binary one, and a node's children share a cache line
     // or two, which matters once a simulation keeps millions of events (docs/simulator.md,

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gossamer/sim/cluster.hpp"
+#include "gossamer/core/cluster.hpp"
 
 namespace gossamer::sim {
 

@@ -13,10 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "gossamer/core/cluster.hpp"
 #include "gossamer/core/dataset.hpp"
 #include "gossamer/core/json.hpp"
 #include "gossamer/optimizers/training_config.hpp"
-#include "gossamer/sim/cluster.hpp"
 #include "gossamer/topology/schedule.hpp"
 
 namespace gossamer::sim {

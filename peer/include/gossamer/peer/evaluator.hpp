@@ -15,15 +15,11 @@
 #include <utility>
 #include <vector>
 
-#include "args.hpp"
 #include "gossamer/core/dataset.hpp"
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/model.hpp"
 
-namespace gossamer::cli {
-
-/// --eval-interval S of gossamer peer and launch: seconds > 0 (default 2); else UsageError.
-double eval_interval_option(const ParsedArgs& a);
+namespace gossamer::peer {
 
 /// The first `samples` samples of `test` (all of them when it has fewer): the same subset on
 /// every peer.
@@ -75,4 +71,4 @@ class PeerEvaluator {
     std::jthread thread_;
 };
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::peer

@@ -1,4 +1,4 @@
-#include "local_ports.hpp"
+#include "gossamer/launch/local_ports.hpp"
 
 #include <fmt/format.h>
 #include <netdb.h>
@@ -12,7 +12,7 @@
 
 #include "gossamer/core/error.hpp"
 
-namespace gossamer::cli {
+namespace gossamer::launch {
 namespace {
 
 /// A socket bound to host:port (port 0: any), or -1. `err` gets errno on failure.
@@ -83,4 +83,4 @@ std::vector<int> free_ports(const std::string& host, int n) {
     return ports;
 }
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::launch

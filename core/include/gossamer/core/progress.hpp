@@ -5,9 +5,10 @@
 /// `plain_interval` of 0 prints nothing when stderr is not a terminal (for short commands).
 
 #include <chrono>
+#include <string>
 #include <string_view>
 
-namespace gossamer::cli {
+namespace gossamer {
 
 class Progress {
   public:
@@ -34,4 +35,4 @@ class Progress {
 /// "1h02m", "3m07s", "12s": durations for ETAs.
 std::string format_duration(double seconds);
 
-}  // namespace gossamer::cli
+}  // namespace gossamer

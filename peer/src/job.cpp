@@ -1,7 +1,7 @@
 // gossamer peer, after its inputs are checked: join over UCX, train with the Driver, the exact
 // average of the survivors' models, the files. Every way out is one line on stderr prefixed
-// with the rank, and an exit status (peer_run.hpp).
-#include "peer_run.hpp"
+// with the rank, and an exit status (gossamer/peer/job.hpp).
+#include "gossamer/peer/job.hpp"
 
 #include <fmt/format.h>
 
@@ -21,11 +21,11 @@
 #include "gossamer/core/model_file.hpp"
 #include "gossamer/core/ranks_text.hpp"
 #include "gossamer/peer/average.hpp"
+#include "gossamer/peer/evaluator.hpp"
 #include "gossamer/peer/guard.hpp"
 #include "gossamer/peer/join.hpp"
-#include "peer_eval.hpp"
 
-namespace gossamer::cli {
+namespace gossamer::peer {
 namespace {
 
 void say(int rank, std::string_view line) {
@@ -49,7 +49,7 @@ bool refused_for_input(bootstrap::Reason r) {
 
 // " (why each was lost)": the bootstrap's line where it saw the process go (it watched the
 // process's own connection), else the transport's.
-std::string loss_causes(peer::JoinedPeer& me, const std::vector<int>& lost) {
+std::string loss_causes(JoinedPeer& me, const std::vector<int>& lost) {
     if (lost.empty()) return "";
     const auto losses = me.losses();
     std::string out;
@@ -63,9 +63,9 @@ std::string loss_causes(peer::JoinedPeer& me, const std::vector<int>& lost) {
     return out + ")";
 }
 
-peer::JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout,
-                               std::uint64_t model_size) {
-    peer::JoinOptions o;
+JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout,
+                         std::uint64_t model_size) {
+    JoinOptions o;
     auto& b = o.bootstrap;
     b.rank = job.rank;
     for (const auto& p : job.topology.peers) b.peers.push_back({p.host, p.port});
@@ -85,7 +85,7 @@ peer::JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout
 // The lowest surviving rank evaluates the average and writes average.json and model.bin;
 // returns what average.json holds.
 json::Json write_average(const PeerJob& job, Model& model, const PartitionLayout& layout,
-                         const peer::AverageResult& avg, const std::vector<int>& survivors,
+                         const AverageResult& avg, const std::vector<int>& survivors,
                          const std::vector<int>& lost, std::int64_t steps) {
     const EvalResult e = model.evaluate(avg.model, job.data.test, job.config.eval_batch);
     json::Json rec = {{"algorithm", job.algorithm},
@@ -116,11 +116,11 @@ int run_peer_job(PeerJob& job) {
     const auto model = optim::build_model(job.config, job.data.train);
     const auto layout = optim::build_partitions(job.config, *model);
     const std::size_t size = model->parameter_count();
-    std::unique_ptr<peer::JoinedPeer> me;
+    std::unique_ptr<JoinedPeer> me;
     auto jo = join_options(job, layout, size);
     const bootstrap::Options joined_with = jo.bootstrap;
     try {
-        me = peer::join(std::move(jo));
+        me = join(std::move(jo));
     } catch (const bootstrap::BootstrapError& e) {
         // A failed rendezvous was logged by the bootstrap already (one line naming this rank and
         // the reason); only the listener's own failures are not.
@@ -143,7 +143,7 @@ int run_peer_job(PeerJob& job) {
     };
     // The membership rules (docs/peer.md, "Membership"): a peer rank 0 declared lost, or one
     // paused past its loss that cannot confirm it is still a member, leaves without a result.
-    peer::MembershipGuard guard(*me, joined_with);
+    MembershipGuard guard(*me, joined_with);
     guard.say = [rank](const std::string& line) { say(rank, line); };
     auto poll = [&] { guard.check(); };
     // Leaves without a result, as a crash would (the others have moved on without this peer).
@@ -156,7 +156,7 @@ int run_peer_job(PeerJob& job) {
     auto d = job.driver;
     d.poll = poll;
     d.intercept = [&](transport::Message& m) {
-        if (!peer::is_average_message(m)) return false;
+        if (!is_average_message(m)) return false;
         early.push_back(std::move(m));
         return true;
     };
@@ -168,7 +168,7 @@ int run_peer_job(PeerJob& job) {
         eval.emplace(*model, eval_subset(job.data.test, job.eval_samples), job.config.eval_batch,
                      rank, job.eval_interval, [t = &me->transport()] { t->wake(); });
     if (eval) d.extra_metrics = [&] { return eval->take(); };
-    d.on_step = [&](const peer::StepRecord& s) {
+    d.on_step = [&](const StepRecord& s) {
         if (eval)
             eval->at_step(s.time, [&](std::vector<float>& into) {
                 into.resize(size);
@@ -186,12 +186,12 @@ int run_peer_job(PeerJob& job) {
         say(rank, fmt::format("{}: step {}/{}, loss {:.4f}, {:.1f} s", job.algorithm, s.step + 1,
                               job.worker.steps, s.loss, s.time));
     };
-    peer::DriverResult r;
+    DriverResult r;
     try {
-        peer::Driver driver(*job.protocol, *job.worker.trainer, me->transport(), d);
+        Driver driver(*job.protocol, *job.worker.trainer, me->transport(), d);
         guard.restart();
         r = driver.run();
-    } catch (const peer::NotMember& e) {
+    } catch (const NotMember& e) {
         return no_result(e.what());
     } catch (const std::exception& e) {  // PeerFailure says "peer R failed: ..."
         return stop(fmt::format("stopped: {}", e.what()));
@@ -199,7 +199,7 @@ int run_peer_job(PeerJob& job) {
     if (r.failed) {
         say(rank, fmt::format("emulated failure at {:.2f} s (cluster file): exiting at once",
                               r.end_time));
-        std::_Exit(3);  // as a crash: no goodbye, no average
+        std::_Exit(kEmulatedFailure);  // as a crash: no goodbye, no average
     }
     if (eval) append_metrics_lines(job.driver.metrics_path, eval->finish());
 
@@ -224,28 +224,27 @@ int run_peer_job(PeerJob& job) {
         return line;
     };
     job.protocol->current_model(x);
-    peer::AverageOptions ao;
+    AverageOptions ao;
     ao.timeout = job.average_timeout;
     ao.poll = poll;
     ao.vanished = [&](int q) {
         const auto v = me->vanished();
         return std::find(v.begin(), v.end(), q) != v.end();
     };
-    peer::AverageResult avg;
+    AverageResult avg;
     guard.restart();  // evaluation and the model copy above do not tick
     try {
         poll();
-    } catch (const peer::NotMember& e) {
+    } catch (const NotMember& e) {
         return no_result(e.what());
     }
     take_views();
     for (;;) {
         if (auto line = minority_line()) return no_result(*line);
         try {
-            avg =
-                peer::exact_average(me->transport(), survivors, x, job.protocol->mass(), early, ao);
+            avg = exact_average(me->transport(), survivors, x, job.protocol->mass(), early, ao);
             break;
-        } catch (const peer::NotMember& e) {
+        } catch (const NotMember& e) {
             return no_result(e.what());
         } catch (const PeerFailure& e) {
             const auto before = survivors;
@@ -275,4 +274,4 @@ int run_peer_job(PeerJob& job) {
     return 0;
 }
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::peer

@@ -17,21 +17,18 @@
 #include <thread>
 #include <tuple>
 
-#include "child_process.hpp"
 #include "gossamer/core/error.hpp"
-#include "launch.hpp"
-#include "local_ports.hpp"
+#include "gossamer/launch/child_process.hpp"
+#include "gossamer/launch/launch.hpp"
+#include "gossamer/launch/local_ports.hpp"
+#include "gossamer/peer/job.hpp"
 #include "metrics_follow.hpp"
 
-namespace gossamer::cli {
+namespace gossamer::launch {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kEmulatedFailure = 3;  // gossamer peer's exit status at its cluster-file failure
-// gossamer peer's exit status when the job carried on without it (kNoResult, peer_run.hpp): it
-// was declared lost, or could not reach a majority of the job's view. It wrote no result.
-constexpr int kCutOff = 4;
 constexpr int kBadUsage = 2;
 constexpr int kCannotExec = 127;
 constexpr int kLogLines = 10;
@@ -260,14 +257,14 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
         }
         if (st.ok()) {
             ++finished;
-        } else if (st.signal == 0 && st.code == kEmulatedFailure) {
+        } else if (st.signal == 0 && st.code == peer::kEmulatedFailure) {
             ++row.failed;
             rec["lost"] = "emulated failure";
             std::cerr << fmt::format(
                 "{}: peer {} stopped at its failure time from the cluster "
                 "file ({}); lost peer\n",
                 algo, r, describe(st));
-        } else if (st.signal == 0 && st.code == kCutOff && !stopped[r]) {
+        } else if (st.signal == 0 && st.code == peer::kNoResult && !stopped[r]) {
             ++row.failed;  // the job lost it (a majority carried on, or nobody writes a result)
             rec["lost"] = "cut off";
             const auto last = last_lines(log, 1);
@@ -306,4 +303,4 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     return row;
 }
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::launch

@@ -12,22 +12,22 @@
 
 #include "gossamer/core/dataset.hpp"
 #include "gossamer/core/json.hpp"
+#include "gossamer/core/progress.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/topology/topology_file.hpp"
-#include "progress.hpp"
 
-namespace gossamer::sim {
-class Cluster;
+namespace gossamer {
+struct Cluster;
 }
 
-namespace gossamer::cli {
+namespace gossamer::launch {
 
 /// Everything `gossamer launch` loaded and checked before anything runs.
 struct LaunchJob {
     std::string topology_path, config_path;
     std::optional<std::string> cluster_path;
     topology::Topology topology;
-    std::shared_ptr<const sim::Cluster> cluster;  ///< loaded from cluster_path
+    std::shared_ptr<const Cluster> cluster;  ///< loaded from cluster_path
     const optim::TrainingConfig* config = nullptr;
     int epochs = 1;
     std::filesystem::path out;
@@ -76,4 +76,4 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
 /// The row as result.json holds it.
 json::Json to_json(const LaunchRow& row);
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::launch

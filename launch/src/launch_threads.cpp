@@ -13,15 +13,15 @@
 #include <optional>
 #include <thread>
 
-#include "cluster_options.hpp"
+#include "gossamer/core/cluster.hpp"
+#include "gossamer/core/compute_model.hpp"
+#include "gossamer/launch/launch.hpp"
+#include "gossamer/peer/cluster_options.hpp"
+#include "gossamer/peer/evaluator.hpp"
 #include "gossamer/peer/local.hpp"
-#include "gossamer/sim/cluster.hpp"
-#include "gossamer/sim/compute_model.hpp"
-#include "launch.hpp"
 #include "metrics_follow.hpp"
-#include "peer_eval.hpp"
 
-namespace gossamer::cli {
+namespace gossamer::launch {
 namespace {
 
 /// Calls `tick` every 0.5 s on its own thread until destroyed: the progress line while the
@@ -50,9 +50,8 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
                          const std::string& algo, Progress& progress) {
     const int n = job.topology.n();
     const auto dir = job.out / algo;
-    std::shared_ptr<const sim::ComputeModel> compute;
-    if (job.cluster)
-        compute = std::make_shared<const sim::ComputeModel>(*job.cluster, job.config->seed);
+    std::shared_ptr<const ComputeModel> compute;
+    if (job.cluster) compute = std::make_shared<const ComputeModel>(*job.cluster, job.config->seed);
     const auto options = job.config->algorithm_options(algo);
     peer::LocalTraining lt;
     lt.algorithm = algo;
@@ -66,7 +65,7 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
     std::atomic<double> last_loss{std::nan("")};
     const auto path_of = [&](int r) { return (dir / fmt::format("peer{}.jsonl", r)).string(); };
     lt.options = [&](int rank) {
-        auto o = options_for(rank, job.cluster, compute, path_of(rank));
+        auto o = peer::options_for(rank, job.cluster, compute, path_of(rank));
         o.on_step = [&](const peer::StepRecord& s) {
             steps_done.fetch_add(1, std::memory_order_relaxed);
             last_loss.store(s.loss, std::memory_order_relaxed);
@@ -74,11 +73,11 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
         return o;
     };
     // Evaluation points, as gossamer peer writes them: each peer's own model every
-    // --eval-interval s on an evaluator thread of its own (cli/peer_eval.hpp).
+    // --eval-interval s on an evaluator thread of its own (gossamer/peer/evaluator.hpp).
     const Dataset subset =
-        job.eval_samples > 0 ? eval_subset(data.test, job.eval_samples) : Dataset{};
+        job.eval_samples > 0 ? peer::eval_subset(data.test, job.eval_samples) : Dataset{};
     std::vector<std::unique_ptr<Model>> models;
-    std::vector<std::optional<PeerEvaluator>> evals(static_cast<std::size_t>(n));
+    std::vector<std::optional<peer::PeerEvaluator>> evals(static_cast<std::size_t>(n));
     if (job.eval_samples > 0)
         for (int r = 0; r < n; ++r) models.push_back(optim::build_model(*job.config, data.train));
     lt.attach = [&](int r, const proto::Protocol& protocol, peer::DriverOptions& o) {
@@ -112,7 +111,7 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
     std::vector<Follower> follow;
     for (int r = 0; r < n; ++r) {
         auto& ev = evals[static_cast<std::size_t>(r)];
-        if (ev) append_metrics_lines(path_of(r), ev->finish());
+        if (ev) peer::append_metrics_lines(path_of(r), ev->finish());
         follow.emplace_back().path = path_of(r);
         follow.back().read();
     }
@@ -156,4 +155,4 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
     return row;
 }
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::launch

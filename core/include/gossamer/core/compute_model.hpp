@@ -7,9 +7,9 @@
 #include <span>
 #include <vector>
 
-#include "gossamer/sim/cluster.hpp"
+#include "gossamer/core/cluster.hpp"
 
-namespace gossamer::sim {
+namespace gossamer {
 
 /// The virtual seconds that `work` seconds of nominal compute, begun at `start`, take when the
 /// peer works at rate 1 / f inside each slow period [from, to) and at rate 1 outside. `periods`
@@ -46,4 +46,4 @@ class ComputeModel {
     std::uint64_t seed_;
 };
 
-}  // namespace gossamer::sim
+}  // namespace gossamer

@@ -2,7 +2,9 @@
 /// The cluster file (JSON; docs/cluster-format.md): how fast every peer computes (base time,
 /// factor, jitter, slow periods, failure) and how fast every link carries bytes (latency,
 /// bandwidth, per-peer uplink and downlink). Loading validates everything and throws ConfigError
-/// naming the file, the JSON path, the problem and the fix.
+/// naming the file, the JSON path, the problem and the fix. It lives in core/ because three
+/// modules read it: sim/ (virtual time), peer/ (the emulation of a real peer) and launch/
+/// (docs/architecture.md, "The cluster file lives in core").
 
 #include <limits>
 #include <map>
@@ -12,9 +14,10 @@
 
 #include "gossamer/core/json.hpp"
 
-namespace gossamer::sim {
+namespace gossamer {
 
-/// Seconds of virtual time (the same unit as proto::Time).
+/// Seconds: virtual time under sim (the same unit as proto::Time), the driver's clock under a
+/// real peer.
 using Time = double;
 
 /// "Never": the failure time of a peer that does not fail, the end of an open slow period.
@@ -90,4 +93,4 @@ Cluster parse_cluster(const json::Document& doc, int n);
 /// uplink and downlink with the same latency and bandwidth. For tests and quick runs.
 Cluster homogeneous_cluster(int n, Time base_time, Time latency, double bandwidth);
 
-}  // namespace gossamer::sim
+}  // namespace gossamer

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace gossamer::cli {
+namespace gossamer::launch {
 
 /// Whether `host` (a name or an address) resolves to an address of this machine (a TCP socket
 /// can bind to it).
@@ -18,4 +18,4 @@ bool port_free(const std::string& host, int port);
 /// Throws Error when the system has none to give.
 std::vector<int> free_ports(const std::string& host, int n);
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::launch

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace gossamer::cli {
+namespace gossamer::launch {
 
 /// How a child ended: exit code, or the signal that killed it.
 struct ExitStatus {
@@ -80,4 +80,4 @@ class InterruptGuard {
     }, old_term_{};
 };
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::launch

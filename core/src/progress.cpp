@@ -1,4 +1,4 @@
-#include "progress.hpp"
+#include "gossamer/core/progress.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-namespace gossamer::cli {
+namespace gossamer {
 
 Progress::Progress(double plain_interval)
     : tty_(isatty(STDERR_FILENO) != 0),
@@ -45,4 +45,4 @@ std::string format_duration(double s) {
     return fmt::format("{}s", t);
 }
 
-}  // namespace gossamer::cli
+}  // namespace gossamer

@@ -5,17 +5,17 @@
 #include <memory>
 #include <string>
 
+#include "gossamer/core/cluster.hpp"
+#include "gossamer/core/compute_model.hpp"
 #include "gossamer/peer/driver.hpp"
-#include "gossamer/sim/cluster.hpp"
-#include "gossamer/sim/compute_model.hpp"
 
-namespace gossamer::cli {
+namespace gossamer::peer {
 
 /// Steps padded to the compute model's duration (base time x factor x jitter, slow periods by
 /// start time), sends paced by the cluster's links, the failure time; metrics to
 /// `metrics_path`. Without a cluster (null) only the metrics path is set: natural speed.
-peer::DriverOptions options_for(int rank, const std::shared_ptr<const sim::Cluster>& cluster,
-                                const std::shared_ptr<const sim::ComputeModel>& compute,
-                                const std::string& metrics_path);
+DriverOptions options_for(int rank, const std::shared_ptr<const Cluster>& cluster,
+                          const std::shared_ptr<const ComputeModel>& compute,
+                          const std::string& metrics_path);
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::peer

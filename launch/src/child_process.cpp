@@ -1,4 +1,4 @@
-#include "child_process.hpp"
+#include "gossamer/launch/child_process.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -18,7 +18,7 @@
 
 extern char** environ;
 
-namespace gossamer::cli {
+namespace gossamer::launch {
 
 std::string signal_name(int signal) {
     const char* abbrev = sigabbrev_np(signal);
@@ -167,4 +167,4 @@ int InterruptGuard::received() {
     return g_interrupt;
 }
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::launch

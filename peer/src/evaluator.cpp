@@ -1,5 +1,5 @@
-// The evaluation points of gossamer peer (peer_eval.hpp, docs/peer.md).
-#include "peer_eval.hpp"
+// The evaluation points of gossamer peer (gossamer/peer/evaluator.hpp, docs/peer.md).
+#include "gossamer/peer/evaluator.hpp"
 
 #include <fmt/format.h>
 
@@ -12,15 +12,7 @@
 
 #include "gossamer/core/error.hpp"
 
-namespace gossamer::cli {
-
-double eval_interval_option(const ParsedArgs& a) {
-    const double s = a.number("eval-interval", 2.0);
-    if (!(s > 0) || s > 1e6)
-        throw UsageError(fmt::format("--eval-interval: {} is not a number of seconds > 0",
-                                     *a.value("eval-interval")));
-    return s;
-}
+namespace gossamer::peer {
 
 Dataset eval_subset(const Dataset& test, std::int64_t samples) {
     Dataset d = test;
@@ -116,4 +108,4 @@ void append_metrics_lines(const std::string& path, const std::vector<json::Json>
     if (!f) throw Error(fmt::format("{}: cannot write metrics", path));
 }
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::peer

@@ -1,23 +1,22 @@
 #pragma once
-/// The running part of `gossamer peer`: join, train, average, write (peer_command.cpp loads
-/// and checks the inputs first).
+/// The job of one real peer process (`gossamer peer`): join, train, evaluate, checkpoint,
+/// average, write (cli/peer_command.cpp loads and checks the inputs first).
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gossamer/bootstrap/settings.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/peer/driver.hpp"
 #include "gossamer/peer/worker_setup.hpp"
-#include "gossamer/sim/cluster.hpp"
-#include "gossamer/sim/compute_model.hpp"
 #include "gossamer/topology/topology_file.hpp"
 
-namespace gossamer::cli {
+namespace gossamer::peer {
 
 /// One peer's job, every input loaded and checked.
 struct PeerJob {
@@ -27,8 +26,6 @@ struct PeerJob {
     optim::TrainingConfig config;
     optim::TrainingData data;
     int epochs = 1;
-    std::shared_ptr<const sim::Cluster> cluster;  ///< null: natural speed
-    std::shared_ptr<const sim::ComputeModel> compute;
     std::filesystem::path out;
     std::string token;
     std::uint64_t job_id = 1;
@@ -38,9 +35,9 @@ struct PeerJob {
     std::int64_t eval_samples = 2000;   ///< the first test samples each evaluation uses; 0: none
     std::chrono::milliseconds join_timeout{30'000}, stall_timeout{120'000},
         average_timeout{600'000};
-    peer::TrainingWorker worker;
+    TrainingWorker worker;
     std::unique_ptr<proto::Protocol> protocol;
-    peer::DriverOptions driver;  ///< the cluster's emulation and the metrics path
+    DriverOptions driver;  ///< the cluster's emulation (cluster_options.hpp), the metrics path
     /// What the handshake compares besides job, token, peers and model (peer/settings.hpp).
     std::vector<bootstrap::Setting> settings;
 };
@@ -49,6 +46,8 @@ struct PeerJob {
 /// reaches no strict majority of the job's peers, or it was paused longer than the heartbeat
 /// timeout and found peers lost. It writes nothing.
 inline constexpr int kNoResult = 4;
+/// Exit status of a peer at its cluster file's failure time (an emulated crash: no goodbye).
+inline constexpr int kEmulatedFailure = 3;
 
 /// Joins, trains, averages; returns the exit status (0 finished, 1 stopped, 2 refused by the
 /// job: a token, job, topology, model or setting that does not match, kNoResult not a member of
@@ -56,4 +55,4 @@ inline constexpr int kNoResult = 4;
 /// without a goodbye.
 int run_peer_job(PeerJob& job);
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::peer

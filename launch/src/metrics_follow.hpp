@@ -16,7 +16,7 @@
 
 #include "gossamer/core/json.hpp"
 
-namespace gossamer::cli {
+namespace gossamer::launch {
 
 namespace fs = std::filesystem;
 
@@ -70,4 +70,4 @@ inline std::optional<double> time_to_target(const std::vector<Follower>& peers, 
     return std::nullopt;
 }
 
-}  // namespace gossamer::cli
+}  // namespace gossamer::launch

@@ -1,4 +1,4 @@
-#include "gossamer/sim/cluster.hpp"
+#include "gossamer/core/cluster.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 
 #include "gossamer/core/error.hpp"
 
-namespace gossamer::sim {
+namespace gossamer {
 namespace {
 
 using json::Node;
@@ -377,4 +377,4 @@ Cluster homogeneous_cluster(int n, Time base_time, Time latency, double bandwidt
     return c;
 }
 
-}  // namespace gossamer::sim
+}  // namespace gossamer

@@ -1,4 +1,4 @@
-#include "gossamer/sim/compute_model.hpp"
+#include "gossamer/core/compute_model.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/rng.hpp"
 
-namespace gossamer::sim {
+namespace gossamer {
 
 Time stretched_duration(Time start, Time work, std::span<const SlowPeriod> periods) {
     // Walk the periods after `start`, spending the remaining work at rate 1 in the gaps and at
@@ -71,4 +71,4 @@ Time ComputeModel::failure_time(int rank) const {
     return peer(rank).fail_at;
 }
 
-}  // namespace gossamer::sim
+}  // namespace gossamer
