@@ -4,6 +4,8 @@
 
 #include "cluster.hpp"
 #include "gossamer/bootstrap/launcher.hpp"
+#include "support/errors.hpp"
+#include "wire.hpp"
 
 using namespace gossamer::test;
 
@@ -108,5 +110,44 @@ TEST_SUITE("bootstrap") {
         REQUIRE(out[0].failed);
         CHECK(out[0].ranks == std::vector<int>{2});
         CHECK_MESSAGE(has(out[0].error, "rank 2 did not join within 1 s"), out[0].error);
+    }
+
+    TEST_CASE("count-only wire fields round-trip and bad ones are malformed") {
+        namespace wire = bs::wire;
+        wire::Hello h;
+        h.rank = 2;
+        h.n = 3;
+        h.listen = {"10.0.0.3", 41234};
+        auto back = wire::decode_hello(wire::encode(h));
+        CHECK(back.listen.str() == "10.0.0.3:41234");
+        h.listen.host.assign(256, 'h');  // past DNS's 255
+        CHECK_THROWS_AS(wire::decode_hello(wire::encode(h)), wire::Malformed);
+
+        std::vector<bs::Blob> blobs{blob_of(0), blob_of(1)};
+        std::vector<bs::Endpoint> eps{{"0.0.0.0", 29450}, {"10.0.0.2", 5000}};
+        auto t = wire::decode_full_table(wire::encode_table(blobs, eps), 2);
+        CHECK(t.blobs == blobs);
+        REQUIRE(t.endpoints.size() == 2);
+        CHECK(t.endpoints[1].str() == "10.0.0.2:5000");
+        auto body = wire::encode_table(blobs, eps);
+        body[body.size() - 1] = 0x01;  // port 5000 + 2^24: past 65535
+        CHECK_THROWS_WITH_AS(wire::decode_full_table(body, 2), "port 16782216 is out of range",
+                             wire::Malformed);
+        // A count-only list's fingerprint covers only its size.
+        std::vector<bs::Endpoint> a{{"h", 1}, {"", 0}, {"", 0}}, b{{"x", 2}, {"y", 0}, {"", 0}};
+        CHECK(wire::peers_fingerprint(a) == wire::peers_fingerprint(b));
+        CHECK(wire::peers_fingerprint(a) == wire::count_only_fingerprint(3));
+        CHECK(wire::peers_fingerprint(a) != wire::count_only_fingerprint(4));
+    }
+
+    TEST_CASE("count-only options without rank 0's port or with an overlong host are refused") {
+        auto o = quick_options(1, {{"", 0}, {"127.0.0.1", 0}});
+        auto msg = gossamer::test::config_error([&] { bs::Bootstrap b(o); });
+        CHECK(msg ==
+              "rendezvous: rank 0's port is not known, so no peer can join it; give rank 0's "
+              "endpoint (the rendezvous) a port");
+        o = quick_options(1, {{std::string(300, 'a'), 7}, {"127.0.0.1", 0}});
+        msg = gossamer::test::config_error([&] { bs::Bootstrap b(o); });
+        CHECK(has(msg, "is longer than 255 bytes"));
     }
 }
