@@ -18,6 +18,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "gossamer/bootstrap/environment.hpp"
+#include "gossamer/bootstrap/launcher.hpp"
 #include "gossamer/core/blas.hpp"
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/compute_model.hpp"
@@ -38,8 +39,10 @@ const ArgParser& parser() {
     static const ArgParser p(
         "gossamer peer", "--topology T --config TRAIN [options]",
         "Runs one real peer of a job over UCX: rank R of the topology file's peers (it listens "
-        "at peers[R]; rank 0 is the rendezvous). The rank comes from --rank, else from "
-        "OMPI_COMM_WORLD_RANK (mpirun), PMI_RANK or SLURM_PROCID (srun); the job token from "
+        "at peers[R]; rank 0 is the rendezvous). A topology file that gives only a count "
+        "finds rank 0 from --rendezvous or the launcher instead (docs/cluster-launchers.md). "
+        "The rank comes from --rank, else from OMPI_COMM_WORLD_RANK (mpirun), PMI_RANK, "
+        "SLURM_PROCID (srun) or RANK (torchrun); the job token from "
         "--token, else GOSSAMER_JOB_TOKEN. Every peer must be started with the same topology, "
         "config, algorithm and job id. Writes OUT/peer<R>.jsonl (the driver's metrics, one "
         "flushed line per step and a summary); the lowest surviving rank writes "
@@ -50,6 +53,14 @@ const ArgParser& parser() {
          {"config", "FILE", "the training config"},
          {"cluster", "FILE", "the cluster file to emulate (step times, links, failure time)"},
          {"rank", "R", "this peer's rank (default: from the launcher's environment)"},
+         {"rendezvous", "HOST[:PORT]",
+          "rank 0's address when the topology file gives only a count (default: "
+          "GOSSAMER_RENDEZVOUS, MASTER_ADDR, Slurm's first node; port 29450)"},
+         {"rendezvous-port", "PORT",
+          "rank 0's port (default: GOSSAMER_RENDEZVOUS_PORT, else 29450)"},
+         {"address", "HOST",
+          "where this peer listens in a count-only job (default: every interface; it reports "
+          "the address it reached rank 0 from)"},
          {"algorithm", "NAME", "allreduce, dpsgd, sgp, async, choco, ... (default dpsgd)"},
          {"epochs", "N", "passes over this peer's shard (default: training.epochs)"},
          {"out", "DIR", "output folder (default: out/peer)"},
@@ -113,7 +124,21 @@ int run_peer(const std::vector<std::string>& args) {
     const int n = job.topology.n();
     std::optional<int> explicit_rank;
     if (a.value("rank")) explicit_rank = static_cast<int>(a.integer("rank", 0, -1, 1 << 30));
-    job.rank = bootstrap::discover_rank(explicit_rank, n);
+    std::optional<int> rdv_port;
+    if (a.value("rendezvous-port"))
+        rdv_port = static_cast<int>(a.integer("rendezvous-port", 0, 1, 65535));
+    const auto launch = bootstrap::discover_launch({explicit_rank, a.value("rendezvous"), rdv_port,
+                                                    a.value("address"), job.topology.count_only},
+                                                   n);
+    job.rank = launch.rank;
+    if (launch.rendezvous) {  // a count-only job: addresses from the rendezvous (docs/peer.md)
+        job.topology.peers.clear();
+        for (const auto& e :
+             bootstrap::rendezvous_peers(*launch.rendezvous, job.rank, n, a.value("address")))
+            job.topology.peers.push_back({e.host, e.port});
+        std::fprintf(stderr, "[rank %d] rendezvous at %s (%s)\n", job.rank,
+                     launch.rendezvous->str().c_str(), launch.rendezvous_source.c_str());
+    }
     job.algorithm = check_algorithm(a.value("algorithm").value_or("dpsgd"));
     std::shared_ptr<const Cluster> cluster;  // null: natural speed
     if (a.value("cluster"))

@@ -1,11 +1,14 @@
 #include "gossamer/peer/join.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
+
+#include "gossamer/bootstrap/launcher.hpp"
 
 namespace gossamer::peer {
 
@@ -103,6 +106,10 @@ std::unique_ptr<JoinedPeer> join(JoinOptions options) {
     auto& u = options.ucx;
     u.rank = b.rank;
     u.size = static_cast<int>(b.peers.size());
+    // A count-only job knows no other peer's host before the rendezvous: the launcher says how
+    // many share this host, else assume all of them (the safe side: block, never spin).
+    if (std::any_of(b.peers.begin(), b.peers.end(), [](const auto& e) { return e.port == 0; }))
+        u.local_peers = bootstrap::launcher_local_size().value_or(u.size);
     u.job_id = b.job_id;
     std::unique_ptr<JoinedPeer> me(new JoinedPeer);
     me->relay_ = std::make_shared<JoinedPeer::Relay>();

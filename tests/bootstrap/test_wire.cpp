@@ -24,7 +24,8 @@ wire::Hello hello_for(int rank, const std::vector<bs::Endpoint>& eps) {
             o.token,
             o.layout.describe(),
             blob_of(rank),
-            o.settings};
+            o.settings,
+            eps[static_cast<std::size_t>(rank)]};
 }
 
 /// A hand-made peer: one connection, whole frames.

@@ -215,6 +215,11 @@ Topology parse_topology(const json::Document& doc) {
     Topology topo;
     topo.source = doc.file;
     topo.peers = parse_peers(root.at("peers"));
+    {
+        const Node peers = root.at("peers");
+        topo.count_only = peers.is_object() && !peers.has("host") && !peers.has("hosts") &&
+                          !peers.has("base_port");
+    }
     const int n = topo.n();
 
     // Weights: "uniform" or {"rule": "explicit", "kind": "averaging" | "push_sum"}.

@@ -38,7 +38,18 @@ Bootstrap::Impl::Impl(Options options) : opt(std::move(options)) {
             fmt::format("{} ms is shorter than two heartbeat intervals ({} ms)",
                         opt.heartbeat_timeout.count(), 2 * opt.heartbeat_interval.count()),
             "a live peer would be reported lost after one late heartbeat; raise it");
+    count_only = wire::count_only(opt.peers);
+    if (count_only && opt.peers[0].port == 0)
+        throw ConfigError("", "rendezvous", "rank 0's port is not known, so no peer can join it",
+                          "give rank 0's endpoint (the rendezvous) a port");
+    for (const auto& e : opt.peers)
+        if (e.host.size() > wire::kMaxHost)
+            throw ConfigError("", "peers",
+                              fmt::format("the host name '{}...' is longer than {} bytes",
+                                          e.host.substr(0, 40), wire::kMaxHost));
+    fingerprint = wire::peers_fingerprint(opt.peers);
     self = opt.peers[static_cast<std::size_t>(opt.rank)];
+    known_peers = opt.peers;
     members.resize(static_cast<std::size_t>(n));
     blobs.resize(static_cast<std::size_t>(n));
     joined.assign(static_cast<std::size_t>(n), false);
@@ -48,7 +59,9 @@ Bootstrap::Impl::Impl(Options options) : opt(std::move(options)) {
 }
 
 std::string Bootstrap::Impl::name(int rank) const {
-    return fmt::format("rank {} ({})", rank, opt.peers[static_cast<std::size_t>(rank)].str());
+    const auto& e = opt.peers[static_cast<std::size_t>(rank)];
+    if (e.port == 0) return fmt::format("rank {}", rank);  // not known yet (count-only job)
+    return fmt::format("rank {} ({})", rank, e.str());
 }
 
 void Bootstrap::Impl::listen() {
@@ -70,13 +83,20 @@ void Bootstrap::Impl::listen() {
     if (!ec) acceptor.bind(where, ec);
     if (ec == asio::error::address_in_use)
         throw cannot(Reason::address_in_use, "address in use",
-                     "pick another port in the topology file or stop the process using it");
+                     count_only && opt.rank == 0
+                         ? "the rendezvous port is taken (another job, or a peer still running); "
+                           "pick another with --rendezvous-port or GOSSAMER_RENDEZVOUS_PORT "
+                           "(the same for every peer) or stop the process using it"
+                         : "pick another port in the topology file or stop the process using it");
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec)
         throw cannot(
             Reason::cannot_listen, ec.message(),
             fmt::format("check that rank {} runs on the host the topology file names", opt.rank));
     self.port = acceptor.local_endpoint().port();
+    opt.peers[static_cast<std::size_t>(opt.rank)].port = self.port;  // a port the kernel gave
+    std::lock_guard lock(mu);
+    known_peers = opt.peers;
 }
 
 void Bootstrap::Impl::finish(std::vector<Blob> result) {
@@ -84,6 +104,7 @@ void Bootstrap::Impl::finish(std::vector<Blob> result) {
     if (finished) return;
     finished = true;
     table = std::move(result);
+    known_peers = opt.peers;
     cv.notify_all();
 }
 
@@ -193,6 +214,11 @@ ListenerStats Bootstrap::listener_stats() const {
 const Endpoint& Bootstrap::endpoint() const noexcept {
     return impl_->self;
 }
+std::vector<Endpoint> Bootstrap::peers() const {
+    std::lock_guard lock(impl_->mu);
+    return impl_->known_peers;
+}
+
 int Bootstrap::rank() const noexcept {
     return impl_->opt.rank;
 }

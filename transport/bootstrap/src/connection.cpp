@@ -11,6 +11,8 @@ Connection::Connection(tcp::socket socket) : socket_(std::move(socket)) {
     auto ep = socket_.remote_endpoint(ec);
     remote_ =
         ec ? "an unknown address" : ep.address().to_string() + ":" + std::to_string(ep.port());
+    auto here = socket_.local_endpoint(ec);
+    if (!ec) local_ = here.address().to_string();
     socket_.set_option(tcp::no_delay(true), ec);
 }
 

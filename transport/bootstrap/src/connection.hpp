@@ -42,6 +42,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
     /// "ip:port" of the other side, as it was when the connection opened.
     const std::string& remote() const { return remote_; }
+    /// This side's address (no port), as it was when the connection opened: the address the
+    /// kernel chose to reach the other side. Empty when unknown.
+    const std::string& local_address() const { return local_; }
 
     Clock::time_point last_heard = Clock::now();
 
@@ -53,6 +56,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     bool close_when_flushed_ = false;
     bool write_failed_ = false;
     std::string remote_;
+    std::string local_;
 };
 
 /// "1.5 s", "30 s": durations in error lines.

@@ -16,7 +16,9 @@ struct Bootstrap::Impl {
     asio::io_context io;  // first member, so it is destroyed last
     Options opt;
     int n = 0;
-    Endpoint self;  // where the listener is bound
+    bool count_only = false;        // the peers' addresses are learnt at the rendezvous (wire.hpp)
+    std::uint64_t fingerprint = 0;  // wire::peers_fingerprint of the list as given
+    Endpoint self;                  // where the listener is bound
     tcp::acceptor acceptor{io};
     std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
     std::thread thread;
@@ -30,6 +32,7 @@ struct Bootstrap::Impl {
     bool finished = false;  // the rendezvous ended (table or failure)
     std::optional<BootstrapError> failure;
     std::vector<Blob> table;
+    std::vector<Endpoint> known_peers;  // peers(): the options', then the table's
     bool io_stopped = false;
     bool rendezvous_called = false;
     View view;                                 // the last installed
@@ -69,7 +72,7 @@ struct Bootstrap::Impl {
 
     // bootstrap.cpp: listener, shutdown, ending the rendezvous.
     void listen();
-    void finish(std::vector<Blob> result);
+    void finish(std::vector<Blob> result);  // also publishes opt.peers as known_peers
     void fail(BootstrapError error);
     void shutdown();
     void crash();

@@ -22,6 +22,10 @@ std::string list_ranks(const std::vector<std::string>& names) {
     return out;
 }
 
+bool is_wildcard(const std::string& host) {
+    return host == "0.0.0.0" || host == "::";
+}
+
 }  // namespace
 
 asio::awaitable<void> Bootstrap::Impl::accept_loop() {
@@ -118,13 +122,20 @@ std::optional<wire::Notice> Bootstrap::Impl::check(const wire::Hello& h) const {
                               "every peer of one job the same job id (--job-id or "
                               "GOSSAMER_JOB_ID) and separate jobs separate ports",
                               h.rank, h.job_id, opt.job_id));
-    auto mine = wire::peers_fingerprint(opt.peers);
-    if (h.n != static_cast<std::uint32_t>(n) || h.peers_fingerprint != mine)
+    auto mine = fingerprint;
+    if (h.n != static_cast<std::uint32_t>(n) || h.peers_fingerprint != mine) {
+        // A count-only list has one fingerprint per size: say so rather than show a number.
+        auto kind = [](std::uint32_t count, std::uint64_t print) {
+            return count > 1 && print == wire::count_only_fingerprint(count)
+                       ? std::string("count-only, addresses from the rendezvous")
+                       : fmt::format("hosts and ports fingerprint {:016x}", print);
+        };
         return no(Reason::peer_list_mismatch,
-                  fmt::format("peer lists of the topology differ: rank {} has {} peers "
-                              "(hosts and ports fingerprint {:016x}), rank 0 has {} ({:016x}); "
-                              "start every peer with the same topology file",
-                              h.rank, h.n, h.peers_fingerprint, n, mine));
+                  fmt::format("peer lists of the topology differ: rank {} has {} peers ({}), "
+                              "rank 0 has {} ({}); start every peer with the same topology file",
+                              h.rank, h.n, kind(h.n, h.peers_fingerprint), n,
+                              kind(static_cast<std::uint32_t>(n), mine)));
+    }
     if (r <= 0 || r >= n)
         return no(Reason::duplicate_rank,
                   fmt::format("a second process claims rank {}; every rank must be started once",
@@ -214,6 +225,19 @@ asio::awaitable<void> Bootstrap::Impl::serve(std::shared_ptr<Connection> conn) {
         co_return;
     }
     auto index = static_cast<std::size_t>(r);
+    if (count_only) {
+        // Only a rank that passed every check gets a name: the table carries it to all.
+        if (hello.listen.host.empty() || hello.listen.port <= 0) {
+            refuse_garbage(
+                *conn, fmt::format("rank {} sent no listen address in its handshake", hello.rank));
+            co_return;
+        }
+        opt.peers[index] = hello.listen;
+        // Listening on every interface, rank 0 names itself by the address the first peer
+        // reached it at.
+        if (is_wildcard(opt.peers[0].host) && !conn->local_address().empty())
+            opt.peers[0].host = conn->local_address();
+    }
     members[index] = conn;
     blobs[index] = std::move(hello.address);
     joined[index] = true;
@@ -241,7 +265,7 @@ void Bootstrap::Impl::maybe_release() {
         if (!joined[static_cast<std::size_t>(r)]) return;
     started = true;
     join_timer.cancel();
-    auto table_frame = wire::frame(wire::Kind::table, wire::encode_table(blobs));
+    auto table_frame = wire::frame(wire::Kind::table, wire::encode_table(blobs, opt.peers));
     for (int r = 1; r < n; ++r) members[static_cast<std::size_t>(r)]->send(table_frame);
     log::info("{}: all {} peer{} joined; start-up barrier passed", name(0), n, n == 1 ? "" : "s");
     finish(blobs);
@@ -345,16 +369,24 @@ asio::awaitable<std::shared_ptr<Connection>> Bootstrap::Impl::connect_root(
 asio::awaitable<void> Bootstrap::Impl::join_root(Blob address) {
     auto conn = co_await connect_root(Clock::now() + opt.join_timeout);
     if (!conn) co_return;
+    // The address this peer reports: its bind address, or where it reached rank 0 from when it
+    // listens on every interface (the kernel's route to rank 0 picked it: reachable from there).
+    Endpoint listen = self;
+    if (is_wildcard(listen.host) && !conn->local_address().empty()) {
+        listen.host = conn->local_address();
+        opt.peers[static_cast<std::size_t>(opt.rank)].host = listen.host;
+    }
     wire::Hello hello{static_cast<std::uint32_t>(opt.rank),
                       static_cast<std::uint32_t>(n),
                       opt.job_id,
-                      wire::peers_fingerprint(opt.peers),
+                      fingerprint,
                       opt.model_size,
                       opt.layout.fingerprint(),
                       opt.token,
                       opt.layout.describe(),
                       std::move(address),
-                      opt.settings};  // encode() leaves each fix out
+                      opt.settings,  // encode() leaves each fix out
+                      listen};
     conn->send(wire::frame(wire::Kind::hello, wire::encode(hello)));
     members[0] = conn;
 
@@ -393,9 +425,17 @@ asio::awaitable<void> Bootstrap::Impl::join_root(Blob address) {
         }
         if (f.header.kind == wire::Kind::table && welcomed) {
             try {
-                auto table = wire::decode_table(f.body, static_cast<std::uint32_t>(n));
+                auto table = wire::decode_full_table(f.body, static_cast<std::uint32_t>(n));
+                // Rank 0 keeps the name this peer reached it by; the others are as reported.
+                if (count_only)
+                    for (int q = 1; q < n; ++q) {
+                        const auto& e = table.endpoints[static_cast<std::size_t>(q)];
+                        if (e.host.empty() || e.port <= 0)
+                            throw wire::Malformed(fmt::format("no address for rank {}", q));
+                        opt.peers[static_cast<std::size_t>(q)] = e;
+                    }
                 started = true;
-                finish(std::move(table));
+                finish(std::move(table.blobs));
                 start_heartbeats();
                 co_await watch(conn, 0);
             } catch (const wire::Malformed& e) {

@@ -82,6 +82,15 @@ class Reader {
     std::size_t pos_ = 0;
 };
 
+Endpoint endpoint(Reader& r) {
+    Endpoint e;
+    e.host = r.text(kMaxHost, "a host name");
+    const std::uint32_t port = r.u32();
+    if (port > 65535) throw Malformed("port " + std::to_string(port) + " is out of range");
+    e.port = static_cast<int>(port);
+    return e;
+}
+
 }  // namespace
 
 Header decode_header(std::span<const std::uint8_t> bytes) {
@@ -131,6 +140,8 @@ Bytes encode(const Hello& h) {
         w.u64(s.digest);
         w.text(s.value);
     }
+    w.text(h.listen.host);
+    w.u32(static_cast<std::uint32_t>(h.listen.port));
     return w.take();
 }
 
@@ -157,6 +168,7 @@ Hello decode_hello(std::span<const std::uint8_t> body) {
         s.value = r.text(kMaxValue, "a setting's description");
         h.settings.push_back(std::move(s));
     }
+    h.listen = endpoint(r);
     r.finish();
     return h;
 }
@@ -182,27 +194,48 @@ Notice decode_notice(std::span<const std::uint8_t> body) {
     return notice;
 }
 
-Bytes encode_table(const std::vector<Blob>& blobs) {
+Bytes encode_table(const std::vector<Blob>& blobs, const std::vector<Endpoint>& endpoints) {
     Writer w;
     w.u32(static_cast<std::uint32_t>(blobs.size()));
     for (const auto& b : blobs) w.blob(b);
+    for (std::size_t i = 0; i < blobs.size(); ++i) {
+        const Endpoint e = i < endpoints.size() ? endpoints[i] : Endpoint{};
+        w.text(e.host);
+        w.u32(static_cast<std::uint32_t>(e.port));
+    }
     return w.take();
 }
 
-std::vector<Blob> decode_table(std::span<const std::uint8_t> body, std::uint32_t n) {
+Table decode_full_table(std::span<const std::uint8_t> body, std::uint32_t n) {
     Reader r(body);
     std::uint32_t count = r.u32();
     if (count != n)
         throw Malformed("a table of " + std::to_string(count) + " peers, expected " +
                         std::to_string(n));
-    std::vector<Blob> blobs;
-    for (std::uint32_t i = 0; i < count; ++i) blobs.push_back(r.blob(kMaxBlob, "an address blob"));
+    Table t;
+    for (std::uint32_t i = 0; i < count; ++i)
+        t.blobs.push_back(r.blob(kMaxBlob, "an address blob"));
+    for (std::uint32_t i = 0; i < count; ++i) t.endpoints.push_back(endpoint(r));
     r.finish();
-    return blobs;
+    return t;
+}
+
+std::vector<Blob> decode_table(std::span<const std::uint8_t> body, std::uint32_t n) {
+    return decode_full_table(body, n).blobs;
+}
+
+std::uint64_t count_only_fingerprint(std::size_t n) {
+    const std::string tag = "count-only " + std::to_string(n);
+    return Digest().bytes(tag.data(), tag.size()).value();
+}
+
+bool count_only(const std::vector<Endpoint>& peers) {
+    return std::any_of(peers.begin(), peers.end(), [](const Endpoint& e) { return e.port == 0; });
 }
 
 std::uint64_t peers_fingerprint(const std::vector<Endpoint>& peers) {
     Digest d;
+    if (count_only(peers)) return count_only_fingerprint(peers.size());
     for (const auto& p : peers) {
         const unsigned char end = 0;
         unsigned char port[4];

@@ -18,7 +18,8 @@ using Bytes = std::vector<std::uint8_t>;
 inline constexpr std::uint8_t kMagic[4] = {'G', 'S', 'B', 'T'};
 // 2: the hello carries the job's settings (one digest and description per field).
 // 3: views (propose, ack, install, query) and the expelled notice.
-inline constexpr std::uint16_t kVersion = 3;
+// 4: the hello carries the sender's listen address, the table every peer's (count-only jobs).
+inline constexpr std::uint16_t kVersion = 4;
 inline constexpr std::size_t kHeaderBytes = 12;
 inline constexpr std::uint32_t kMaxBody = 64u << 20;  // a table of many peers' blobs
 inline constexpr std::uint32_t kMaxBlob = 1u << 20;   // one address blob
@@ -27,6 +28,7 @@ inline constexpr std::uint32_t kMaxText = 64u << 10;  // layout descriptions, re
 inline constexpr std::uint32_t kMaxSettings = 256;    // settings in one hello
 inline constexpr std::uint32_t kMaxField = 256;       // one setting's field name
 inline constexpr std::uint32_t kMaxValue = 4096;      // one setting's description
+inline constexpr std::uint32_t kMaxHost = 255;        // a host name or address (DNS's limit)
 
 enum class Kind : std::uint8_t {
     hello = 1,      // joiner -> rank 0: who I am, what I run, my blob
@@ -74,6 +76,7 @@ struct Hello {
     std::string layout_text;  // PartitionLayout::describe(), for error messages
     Blob address;
     std::vector<Setting> settings;  // field, digest and value each (not the fix)
+    Endpoint listen;                // where the sender listens: its reachable host and its port
 };
 Bytes encode(const Hello& hello);
 Hello decode_hello(std::span<const std::uint8_t> body);
@@ -88,11 +91,25 @@ struct Notice {
 Bytes encode(const Notice& notice);
 Notice decode_notice(std::span<const std::uint8_t> body);
 
-Bytes encode_table(const std::vector<Blob>& blobs);
-/// Throws Malformed unless the table holds exactly n blobs.
+/// The table rank 0 sends at the barrier: every peer's blob and listen address, by rank.
+struct Table {
+    std::vector<Blob> blobs;
+    std::vector<Endpoint> endpoints;
+};
+/// `endpoints` may be empty (each is then sent as an empty host and port 0).
+Bytes encode_table(const std::vector<Blob>& blobs, const std::vector<Endpoint>& endpoints = {});
+/// Throws Malformed unless the table holds exactly n blobs and n endpoints.
+Table decode_full_table(std::span<const std::uint8_t> body, std::uint32_t n);
+/// The blobs of decode_full_table.
 std::vector<Blob> decode_table(std::span<const std::uint8_t> body, std::uint32_t n);
 
 /// FNV-1a over every host and port, in rank order: peers started from the same topology agree.
+/// A count-only job (some port is 0: learnt at the rendezvous) hashes only its size, since each
+/// peer knows a different part of the list up front.
 std::uint64_t peers_fingerprint(const std::vector<Endpoint>& peers);
+/// The fingerprint of a count-only job of n peers.
+std::uint64_t count_only_fingerprint(std::size_t n);
+/// Whether `peers` is a count-only job's list: some port is 0 (docs/bootstrap.md).
+bool count_only(const std::vector<Endpoint>& peers);
 
 }  // namespace gossamer::bootstrap::wire

@@ -23,6 +23,9 @@ struct Topology {
     std::shared_ptr<const Schedule> schedule;  ///< graph and weights of every round
     std::optional<FamilySpec> family;          ///< set when the graph is a generated family
     WeightRule weights = WeightRule::uniform;
+    /// The file gives only a count ("peers": {"count": N}): a peer may find rank 0 through a
+    /// rendezvous instead of the count form's default addresses (docs/topology-format.md).
+    bool count_only = false;
     int n() const { return static_cast<int>(peers.size()); }
 };
 

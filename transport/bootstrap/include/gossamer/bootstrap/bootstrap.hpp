@@ -23,7 +23,9 @@
 
 namespace gossamer::bootstrap {
 
-/// Where a peer listens (topology file: peers[r]).
+/// Where a peer listens (topology file: peers[r]). Port 0 means "not known up front": in a
+/// count-only job (docs/bootstrap.md, "Count-only jobs") each peer knows only rank 0's endpoint
+/// (the rendezvous) and its own bind address, and learns the others' from the table.
 struct Endpoint {
     std::string host;
     int port = 0;
@@ -35,7 +37,11 @@ using Millis = std::chrono::milliseconds;
 
 struct Options {
     int rank = 0;
-    std::vector<Endpoint> peers;   ///< rank r listens at peers[r]; all peers pass the same list
+    /// Rank r listens at peers[r]; all peers pass the same list, or (a count-only job) every
+    /// peer passes rank 0's endpoint at peers[0], its own bind address at peers[rank] (port 0:
+    /// a port the kernel gives; host 0.0.0.0: every interface, and the peer reports the address
+    /// it reached rank 0 from) and port 0 for the others.
+    std::vector<Endpoint> peers;
     std::uint64_t job_id = 0;      ///< must match on every peer
     std::string token;             ///< job_token(); compared in constant time by rank 0
     std::uint64_t model_size = 0;  ///< parameters of the model; must match
@@ -134,6 +140,9 @@ class Bootstrap {
     ListenerStats listener_stats() const;
     /// The address the listener is bound to.
     const Endpoint& endpoint() const noexcept;
+    /// Every peer's listen address as known now: the options' list, and after the rendezvous
+    /// of a count-only job what each peer reported (rank 0's entry stays as given). Thread-safe.
+    std::vector<Endpoint> peers() const;
     int rank() const noexcept;
 
     /// Fault injection for tests: make this peer look hung or killed to the others.
