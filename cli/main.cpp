@@ -33,6 +33,7 @@ commands:
   sim       simulate many peers with heterogeneous speeds in virtual time
   launch    run the local peers of a topology for real, as gossamer peer processes
   peer      run one real peer of a job over UCX (one process per rank; mpirun, srun)
+  lab       network-namespace lab: check, up, down, clean (root; docs/lab.md)
   eval      test accuracy and loss of a saved model (model.bin, a checkpoint)
   bench     benchmarks with a reference measured in the same run (compute)
 
@@ -73,6 +74,7 @@ int dispatch(const std::vector<std::string>& args) {
     if (cmd == "launch") return gossamer::cli::run_launch(rest);
     if (cmd == "peer") return gossamer::cli::run_peer(rest);
     if (cmd == "eval") return gossamer::cli::run_eval(rest);
+    if (cmd == "lab") return gossamer::cli::run_lab(rest);
     throw gossamer::cli::UsageError(
         fmt::format("gossamer: unknown command '{}'; see 'gossamer --help'", cmd));
 }

@@ -1,0 +1,87 @@
+// Calibration: every peer sends at once, rates from the qdiscs' own counters (check.hpp).
+#include "gossamer/lab/check.hpp"
+
+#include <chrono>
+#include <thread>
+
+#include "gossamer/lab/blast.hpp"
+#include "gossamer/lab/shaping.hpp"
+
+namespace gossamer::lab {
+namespace {
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+struct Sample {
+    std::vector<std::uint64_t> up, down;
+    std::vector<double> at;  // when each peer's pair was read (the midpoint of the two reads)
+};
+
+Sample sample(int slot, int peers) {
+    Sample s;
+    for (int i = 0; i < peers; ++i) {
+        const double t0 = now_s();
+        s.up.push_back(uplink_counters(slot, i).bytes);
+        s.down.push_back(downlink_counters(slot, i).bytes);
+        s.at.push_back((t0 + now_s()) / 2);
+    }
+    return s;
+}
+
+}  // namespace
+
+WindowRates measure_window(int slot, int peers, double seconds) {
+    const Sample a = sample(slot, peers);
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    const Sample b = sample(slot, peers);
+    WindowRates w;
+    w.seconds = seconds;
+    for (int i = 0; i < peers; ++i) {
+        const double dt = b.at[i] - a.at[i];
+        w.uplink.push_back(static_cast<double>(b.up[i] - a.up[i]) * 8.0 / dt);
+        w.downlink.push_back(static_cast<double>(b.down[i] - a.down[i]) * 8.0 / dt);
+    }
+    return w;
+}
+
+CheckResult run_check(const LabSpec& spec, double seconds, double good) {
+    Lab lab = Lab::create(spec);
+    const int n = static_cast<int>(spec.peers.size());
+    CheckResult result;
+    result.job = lab.job();
+    std::vector<Flow> flows;
+    for (int i = 0; i < n && n > 1; ++i) flows.push_back({i, (i + 1) % n});
+    // The window skips TCP's first quarter (slow start, the first queue filling) and ends
+    // before the senders stop.
+    WindowRates w;
+    BlastOptions o;
+    o.seconds = seconds;
+    o.while_sending = [&] {
+        std::this_thread::sleep_for(std::chrono::duration<double>(seconds * 0.25));
+        w = measure_window(lab.slot(), n, seconds * 0.6);
+    };
+    const auto flows_done = blast(lab, flows, o);
+    lab.stop();
+    result.window_s = w.seconds;
+    result.carries = !w.uplink.empty();
+    for (int i = 0; i < n; ++i) {
+        PeerRate r;
+        r.peer = i;
+        r.cap = spec.peers[i].uplink;
+        if (i < static_cast<int>(w.uplink.size())) {
+            r.measured = w.uplink[i];
+            r.received = w.downlink[i];
+        }
+        for (const auto& f : flows_done)
+            if (f.flow.from == i && !f.error.empty()) r.error = f.error;
+        result.total += r.measured;
+        if (!r.error.empty() || (r.cap > 0 && r.measured < good * r.cap)) result.carries = false;
+        result.peers.push_back(r);
+    }
+    return result;
+}
+
+}  // namespace gossamer::lab

@@ -1,0 +1,107 @@
+// The tc commands of a peer's links and its qdisc counters (shaping.hpp).
+#include "gossamer/lab/shaping.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "gossamer/core/error.hpp"
+#include "gossamer/lab/system.hpp"
+
+namespace gossamer::lab {
+namespace {
+
+std::string bits(double rate) {
+    return fmt::format("{}bit", std::llround(rate));
+}
+
+// htb's quantum (bytes a class sends per turn when borrowing): fixed, so that the kernel does
+// not derive an out-of-range one from a large rate.
+constexpr const char* kQuantum = "60000";
+
+std::vector<std::string> tc(const std::string& netns, std::vector<std::string> rest) {
+    std::vector<std::string> argv{"tc", "-n", netns};
+    argv.insert(argv.end(), rest.begin(), rest.end());
+    return argv;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> shaping_commands(const LabSpec& spec, int slot, int peer) {
+    std::vector<std::vector<std::string>> cmds;
+    const auto& caps = spec.peers.at(static_cast<std::size_t>(peer));
+    const double up = caps.uplink > 0 ? caps.uplink : kUnlimited;
+    std::vector<LinkCap> links;
+    for (const auto& l : spec.links)
+        if (l.from == peer) links.push_back(l);
+    std::sort(links.begin(), links.end(), [](const auto& a, const auto& b) { return a.to < b.to; });
+
+    // Uplink: 1:1 holds the cap; the leaves' guaranteed rates sum to it (a leaf within its
+    // rate does not ask its parent), each borrows up to its own ceiling.
+    const std::string ns = peer_netns(slot, peer), dev = peer_device(slot, peer);
+    const double share = up / static_cast<double>(links.size() + 1);
+    cmds.push_back(
+        tc(ns, {"qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "2"}));
+    cmds.push_back(tc(ns, {"class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+                           "rate", bits(up), "ceil", bits(up), "quantum", kQuantum}));
+    cmds.push_back(tc(ns, {"class", "add", "dev", dev, "parent", "1:1", "classid", "1:2", "htb",
+                           "rate", bits(share), "ceil", bits(up), "quantum", kQuantum}));
+    for (const auto& l : links) {
+        const double ceil = std::min(l.bits_per_s, up);
+        const std::string id = fmt::format("1:{:x}", 0x100 + l.to);
+        cmds.push_back(
+            tc(ns, {"class", "add", "dev", dev, "parent", "1:1", "classid", id, "htb", "rate",
+                    bits(std::min(share, ceil)), "ceil", bits(ceil), "quantum", kQuantum}));
+        cmds.push_back(
+            tc(ns, {"filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
+                    "u32", "match", "ip", "dst", peer_address(slot, l.to) + "/32", "flowid", id}));
+    }
+
+    // Downlink: what the bridge sends into the peer's veth.
+    const double down = caps.downlink > 0 ? caps.downlink : kUnlimited;
+    const std::string lab = lab_netns(slot), port = bridge_port(slot, peer);
+    cmds.push_back(
+        tc(lab, {"qdisc", "add", "dev", port, "root", "handle", "1:", "htb", "default", "1"}));
+    cmds.push_back(tc(lab, {"class", "add", "dev", port, "parent", "1:", "classid", "1:1", "htb",
+                            "rate", bits(down), "ceil", bits(down), "quantum", kQuantum}));
+    return cmds;
+}
+
+QdiscCounters parse_root_counters(const std::string& tc_output, const std::string& device) {
+    std::stringstream ss(tc_output);
+    std::string line;
+    bool in_root = false;
+    while (std::getline(ss, line)) {
+        if (line.rfind("qdisc ", 0) == 0) {
+            in_root = line.find(" root ") != std::string::npos;
+            continue;
+        }
+        if (!in_root) continue;
+        const auto sent = line.find("Sent ");
+        if (sent == std::string::npos) continue;
+        std::stringstream fields(line.substr(sent + 5));
+        QdiscCounters c;
+        std::string bytes_word, pkt_word;
+        if (fields >> c.bytes >> bytes_word >> c.packets >> pkt_word && bytes_word == "bytes" &&
+            pkt_word == "pkt")
+            return c;
+        break;
+    }
+    throw Error(fmt::format("no root qdisc counters for {} in tc's output", device));
+}
+
+QdiscCounters uplink_counters(int slot, int peer) {
+    const auto dev = peer_device(slot, peer);
+    return parse_root_counters(
+        run_checked({"tc", "-n", peer_netns(slot, peer), "-s", "qdisc", "show", "dev", dev}), dev);
+}
+
+QdiscCounters downlink_counters(int slot, int peer) {
+    const auto dev = bridge_port(slot, peer);
+    return parse_root_counters(
+        run_checked({"tc", "-n", lab_netns(slot), "-s", "qdisc", "show", "dev", dev}), dev);
+}
+
+}  // namespace gossamer::lab
