@@ -171,9 +171,9 @@ int check(const std::vector<std::string>& args) {
                      "cap at once)\n";
     else
         std::cout << fmt::format(
-            "verdict: the veths cannot carry these caps here; the slowest peer reached {}: use "
-            "caps of at most that per peer for runs on this machine\n",
-            lab::format_rate(std::max(lowest, 0.0)));
+            "verdict: the veths cannot carry these caps here; the slowest peer reached {:.1f} "
+            "Mbit/s: use caps of at most that per peer for runs on this machine\n",
+            mbit(std::max(lowest, 0.0)));
     return 0;
 }
 

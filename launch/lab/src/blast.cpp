@@ -22,6 +22,9 @@
 namespace gossamer::lab {
 namespace {
 
+// How much longer than `seconds` the senders may run while `while_sending` measures.
+constexpr double kMeasureSlack = 30.0;
+
 double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
@@ -156,6 +159,7 @@ std::vector<FlowResult> blast(const Lab& lab, const std::vector<Flow>& flows,
         throw Error(fmt::format("blast: {} s is outside (0, 600]", o.seconds));
     Shared sh;
     sh.hard_end = now_s() + o.connect_timeout_s + o.seconds + 2.0;
+    if (o.while_sending) sh.hard_end += kMeasureSlack;
     std::vector<FlowResult> results(flows.size());
     std::vector<std::thread> threads;
     const int k_count = static_cast<int>(flows.size());
@@ -171,9 +175,13 @@ std::vector<FlowResult> blast(const Lab& lab, const std::vector<Flow>& flows,
     const double connect_deadline = now_s() + o.connect_timeout_s + 0.5;
     while (sh.connected + sh.failed < k_count && now_s() < connect_deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    const double start = now_s();
-    sh.end = start + o.seconds;
-    if (o.while_sending && sh.connected > 0) o.while_sending();
+    if (o.while_sending && sh.connected > 0) {
+        sh.end = now_s() + o.seconds + kMeasureSlack;
+        o.while_sending();
+        sh.end = now_s();  // the measurement is done: stop sending
+    } else {
+        sh.end = now_s() + o.seconds;
+    }
     for (auto& t : threads) t.join();
     return results;
 }

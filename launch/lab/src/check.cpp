@@ -2,8 +2,10 @@
 #include "gossamer/lab/check.hpp"
 
 #include <chrono>
+#include <string>
 #include <thread>
 
+#include "gossamer/core/error.hpp"
 #include "gossamer/lab/blast.hpp"
 #include "gossamer/lab/shaping.hpp"
 
@@ -20,14 +22,30 @@ struct Sample {
     std::vector<double> at;  // when each peer's pair was read (the midpoint of the two reads)
 };
 
+// Every peer's counters at once (a thread each): read one after another, the last peers of a
+// large lab would be read long after the first.
 Sample sample(int slot, int peers) {
     Sample s;
-    for (int i = 0; i < peers; ++i) {
-        const double t0 = now_s();
-        s.up.push_back(uplink_counters(slot, i).bytes);
-        s.down.push_back(downlink_counters(slot, i).bytes);
-        s.at.push_back((t0 + now_s()) / 2);
-    }
+    s.up.resize(static_cast<std::size_t>(peers));
+    s.down.resize(static_cast<std::size_t>(peers));
+    s.at.resize(static_cast<std::size_t>(peers));
+    std::vector<std::string> errors(static_cast<std::size_t>(peers));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < peers; ++i)
+        threads.emplace_back([&, i] {
+            const auto k = static_cast<std::size_t>(i);
+            try {
+                const double t0 = now_s();
+                s.up[k] = uplink_counters(slot, i).bytes;
+                s.down[k] = downlink_counters(slot, i).bytes;
+                s.at[k] = (t0 + now_s()) / 2;
+            } catch (const std::exception& e) {
+                errors[k] = e.what();
+            }
+        });
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors)
+        if (!e.empty()) throw Error(e);
     return s;
 }
 

@@ -27,6 +27,17 @@ std::vector<std::string> tc(const std::string& netns, std::vector<std::string> r
     return argv;
 }
 
+// Each leaf gets a byte-bounded FIFO: about 50 ms of its rate (at least 256 KiB, a few GSO
+// packets). htb's default leaf queue (1000 packets of up to 64 KiB on a veth) holds seconds of
+// data at 50 Mbit/s, and the ACKs of the flow in the other direction, which share the uplink,
+// wait behind it: TCP then stalls and the cap is not reached.
+std::vector<std::string> leaf_queue(const std::string& netns, const std::string& dev,
+                                    const std::string& classid, double rate) {
+    const double limit = std::max(256.0 * 1024, rate / 8.0 * 0.05);
+    return tc(netns, {"qdisc", "add", "dev", dev, "parent", classid, "bfifo", "limit",
+                      fmt::format("{}", std::llround(limit))});
+}
+
 }  // namespace
 
 std::vector<std::vector<std::string>> shaping_commands(const LabSpec& spec, int slot, int peer) {
@@ -41,21 +52,35 @@ std::vector<std::vector<std::string>> shaping_commands(const LabSpec& spec, int 
     // Uplink: 1:1 holds the cap; the leaves' guaranteed rates sum to it (a leaf within its
     // rate does not ask its parent), each borrows up to its own ceiling.
     const std::string ns = peer_netns(slot, peer), dev = peer_device(slot, peer);
-    const double share = up / static_cast<double>(links.size() + 1);
+    // A tenth of the cap is reserved for small packets (TCP's ACKs, class 1:3, served first):
+    // a peer sends and receives at once, and ACKs queued behind its own data would slow down
+    // the flow coming in. The rest is shared by the data leaves.
+    const double acks = up / 10;
+    const double share = (up - acks) / static_cast<double>(links.size() + 1);
     cmds.push_back(
         tc(ns, {"qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "2"}));
     cmds.push_back(tc(ns, {"class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
                            "rate", bits(up), "ceil", bits(up), "quantum", kQuantum}));
     cmds.push_back(tc(ns, {"class", "add", "dev", dev, "parent", "1:1", "classid", "1:2", "htb",
                            "rate", bits(share), "ceil", bits(up), "quantum", kQuantum}));
+    cmds.push_back(leaf_queue(ns, dev, "1:2", up));
+    cmds.push_back(
+        tc(ns, {"class", "add", "dev", dev, "parent", "1:1", "classid", "1:3", "htb", "rate",
+                bits(acks), "ceil", bits(up), "quantum", kQuantum, "prio", "0"}));
+    cmds.push_back(leaf_queue(ns, dev, "1:3", acks));
+    // IPv4 packets shorter than 128 bytes (total length & 0xff80 == 0): ACKs and the like.
+    cmds.push_back(
+        tc(ns, {"filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+                "match", "u16", "0x0000", "0xff80", "at", "2", "flowid", "1:3"}));
     for (const auto& l : links) {
         const double ceil = std::min(l.bits_per_s, up);
         const std::string id = fmt::format("1:{:x}", 0x100 + l.to);
         cmds.push_back(
             tc(ns, {"class", "add", "dev", dev, "parent", "1:1", "classid", id, "htb", "rate",
                     bits(std::min(share, ceil)), "ceil", bits(ceil), "quantum", kQuantum}));
+        cmds.push_back(leaf_queue(ns, dev, id, ceil));
         cmds.push_back(
-            tc(ns, {"filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
+            tc(ns, {"filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "2",
                     "u32", "match", "ip", "dst", peer_address(slot, l.to) + "/32", "flowid", id}));
     }
 
@@ -66,6 +91,7 @@ std::vector<std::vector<std::string>> shaping_commands(const LabSpec& spec, int 
         tc(lab, {"qdisc", "add", "dev", port, "root", "handle", "1:", "htb", "default", "1"}));
     cmds.push_back(tc(lab, {"class", "add", "dev", port, "parent", "1:", "classid", "1:1", "htb",
                             "rate", bits(down), "ceil", bits(down), "quantum", kQuantum}));
+    cmds.push_back(leaf_queue(lab, port, "1:1", down));
     return cmds;
 }
 

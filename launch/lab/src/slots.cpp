@@ -42,13 +42,20 @@ int try_lock_slot(int slot) {
 }
 
 int lock_free_slot(int& slot) {
-    for (int s = 0; s < kSlots; ++s) {
-        const int fd = try_lock_slot(s);
-        if (fd >= 0) {
-            slot = s;
-            return fd;
+    // Slots with leftovers of a dead holder last: `gossamer lab clean` may be about to report
+    // them, and a fresh slot is as good.
+    std::vector<bool> leftovers(kSlots, false);
+    for (const auto& n : list_netns())
+        if (const auto s = slot_of_netns(n)) leftovers[static_cast<std::size_t>(*s)] = true;
+    for (const bool reclaim : {false, true})
+        for (int s = 0; s < kSlots; ++s) {
+            if (leftovers[static_cast<std::size_t>(s)] != reclaim) continue;
+            const int fd = try_lock_slot(s);
+            if (fd >= 0) {
+                slot = s;
+                return fd;
+            }
         }
-    }
     throw Error(
         fmt::format("all {} lab slots are taken (live holders); end a lab with "
                     "'gossamer lab down JOB'",
@@ -127,6 +134,8 @@ CleanReport clean_leftovers() {
 }
 
 CleanReport take_down(int slot, double timeout_s) {
+    CleanReport report;
+    report.removed = job_netns(slot);  // removed by the holder, or below
     int fd = detail::try_lock_slot(slot);
     if (fd < 0) {
         pid_t pid = -1;
@@ -144,9 +153,7 @@ CleanReport take_down(int slot, double timeout_s) {
                             "kill it, then run 'gossamer lab clean'",
                             job_name(slot), pid, timeout_s));
     }
-    CleanReport report;
-    report.removed = job_netns(slot);  // what the holder left, if anything
-    detail::teardown(slot);
+    detail::teardown(slot);  // whatever the holder left
     ::close(fd);
     return report;
 }

@@ -31,7 +31,8 @@ struct BlastOptions {
     int base_port = 52000;                 ///< flow k listens on base_port + k
     double connect_timeout_s = 5.0;
     /// Called once, from the calling thread, when every flow is connected and sending; the
-    /// measurement window runs inside it (it may sleep; it must return before `seconds`).
+    /// measurement window runs inside it (it may sleep). The senders stop when it returns
+    /// (at the latest `seconds` + 30 s after it was called), so the window never sees them end.
     std::function<void()> while_sending;
 };
 
