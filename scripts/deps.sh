@@ -2,7 +2,8 @@
 # Installs the Debian packages Gossamer needs; idempotent (skips what is installed).
 #   scripts/deps.sh          build, test and demo packages
 #   scripts/deps.sh --bench  also the packages benchmark reference programs need
-#   scripts/deps.sh --lab    also Slurm (slurm-wlm), for srun jobs (scripts/lab/slurm.sh)
+#   scripts/deps.sh --lab    also Slurm (slurm-wlm), for srun jobs (scripts/lab/slurm.sh), and
+#                            iproute2 (ip, tc) for the network-namespace lab (docs/lab.md)
 #   scripts/deps.sh [--bench] [--lab] --components   print the optional test components those packages
 #                            give (for GOSSAMER_REQUIRE, docs/testing.md); installs nothing
 # Runs as root, or through sudo when it is available.
@@ -17,14 +18,15 @@ packages=(
   pybind11-dev python3-pybind11 python3-pytest python3-torch python3-torchvision
 )
 bench_packages=(libopenmpi-dev openmpi-bin ucx-utils)
-lab_packages=(slurm-wlm)
+lab_packages=(slurm-wlm iproute2)
 # The optional components of the test suite (tests/support/optional.hpp) that these packages
 # provide: pybind11 + torch + pytest (python), python3-matplotlib, dataset-fashion-mnist; with
 # --bench OpenMPI (mpi) and ucx-utils (ucx_perftest, ucx_info); with --lab Slurm (slurm: srun,
-# slurmctld and slurmd, started by scripts/lab/slurm.sh as root).
+# slurmctld and slurmd, started by scripts/lab/slurm.sh as root) and iproute2 (netns: the
+# network-namespace lab also needs root and a kernel that lets it make namespaces, docs/lab.md).
 components=(python matplotlib fashion-mnist)
 bench_components=(mpi ucx-utils)
-lab_components=(slurm)
+lab_components=(slurm netns)
 
 print_components=0
 for arg in "$@"; do
@@ -32,7 +34,7 @@ for arg in "$@"; do
     --bench) packages+=("${bench_packages[@]}"); components+=("${bench_components[@]}") ;;
     --lab) packages+=("${lab_packages[@]}"); components+=("${lab_components[@]}") ;;
     --components) print_components=1 ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/deps.sh: unknown option '$arg'; use --bench, --lab, --components or --help" >&2
        exit 2 ;;
   esac

@@ -100,7 +100,6 @@ TEST_SUITE("lab") {
         s.links = {{0, 2, 20e6}, {1, 0, 10e6}};
         std::vector<std::string> c;
         for (const auto& argv : lab::shaping_commands(s, 4, 0)) c.push_back(joined(argv));
-        REQUIRE(c.size() == 13);
         CHECK(c[0] == "tc -n gsm4-p0 qdisc add dev gsm4p0 root handle 1: htb default 2");
         CHECK(contains(c[1], "classid 1:1 htb rate 100000000bit ceil 100000000bit"));
         // the leaves' guaranteed rates sum to the cap: 45 + 10 (small packets) + 20 <= 100
@@ -118,13 +117,18 @@ TEST_SUITE("lab") {
         CHECK(c[9] ==
               "tc -n gsm4-p0 filter add dev gsm4p0 parent 1: protocol ip prio 2 u32 "
               "match ip dst 10.213.4.3/32 flowid 1:102");
-        CHECK(c[10] == "tc -n gsm4-lab qdisc add dev gsm4b0 root handle 1: htb default 1");
-        CHECK(contains(c[11], "rate 50000000bit ceil 50000000bit"));
-        CHECK(contains(c[12], "dev gsm4b0 parent 1:1 bfifo limit 312500"));
-        // An uncapped peer still gets a qdisc (so its bytes are counted), at kUnlimited.
+        // the downlink: the same tree on the bridge's end (small packets first there too)
+        REQUIRE(c.size() == 17);
+        CHECK(c[10] == "tc -n gsm4-lab qdisc add dev gsm4b0 root handle 1: htb default 2");
+        CHECK(contains(c[11], "classid 1:1 htb rate 50000000bit ceil 50000000bit"));
+        CHECK(contains(c[12], "classid 1:2 htb rate 45000000bit ceil 50000000bit"));
+        CHECK(contains(c[13], "dev gsm4b0 parent 1:2 bfifo limit 312500"));
+        CHECK(contains(c[14], "classid 1:3 htb rate 5000000bit ceil 50000000bit"));
+        CHECK(contains(c[16], "u32 match u16 0x0000 0xff80 at 2 flowid 1:3"));
+        // An uncapped peer still gets its qdiscs (so its bytes are counted), at kUnlimited.
         const auto u = lab::shaping_commands(s, 4, 2);
         CHECK(contains(joined(u[1]), "rate 100000000000bit"));
-        CHECK(u.size() == 10);
+        CHECK(u.size() == 14);
     }
 
     TEST_CASE("the root qdisc's counters are read from tc -s output") {

@@ -49,6 +49,19 @@ Sample sample(int slot, int peers) {
     return s;
 }
 
+// The smallest cap on the way from -> to (0: none).
+double flow_cap(const LabSpec& spec, int from, int to) {
+    double cap = 0;
+    auto take = [&cap](double c) {
+        if (c > 0 && (cap == 0 || c < cap)) cap = c;
+    };
+    take(spec.peers[static_cast<std::size_t>(from)].uplink);
+    take(spec.peers[static_cast<std::size_t>(to)].downlink);
+    for (const auto& l : spec.links)
+        if (l.from == from && l.to == to) take(l.bits_per_s);
+    return cap;
+}
+
 }  // namespace
 
 WindowRates measure_window(int slot, int peers, double seconds) {
@@ -88,7 +101,7 @@ CheckResult run_check(const LabSpec& spec, double seconds, double good) {
     for (int i = 0; i < n; ++i) {
         PeerRate r;
         r.peer = i;
-        r.cap = spec.peers[i].uplink;
+        r.cap = flow_cap(spec, i, (i + 1) % n);
         if (i < static_cast<int>(w.uplink.size())) {
             r.measured = w.uplink[i];
             r.received = w.downlink[i];

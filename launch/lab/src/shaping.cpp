@@ -38,6 +38,34 @@ std::vector<std::string> leaf_queue(const std::string& netns, const std::string&
                       fmt::format("{}", std::llround(limit))});
 }
 
+// The htb tree of one capped direction: 1:1 holds the cap; the leaves' guaranteed rates sum
+// to it (a leaf within its rate does not ask its parent), each borrows up to its ceiling. A
+// tenth is reserved for small packets (TCP's ACKs, leaf 1:3, served first): a peer sends and
+// receives at once, and ACKs queued behind data slow down the flow in the other direction
+// (without this class, the reverse flow of a saturated pair reached 66% of its cap). Leaf 1:2
+// takes the rest; returns its guaranteed rate, shared with `more_leaves` leaves to come.
+double capped_root(std::vector<std::vector<std::string>>& cmds, const std::string& ns,
+                   const std::string& dev, double cap, std::size_t more_leaves) {
+    const double acks = cap / 10;
+    const double share = (cap - acks) / static_cast<double>(more_leaves + 1);
+    cmds.push_back(
+        tc(ns, {"qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "2"}));
+    cmds.push_back(tc(ns, {"class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+                           "rate", bits(cap), "ceil", bits(cap), "quantum", kQuantum}));
+    cmds.push_back(tc(ns, {"class", "add", "dev", dev, "parent", "1:1", "classid", "1:2", "htb",
+                           "rate", bits(share), "ceil", bits(cap), "quantum", kQuantum}));
+    cmds.push_back(leaf_queue(ns, dev, "1:2", cap));
+    cmds.push_back(
+        tc(ns, {"class", "add", "dev", dev, "parent", "1:1", "classid", "1:3", "htb", "rate",
+                bits(acks), "ceil", bits(cap), "quantum", kQuantum, "prio", "0"}));
+    cmds.push_back(leaf_queue(ns, dev, "1:3", acks));
+    // IPv4 packets shorter than 128 bytes (total length & 0xff80 == 0): ACKs and the like.
+    cmds.push_back(
+        tc(ns, {"filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+                "match", "u16", "0x0000", "0xff80", "at", "2", "flowid", "1:3"}));
+    return share;
+}
+
 }  // namespace
 
 std::vector<std::vector<std::string>> shaping_commands(const LabSpec& spec, int slot, int peer) {
@@ -49,29 +77,9 @@ std::vector<std::vector<std::string>> shaping_commands(const LabSpec& spec, int 
         if (l.from == peer) links.push_back(l);
     std::sort(links.begin(), links.end(), [](const auto& a, const auto& b) { return a.to < b.to; });
 
-    // Uplink: 1:1 holds the cap; the leaves' guaranteed rates sum to it (a leaf within its
-    // rate does not ask its parent), each borrows up to its own ceiling.
+    // Uplink, on the peer's own veth end.
     const std::string ns = peer_netns(slot, peer), dev = peer_device(slot, peer);
-    // A tenth of the cap is reserved for small packets (TCP's ACKs, class 1:3, served first):
-    // a peer sends and receives at once, and ACKs queued behind its own data would slow down
-    // the flow coming in. The rest is shared by the data leaves.
-    const double acks = up / 10;
-    const double share = (up - acks) / static_cast<double>(links.size() + 1);
-    cmds.push_back(
-        tc(ns, {"qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "2"}));
-    cmds.push_back(tc(ns, {"class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
-                           "rate", bits(up), "ceil", bits(up), "quantum", kQuantum}));
-    cmds.push_back(tc(ns, {"class", "add", "dev", dev, "parent", "1:1", "classid", "1:2", "htb",
-                           "rate", bits(share), "ceil", bits(up), "quantum", kQuantum}));
-    cmds.push_back(leaf_queue(ns, dev, "1:2", up));
-    cmds.push_back(
-        tc(ns, {"class", "add", "dev", dev, "parent", "1:1", "classid", "1:3", "htb", "rate",
-                bits(acks), "ceil", bits(up), "quantum", kQuantum, "prio", "0"}));
-    cmds.push_back(leaf_queue(ns, dev, "1:3", acks));
-    // IPv4 packets shorter than 128 bytes (total length & 0xff80 == 0): ACKs and the like.
-    cmds.push_back(
-        tc(ns, {"filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-                "match", "u16", "0x0000", "0xff80", "at", "2", "flowid", "1:3"}));
+    const double share = capped_root(cmds, ns, dev, up, links.size());
     for (const auto& l : links) {
         const double ceil = std::min(l.bits_per_s, up);
         const std::string id = fmt::format("1:{:x}", 0x100 + l.to);
@@ -84,14 +92,9 @@ std::vector<std::vector<std::string>> shaping_commands(const LabSpec& spec, int 
                     "u32", "match", "ip", "dst", peer_address(slot, l.to) + "/32", "flowid", id}));
     }
 
-    // Downlink: what the bridge sends into the peer's veth.
+    // Downlink: what the bridge sends into the peer's veth, on the bridge's end.
     const double down = caps.downlink > 0 ? caps.downlink : kUnlimited;
-    const std::string lab = lab_netns(slot), port = bridge_port(slot, peer);
-    cmds.push_back(
-        tc(lab, {"qdisc", "add", "dev", port, "root", "handle", "1:", "htb", "default", "1"}));
-    cmds.push_back(tc(lab, {"class", "add", "dev", port, "parent", "1:", "classid", "1:1", "htb",
-                            "rate", bits(down), "ceil", bits(down), "quantum", kQuantum}));
-    cmds.push_back(leaf_queue(lab, port, "1:1", down));
+    capped_root(cmds, lab_netns(slot), bridge_port(slot, peer), down, 0);
     return cmds;
 }
 

@@ -11,7 +11,9 @@ namespace gossamer::lab {
 
 struct PeerRate {
     int peer = 0;
-    double cap = 0.0;       ///< uplink cap, bits/s (0: none)
+    /// The cap of its flow to peer + 1, bits/s (0: none): the smallest of its uplink, the
+    /// next peer's downlink and their link's cap.
+    double cap = 0.0;
     double measured = 0.0;  ///< bits/s through its uplink qdisc over the window
     double received = 0.0;  ///< bits/s through its downlink qdisc over the window
     std::string error;      ///< the flow's error, if it failed
@@ -22,7 +24,7 @@ struct CheckResult {
     double window_s = 0.0;  ///< length of the measurement window
     std::vector<PeerRate> peers;
     double total = 0.0;  ///< sum of measured, bits/s
-    /// Whether every capped peer reached at least `good` of its cap (and no flow failed).
+    /// Whether every capped flow reached at least `good` of its cap (and no flow failed).
     bool carries = false;
 };
 
