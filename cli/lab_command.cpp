@@ -12,30 +12,12 @@
 #include "commands.hpp"
 #include "gossamer/core/json.hpp"
 #include "gossamer/lab/check.hpp"
+#include "gossamer/lab/from_cluster.hpp"
 #include "gossamer/lab/lab.hpp"
 #include "gossamer/lab/system.hpp"
 #include "lab_spec.hpp"
 
 namespace gossamer::cli {
-
-lab::LabSpec lab_spec_from_cluster(const sim::Cluster& c) {
-    lab::LabSpec spec;
-    for (const auto& p : c.peers) spec.peers.push_back({p.uplink * 8.0, p.downlink * 8.0});
-    for (int i = 0; i < c.n(); ++i)
-        for (int j = 0; j < c.n(); ++j) {
-            if (i == j) continue;
-            const double bw = c.link(i, j).bandwidth * 8.0;
-            if (bw < spec.peers[i].uplink && bw < spec.peers[j].downlink)
-                spec.links.push_back({i, j, bw});
-        }
-    return spec;
-}
-
-bool cluster_has_latency(const sim::Cluster& c) {
-    if (c.default_link.latency > 0) return true;
-    return std::any_of(c.links.begin(), c.links.end(),
-                       [](const auto& l) { return l.second.latency > 0; });
-}
 
 int cluster_peer_count(const std::string& path, std::optional<int> peers) {
     if (peers) return *peers;
@@ -84,9 +66,9 @@ SpecChoice spec_from_args(const ParsedArgs& a) {
     if (a.value("peers")) peers = static_cast<int>(a.integer("peers", 8, 1, lab::kMaxPeers));
     if (cluster) {
         const int n = cluster_peer_count(*cluster, peers);
-        const auto cl = sim::load_cluster(*cluster, n);
-        c.spec = lab_spec_from_cluster(cl);
-        c.latency = cluster_has_latency(cl);
+        const auto cl = load_cluster(*cluster, n);
+        c.spec = lab::spec_from_cluster(cl);
+        c.latency = lab::cluster_has_latency(cl);
         c.source = *cluster;
     } else {
         const auto text = a.value("rate").value_or("1gbit");

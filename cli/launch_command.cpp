@@ -22,6 +22,9 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/output_dir.hpp"
 #include "gossamer/core/progress.hpp"
+#include "gossamer/lab/from_cluster.hpp"
+#include "gossamer/lab/lab.hpp"
+#include "gossamer/lab/system.hpp"
 #include "gossamer/launch/child_process.hpp"
 #include "gossamer/launch/launch.hpp"
 #include "gossamer/launch/local_ports.hpp"
@@ -106,6 +109,10 @@ int run_launch(const std::vector<std::string>& args) {
          {"timeout", "SECONDS", "stop an algorithm's peers after this long (default 3600)"},
          {"out", "DIR", "output folder (default out/launch)"},
          {"inproc", "", "peers as threads of this process over the in-process transport"},
+         {"hosts", "local|netns",
+          "local (default): peer processes on this machine's addresses; netns: each peer a host "
+          "of a network-namespace lab, its links shaped by the kernel from the cluster file "
+          "(root; docs/lab.md)"},
          {"script", "FILE",
           "each peer runs `python3 FILE` instead of gossamer peer: a Python training script "
           "that finds its rank, topology, algorithm, config and output folder with "
@@ -149,6 +156,20 @@ int run_launch(const std::vector<std::string>& args) {
     if (job.target && !(*job.target > 0 && *job.target <= 1))
         throw UsageError(fmt::format("--target: {} is not an accuracy in (0, 1]", *job.target));
     const bool inproc = a.flag("inproc");
+    const std::string hosts = a.value("hosts").value_or("local");
+    if (hosts != "local" && hosts != "netns")
+        throw UsageError(
+            fmt::format("--hosts: \"{}\" is not a kind of host; use local or netns", hosts));
+    const bool netns = hosts == "netns";
+    if (netns && (inproc || a.value("script")))
+        throw UsageError(fmt::format("--hosts netns: the lab runs gossamer peer processes, not {}",
+                                     inproc ? "--inproc threads" : "--script peers"));
+    if (netns && n > lab::kMaxPeers)
+        throw UsageError(fmt::format("--hosts netns: {} peers do not fit in one lab (at most {})",
+                                     n, lab::kMaxPeers));
+    if (netns)
+        if (const auto missing = lab::missing_requirements(); !missing.empty())
+            throw UsageError("--hosts netns: " + missing);
     if (const auto script = a.value("script")) {
         if (!fs::is_regular_file(*script))
             throw UsageError(fmt::format(
@@ -164,7 +185,7 @@ int run_launch(const std::vector<std::string>& args) {
     } else if (a.value("script-args")) {
         throw UsageError("--script-args: it needs --script FILE");
     }
-    if (!inproc) {
+    if (!inproc && !netns) {
         std::set<std::string> hosts;
         for (const auto& peer : job.topology.peers) hosts.insert(peer.host);
         for (const auto& host : hosts)
@@ -205,6 +226,24 @@ int run_launch(const std::vector<std::string>& args) {
     const OutputOrigin origin{"", "--out"};
     if (auto notice = prepare_output_dir(job.out, "gossamer launch", origin))
         std::cerr << "note: " << *notice << "\n";
+    // One lab for every algorithm; its holder removes it however this process ends.
+    std::optional<lab::Lab> the_lab;
+    if (netns) {
+        lab::LabSpec spec;
+        if (job.cluster)
+            spec = lab::spec_from_cluster(*job.cluster);
+        else
+            spec.peers.assign(static_cast<std::size_t>(n), {});
+        the_lab.emplace(lab::Lab::create(spec));
+        job.lab = &*the_lab;
+        std::cerr << fmt::format("lab {}: {} peers as hosts in {}, links shaped by the kernel{}\n",
+                                 the_lab->job(), n, lab::subnet(the_lab->slot()),
+                                 job.cluster ? " from the cluster file" : " (no caps)");
+        if (job.cluster && lab::cluster_has_latency(*job.cluster))
+            std::cerr << "lab: no netem in this kernel: the peers emulate the cluster file's "
+                         "latencies\n";
+    }
+    summary["hosts"] = hosts;
     for (const auto& algo : algorithms) {
         prepare_output_dir(job.out / algo, "gossamer launch", origin);
         launch::LaunchRow row;

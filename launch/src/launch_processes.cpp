@@ -22,6 +22,7 @@
 #include "gossamer/launch/launch.hpp"
 #include "gossamer/launch/local_ports.hpp"
 #include "gossamer/peer/job.hpp"
+#include "lab_hosts.hpp"
 #include "metrics_follow.hpp"
 
 namespace gossamer::launch {
@@ -116,7 +117,9 @@ void report_failure(const std::string& algo, int rank, std::string_view what, co
 LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progress& progress) {
     const int n = job.topology.n();
     const auto dir = job.out / algo;
-    const std::string topology = peer_topology(job, dir);
+    const std::string topology = job.lab ? lab_topology(job, dir) : peer_topology(job, dir);
+    std::optional<std::string> cluster = job.cluster_path;
+    if (job.lab && cluster) cluster = lab_cluster(job, dir);
     const std::string config = peer_config(job, dir);
     const std::string exe = fs::read_symlink("/proc/self/exe").string();
     const std::string token = hex_token();
@@ -154,7 +157,7 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
                                          fmt::format("{}", job.eval_interval),
                                          "--eval-samples",
                                          std::to_string(job.eval_samples)};
-        if (job.cluster_path) argv.insert(argv.end(), {"--cluster", *job.cluster_path});
+        if (cluster) argv.insert(argv.end(), {"--cluster", *cluster});
         auto peer_env = env;
         if (job.script) {  // the same facts through the environment (gossamer.launched())
             argv = {job.python, *job.script};
@@ -170,6 +173,12 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
                              {"GOSSAMER_EVAL_INTERVAL", fmt::format("{}", job.eval_interval)},
                              {"GOSSAMER_EVAL_SAMPLES", std::to_string(job.eval_samples)},
                              {"PYTHONPATH", python_path(exe)}});
+        }
+        if (job.lab) {
+            const auto prefix = lab_exec_prefix(job, r);
+            argv.insert(argv.begin(), prefix.begin(), prefix.end());
+            const auto lab_env = lab_environment(job, r);
+            peer_env.insert(peer_env.end(), lab_env.begin(), lab_env.end());
         }
         kids.start(argv, peer_env, dir / fmt::format("peer{}.log", r));
         follow[r].path = dir / fmt::format("peer{}.jsonl", r);

@@ -78,6 +78,12 @@ JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout,
     const auto& host = b.peers[static_cast<std::size_t>(job.rank)].host;
     o.ucx.local_peers = static_cast<int>(std::count_if(
         b.peers.begin(), b.peers.end(), [&](const auto& e) { return e.host == host; }));
+    // Peers that share this machine's cores under other addresses (the network-namespace lab,
+    // docs/lab.md): its launcher says how many, so that UCX blocks instead of spinning.
+    if (const char* local = std::getenv("GOSSAMER_LOCAL_PEERS")) {
+        const int count = std::atoi(local);
+        if (count >= 1) o.ucx.local_peers = count;
+    }
     o.ucx.default_timeout = transport::Duration{10'000};
     return o;
 }

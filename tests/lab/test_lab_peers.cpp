@@ -91,4 +91,64 @@ TEST_SUITE("lab") {
         CHECK(reported > 2'000'000u);
         CHECK(static_cast<double>(counted) >= 0.95 * static_cast<double>(reported));
     }
+
+    TEST_CASE(
+        "peers: gossamer launch --hosts netns runs the peers as lab hosts, the kernel "
+        "shapes their links and the lab is gone afterwards") {
+        if (!have_netns()) return;
+        TempDir dir;
+        const auto config = dir.write(
+            "config.json",
+            R"({"seed": 1, "data": {"name": "logreg_synthetic", "samples": 2000, "test_samples": 200,
+                "features": 20, "seed": 7}, "model": {"name": "mlp", "hidden": [1024]},
+                "optimizer": {"name": "sgd", "lr": 0.1}, "training": {"epochs": 1, "batch_size": 100}})");
+        // The link 0 <-> 1 at 4 Mbit/s: dpsgd's 5 rounds send 5 models of 94 kB each way over
+        // it, at least 0.94 s on that link; unshaped the run takes about 0.25 s here.
+        const auto cluster = dir.write("cluster.json", R"({"n": 4,
+            "defaults": {"base_time": 0.001, "uplink": 1.25e8, "downlink": 1.25e8},
+            "network": {"latency": 0.001, "bandwidth": 1.25e9,
+                        "links": [{"between": [0, 1], "bandwidth": 5e5}]}})");
+        const auto out = dir.path() / "out";
+        const auto r =
+            run(kGossamer + " launch --hosts netns --topology " + std::string(GOSSAMER_SOURCE_DIR) +
+                "/examples/topologies/hosts4.json --config " + config + " --cluster " + cluster +
+                " --algorithms dpsgd --no-plots --out " + out.string());
+        INFO(r.out << r.err);
+        REQUIRE(r.status == 0);
+        const auto at = r.err.find("lab gsm");
+        REQUIRE(at != std::string::npos);
+        const auto slot = lab::parse_job(r.err.substr(at + 4, r.err.find(':', at) - at - 4));
+        REQUIRE(slot);
+        CHECK(r.err.find("the peers emulate the cluster file's latencies") != std::string::npos);
+        // The peers bound their lab addresses; their own bandwidth pacing was off.
+        std::ifstream topo(out / "dpsgd" / "topology.json");
+        const auto t = nlohmann::json::parse(topo);
+        CHECK(t["peers"][2]["host"] == lab::peer_address(*slot, 2));
+        std::ifstream cl(out / "dpsgd" / "cluster.json");
+        const auto c = nlohmann::json::parse(cl);
+        CHECK(c["network"]["links"][0]["bandwidth"].get<double>() == 1e15);
+        CHECK(c["network"]["latency"].get<double>() == 0.001);
+        std::ifstream res(out / "result.json");
+        const auto summary = nlohmann::json::parse(res);
+        CHECK(summary["hosts"] == "netns");
+        const double train = summary["algorithms"][0]["train_seconds"].get<double>();
+        MESSAGE("dpsgd over a 4 Mbit/s link: " << train << " s");
+        CHECK(train >= 0.7);
+        CHECK(eventually([&] { return lab::job_netns(*slot).empty(); }, 10));
+    }
+
+    TEST_CASE("peers: gossamer launch --hosts refuses what the lab cannot run") {
+        const std::string base =
+            kGossamer + " launch --topology " + std::string(GOSSAMER_SOURCE_DIR) +
+            "/examples/topologies/hosts4.json --config " + std::string(GOSSAMER_SOURCE_DIR) +
+            "/examples/train/logreg_synthetic.json --no-plots ";
+        auto refused = [&](const std::string& args, const std::string& part) {
+            const auto r = run(base + args);
+            INFO(args << " -> " << r.status << ": " << r.err);
+            CHECK(r.status == 2);
+            CHECK(r.err.find(part) != std::string::npos);
+        };
+        refused("--hosts moon", "--hosts: \"moon\" is not a kind of host");
+        refused("--hosts netns --inproc", "not --inproc threads");
+    }
 }

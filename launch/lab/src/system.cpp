@@ -164,6 +164,13 @@ void enter_netns(const std::string& netns) {
             fmt::format("cannot enter network namespace {}: {}", netns, std::strerror(saved)));
 }
 
+std::vector<std::string> netns_exec(const std::string& netns) {
+    const auto ip = find_program("ip");
+    if (ip.empty())
+        throw Error("'ip' (iproute2) is not installed: scripts/deps.sh --lab installs it");
+    return {ip, "netns", "exec", netns};
+}
+
 std::vector<std::string> list_netns() {
     std::vector<std::string> names;
     const auto r = run_command({"ip", "netns", "list"}, 10.0);

@@ -13,6 +13,7 @@
 #include "gossamer/core/dataset.hpp"
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/progress.hpp"
+#include "gossamer/lab/lab.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/topology/topology_file.hpp"
 
@@ -43,6 +44,10 @@ struct LaunchJob {
     std::optional<std::string> script;
     std::vector<std::string> script_args;
     std::string python = "/usr/bin/python3";
+    /// --hosts netns: each peer process runs as a host of this lab (docs/lab.md): in its
+    /// namespace, at its lab address, UCX over TCP on its veth, links shaped by the kernel and
+    /// not by the peer. Null: local processes on this machine's addresses.
+    const lab::Lab* lab = nullptr;
 };
 
 /// One algorithm's outcome: a row of the table and OUT/<algorithm>/result.json.

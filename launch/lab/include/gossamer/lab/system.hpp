@@ -29,6 +29,10 @@ std::string missing_requirements();
 /// Moves the calling thread into network namespace `netns` (/run/netns/NAME). Throws Error.
 void enter_netns(const std::string& netns);
 
+/// The argv prefix that runs a program in network namespace `netns`: {"/usr/sbin/ip" (its
+/// path), "netns", "exec", netns}. Throws Error when `ip` is missing.
+std::vector<std::string> netns_exec(const std::string& netns);
+
 /// Network namespaces that exist (`ip netns list`, names only).
 std::vector<std::string> list_netns();
 
