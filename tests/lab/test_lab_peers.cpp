@@ -2,7 +2,10 @@
 // UCX_TLS=tcp,self, UCX_NET_DEVICES=<veth>, each at its lab address) move their bytes through
 // the shaped veths: the qdiscs' own counters see at least 95% of what the peers report sent.
 #include <doctest/doctest.h>
+#include <signal.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -150,5 +153,38 @@ TEST_SUITE("lab") {
         };
         refused("--hosts moon", "--hosts: \"moon\" is not a kind of host");
         refused("--hosts netns --inproc", "not --inproc threads");
+    }
+
+    TEST_CASE("peers: SIGKILL of gossamer launch --hosts netns leaves no peer and no lab") {
+        if (!have_netns()) return;
+        TempDir dir;
+        const auto config = dir.write(
+            "config.json",
+            R"({"seed": 1, "data": {"name": "logreg_synthetic", "samples": 2000, "test_samples": 200,
+                "features": 20, "seed": 7}, "model": {"name": "mlp", "hidden": [1024]},
+                "optimizer": {"name": "sgd", "lr": 0.1}, "training": {"epochs": 400, "batch_size": 100}})");
+        const auto out = dir.path() / "out";
+        Child launch({"/bin/sh", "-c",
+                      "exec " + kGossamer + " launch --hosts netns --topology " +
+                          std::string(GOSSAMER_SOURCE_DIR) +
+                          "/examples/topologies/hosts4.json --config " + config +
+                          " --algorithms dpsgd --no-plots --timeout 60 --out " + out.string() +
+                          " 2>&1"});
+        const auto line = launch.line_with("lab gsm", 30);
+        REQUIRE(!line.empty());
+        const auto at = line.find("lab gsm");
+        const auto slot = lab::parse_job(line.substr(at + 4, line.find(':', at) - at - 4));
+        REQUIRE(slot);
+        REQUIRE(!launch.line_with("starting 4 peer processes", 30).empty());
+        // the peers are up when their metrics files appear
+        REQUIRE(
+            eventually([&] { return std::filesystem::exists(out / "dpsgd" / "peer3.jsonl"); }, 30));
+        ::kill(launch.pid(), SIGKILL);
+        CHECK(launch.wait(10) == -1);
+        CHECK(eventually([&] { return lab::job_netns(*slot).empty(); }, 15));
+        // "[g]" keeps the pattern from matching the shell that runs pgrep
+        const std::string pgrep =
+            "pgrep -f '[g]ossamer peer --topology " + out.string() + "' >/dev/null";
+        CHECK(eventually([&] { return std::system(pgrep.c_str()) != 0; }, 15));
     }
 }
