@@ -204,10 +204,13 @@ int up(const std::vector<std::string>& args) {
     for (const auto& l : choice.spec.links)
         std::cout << fmt::format("link {} -> {}: {}\n", l.from, l.to,
                                  lab::format_rate(l.bits_per_s));
+    // A count-only topology file (examples/topologies/count4.json): rank 0 is the rendezvous.
+    const auto& last = lab.hosts().back();
     std::cout << fmt::format(
-        "run a peer: ip netns exec {} env UCX_TLS=tcp,self UCX_NET_DEVICES={} "
-        "gossamer peer --address {} ...\n",
-        lab.hosts()[0].netns, lab.hosts()[0].device, lab.hosts()[0].address);
+        "run rank {} of a count-only job: ip netns exec {} env UCX_TLS=tcp,self "
+        "UCX_NET_DEVICES={} gossamer peer --rendezvous {} --address {} --rank {} ...\n",
+        lab.hosts().size() - 1, last.netns, last.device, lab.hosts()[0].address, last.address,
+        lab.hosts().size() - 1);
     std::cout << fmt::format("holding; Ctrl-C or 'gossamer lab down {}' removes it\n", lab.job())
               << std::flush;
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(hold);
