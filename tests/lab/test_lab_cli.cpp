@@ -84,6 +84,27 @@ TEST_SUITE("lab") {
         CHECK(r.out.find("removed") != std::string::npos);
     }
 
+    TEST_CASE("lab check --cluster: each flow against its bottleneck (uplink, next downlink)") {
+        if (!have_netns()) return;
+        TempDir dir;
+        const auto file = dir.write("c.json", kCluster);
+        const auto r = run(kGossamer + " lab check --cluster " + file + " --seconds 2 --json");
+        INFO(r.out << r.err);
+        REQUIRE(r.status == 0);
+        const auto doc = nlohmann::json::parse(r.out);
+        REQUIRE(doc["peers"].size() == 3);
+        // 0 -> 1 and 2 -> 0 at 200 Mbit/s; 1 -> 2 behind peer 1's 100 Mbit/s uplink
+        CHECK(doc["peers"][0]["cap_bits_per_s"].get<double>() == 200e6);
+        CHECK(doc["peers"][1]["cap_bits_per_s"].get<double>() == 100e6);
+        CHECK(doc["peers"][2]["cap_bits_per_s"].get<double>() == 200e6);
+        for (const auto& p : doc["peers"]) {
+            const double cap = p["cap_bits_per_s"].get<double>();
+            CHECK(p["reached_bits_per_s"].get<double>() <= 1.1 * cap);
+            CHECK(p["reached_bits_per_s"].get<double>() >= 0.9 * cap);
+        }
+        CHECK(doc["carries"] == true);
+    }
+
     TEST_CASE("lab: bad flags and files are one line and exit 2") {
         TempDir dir;
         const auto no_n = dir.write("no_n.json", R"({"defaults": {"base_time": 0.1},
