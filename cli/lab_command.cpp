@@ -6,6 +6,8 @@
 #include <chrono>
 #include <csignal>
 #include <iostream>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "args.hpp"
@@ -15,10 +17,11 @@
 #include "gossamer/lab/from_cluster.hpp"
 #include "gossamer/lab/lab.hpp"
 #include "gossamer/lab/system.hpp"
-#include "lab_spec.hpp"
 
 namespace gossamer::cli {
+namespace {
 
+// The peer count of a cluster file: `peers` when given, else the file's "n".
 int cluster_peer_count(const std::string& path, std::optional<int> peers) {
     if (peers) return *peers;
     const auto doc = json::load_file(path);
@@ -30,8 +33,6 @@ int cluster_peer_count(const std::string& path, std::optional<int> peers) {
     throw UsageError(fmt::format("--cluster {}: the file gives no \"n\" (1..{}); give --peers N",
                                  path, lab::kMaxPeers));
 }
-
-namespace {
 
 const char* kLabHelp = R"(usage: gossamer lab COMMAND [options]
 
