@@ -9,6 +9,7 @@
 
 #include "gossamer/bootstrap/environment.hpp"
 #include "support/errors.hpp"
+#include "support/scoped_env.hpp"
 #include "support/temp_dir.hpp"
 
 namespace bs = gossamer::bootstrap;
@@ -18,28 +19,10 @@ using gossamer::test::contains;
 namespace {
 
 /// Clears the rank and token variables for one test and restores them afterwards.
-class CleanEnv {
+class CleanEnv : public gossamer::test::ScopedEnv {
   public:
-    CleanEnv() {
-        for (const char* v : kVars) {
-            const char* value = std::getenv(v);
-            saved_.emplace_back(v, value ? std::optional<std::string>(value) : std::nullopt);
-            unsetenv(v);
-        }
-    }
-    ~CleanEnv() {
-        for (const auto& [name, value] : saved_) {
-            if (value)
-                setenv(name.c_str(), value->c_str(), 1);
-            else
-                unsetenv(name.c_str());
-        }
-    }
-
-  private:
-    static constexpr const char* kVars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
-                                            "GOSSAMER_JOB_TOKEN"};
-    std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+    CleanEnv()
+        : ScopedEnv({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "GOSSAMER_JOB_TOKEN"}) {}
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "gossamer/bootstrap/launcher.hpp"
 #include "support/errors.hpp"
+#include "support/scoped_env.hpp"
 
 namespace bs = gossamer::bootstrap;
 using gossamer::test::config_error;
@@ -19,51 +20,33 @@ using Hosts = std::vector<std::string>;
 namespace {
 
 /// Clears every variable the launcher code reads for one test and restores them afterwards.
-class CleanEnv {
+class CleanEnv : public gossamer::test::ScopedEnv {
   public:
-    CleanEnv() {
-        for (const char* v : kVars) {
-            const char* value = std::getenv(v);
-            saved_.emplace_back(v, value ? std::optional<std::string>(value) : std::nullopt);
-            unsetenv(v);
-        }
-    }
-    ~CleanEnv() {
-        for (const auto& [name, value] : saved_) {
-            if (value)
-                setenv(name.c_str(), value->c_str(), 1);
-            else
-                unsetenv(name.c_str());
-        }
-    }
-    void set(const char* name, const char* value) { setenv(name, value, 1); }
-
-  private:
-    static constexpr const char* kVars[] = {"OMPI_COMM_WORLD_RANK",
-                                            "OMPI_COMM_WORLD_SIZE",
-                                            "OMPI_COMM_WORLD_LOCAL_SIZE",
-                                            "PMI_RANK",
-                                            "PMI_SIZE",
-                                            "MPI_LOCALNRANKS",
-                                            "SLURM_PROCID",
-                                            "SLURM_STEP_NUM_TASKS",
-                                            "SLURM_NTASKS",
-                                            "SLURM_STEP_NODELIST",
-                                            "SLURM_JOB_NODELIST",
-                                            "SLURM_NODELIST",
-                                            "SLURM_NODEID",
-                                            "SLURM_STEP_TASKS_PER_NODE",
-                                            "SLURM_TASKS_PER_NODE",
-                                            "RANK",
-                                            "WORLD_SIZE",
-                                            "LOCAL_WORLD_SIZE",
-                                            "MASTER_ADDR",
-                                            "MASTER_PORT",
-                                            "TORCHELASTIC_USE_AGENT_STORE",
-                                            "GOSSAMER_RENDEZVOUS",
-                                            "GOSSAMER_RENDEZVOUS_PORT",
-                                            "SLURM_LAUNCH_NODE_IPADDR"};
-    std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+    CleanEnv()
+        : ScopedEnv({"OMPI_COMM_WORLD_RANK",
+                     "OMPI_COMM_WORLD_SIZE",
+                     "OMPI_COMM_WORLD_LOCAL_SIZE",
+                     "PMI_RANK",
+                     "PMI_SIZE",
+                     "MPI_LOCALNRANKS",
+                     "SLURM_PROCID",
+                     "SLURM_STEP_NUM_TASKS",
+                     "SLURM_NTASKS",
+                     "SLURM_STEP_NODELIST",
+                     "SLURM_JOB_NODELIST",
+                     "SLURM_NODELIST",
+                     "SLURM_NODEID",
+                     "SLURM_STEP_TASKS_PER_NODE",
+                     "SLURM_TASKS_PER_NODE",
+                     "RANK",
+                     "WORLD_SIZE",
+                     "LOCAL_WORLD_SIZE",
+                     "MASTER_ADDR",
+                     "MASTER_PORT",
+                     "TORCHELASTIC_USE_AGENT_STORE",
+                     "GOSSAMER_RENDEZVOUS",
+                     "GOSSAMER_RENDEZVOUS_PORT",
+                     "SLURM_LAUNCH_NODE_IPADDR"}) {}
 };
 
 Hosts expand(const std::string& list) {
