@@ -7,16 +7,17 @@
 
 namespace gossamer::bootstrap {
 
+void Bootstrap::Impl::install_first_view() {
+    std::lock_guard lock(mu);
+    view.number = 0;
+    view.members.clear();
+    for (int r = 0; r < n; ++r) view.members.push_back(r);
+}
+
 void Bootstrap::Impl::start_heartbeats() {
     auto now = Clock::now();
     for (auto& m : members)
         if (m) m->last_heard = now;
-    {
-        std::lock_guard lock(mu);
-        view.number = 0;
-        view.members.clear();
-        for (int r = 0; r < n; ++r) view.members.push_back(r);
-    }
     last_beat = Clock::time_point{};
     last_tick = now;
     beat();

@@ -93,6 +93,8 @@ struct Bootstrap::Impl {
     asio::awaitable<std::shared_ptr<Connection>> connect_root(Clock::time_point deadline);
 
     // heartbeat.cpp
+    /// View 0 (every rank), set before the start-up barrier releases the caller.
+    void install_first_view();
     void start_heartbeats();
     void beat();
     asio::awaitable<void> watch(std::shared_ptr<Connection> conn, int rank);

@@ -268,6 +268,8 @@ void Bootstrap::Impl::maybe_release() {
     auto table_frame = wire::frame(wire::Kind::table, wire::encode_table(blobs, opt.peers));
     for (int r = 1; r < n; ++r) members[static_cast<std::size_t>(r)]->send(table_frame);
     log::info("{}: all {} peer{} joined; start-up barrier passed", name(0), n, n == 1 ? "" : "s");
+    // View 0 before the caller of rendezvous() wakes: it may ask for the view at once.
+    install_first_view();
     finish(blobs);
     start_heartbeats();
 }
@@ -435,6 +437,7 @@ asio::awaitable<void> Bootstrap::Impl::join_root(Blob address) {
                         opt.peers[static_cast<std::size_t>(q)] = e;
                     }
                 started = true;
+                install_first_view();
                 finish(std::move(table.blobs));
                 start_heartbeats();
                 co_await watch(conn, 0);
