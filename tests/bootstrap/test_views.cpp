@@ -92,4 +92,14 @@ TEST_SUITE("bootstrap") {
         wait_until([&] { return lost(*peers[0], 1) && lost(*peers[0], 2); }, 3s);
         CHECK(peers[0]->confirm_membership(1s) == bs::Standing::unknown);
     }
+
+    TEST_CASE("views: rank 0 whose peers finished and left on purpose still confirms itself") {
+        // After a pause of the whole job the fast peers may finish first: goodbyes are no cut.
+        auto peers = joined(3);
+        peers[1].reset();
+        peers[2].reset();
+        wait_until([&] { return lost(*peers[0], 1) && lost(*peers[0], 2); }, 3s);
+        for (const auto& l : peers[0]->lost_peers()) CHECK(l.left);
+        CHECK(peers[0]->confirm_membership(1s) == bs::Standing::member);
+    }
 }

@@ -165,13 +165,14 @@ Standing Bootstrap::confirm_membership(Millis timeout) {
     if (m.opt.rank == 0) {
         // Nobody to ask: the others' resets (they close the connections of a rank 0 they
         // declared lost) arrive within an interval; a majority of the view still there says
-        // rank 0 is still the job.
+        // rank 0 is still the job. A peer that left on purpose (it finished and said goodbye)
+        // is no sign of a cut: after a pause of the whole job the fast peers may finish first.
         m.cv.wait_until(lock, std::min(deadline, Clock::now() + m.opt.heartbeat_interval),
                         [&] { return m.io_stopped; });
         std::size_t there = 0;
         for (int r : m.view.members)
             there += std::none_of(m.losses.begin(), m.losses.end(),
-                                  [r](const PeerLoss& l) { return l.rank == r; });
+                                  [r](const PeerLoss& l) { return l.rank == r && !l.left; });
         return there >= m.view.members.size() / 2 + 1 ? Standing::member : Standing::unknown;
     }
     if (m.root_lost || m.io_stopped) return Standing::unknown;
