@@ -94,9 +94,13 @@ void AllreduceProtocol::on_peer_failed(Time, int dead, Actions& out) {
 }
 
 void AllreduceProtocol::begin_allreduce(std::span<const float> local, Actions& out) {
+    // Host memory: no copy of the input. Step 0 sends its chunks from `local`, each reduction
+    // reads `local` (every segment is reduced at most once per rank), and acc_ is written once
+    // per element, by the owner's average or by the all-gather (see absorb()).
+    local_ = local;
     if (math_ && device_) {
         device_->copy(dacc_.data(), local.data(), length_);
-    } else if (math_) {
+    } else if (math_ && steps_ == 0) {
         std::copy(local.begin(), local.end(), acc_.begin());
     }
     active_ = true;
@@ -106,7 +110,7 @@ void AllreduceProtocol::begin_allreduce(std::span<const float> local, Actions& o
     progress(out);
 }
 
-void AllreduceProtocol::send_chunk(int k, int c, Actions& out) {
+Message AllreduceProtocol::header(int k, int c) {
     const ring::Step s = ring::step(rank(), n(), k);
     const ring::Range r = ring::chunk(length_, n(), s.send_segment, options_.chunks, c);
     Message msg;
@@ -117,6 +121,11 @@ void AllreduceProtocol::send_chunk(int k, int c, Actions& out) {
     msg.chunk = static_cast<std::uint32_t>(k * options_.chunks + c);
     msg.offset = r.begin;
     msg.elements = r.size();
+    return msg;
+}
+
+void AllreduceProtocol::send_chunk(int k, int c, Actions& out) {
+    Message msg = header(k, c);
     if (math_) {
         // A payload absorbed earlier lends its memory: no allocation and no page faults per
         // message once the first round has run (at n = 2 and 64 MiB these doubled the time).
@@ -124,12 +133,15 @@ void AllreduceProtocol::send_chunk(int k, int c, Actions& out) {
             msg.payload = std::move(spare_.back());
             spare_.pop_back();
         }
+        const std::size_t m = msg.elements;
         if (device_) {
-            msg.payload.resize(r.size());
-            device_->download(msg.payload, dacc_.data() + r.begin);
+            msg.payload.resize(m);
+            device_->download(msg.payload, dacc_.data() + msg.offset);
         } else {
-            msg.payload.assign(acc_.begin() + static_cast<std::ptrdiff_t>(r.begin),
-                               acc_.begin() + static_cast<std::ptrdiff_t>(r.end));
+            // Host memory: only step 0 copies (from the input); later steps forward the
+            // received payload itself (progress()).
+            const float* src = (k == 0 ? local_.data() : acc_.data()) + msg.offset;
+            msg.payload.assign(src, src + m);
         }
     }
     send(out, std::move(msg));
@@ -158,27 +170,32 @@ void AllreduceProtocol::check(const Message& msg) const {
     if (msg.payload.size() != values) bad(fmt::format("expected {} payload values", values));
 }
 
-void AllreduceProtocol::absorb(const Message& msg) {
+void AllreduceProtocol::absorb(Message& msg) {
     const int k = static_cast<int>(msg.chunk) / options_.chunks;
     next_[msg.chunk % static_cast<std::uint32_t>(options_.chunks)] = k + 1;
     if (!math_) return;
     const ring::Step s = ring::step(rank(), n(), k);
     if (device_) return absorb_on_device(msg, s.reduce && k == n() - 2, s.reduce);
+    // Host memory. The segment received at step k is the one sent at step k + 1, so the
+    // reduction happens in the received payload, which progress() then forwards as it is.
     float* a = acc_.data() + msg.offset;
-    const float* v = msg.payload.data();
+    float* v = msg.payload.data();
     const std::size_t m = msg.payload.size();
     if (!s.reduce) {
         std::copy(v, v + m, a);
         return;
     }
+    // Every segment is reduced once per rank: the other partial sum is this rank's input.
+    const float* l = local_.data() + msg.offset;
     // The last reduce-scatter step completes this peer's owned segment: its owner alone divides,
     // and the all-gather hands out exactly these bytes. (One pass: the same two roundings.)
     if (k == n() - 2) {
         const auto div = static_cast<float>(n());
-        for (std::size_t i = 0; i < m; ++i) a[i] = (v[i] + a[i]) / div;
+        for (std::size_t i = 0; i < m; ++i) a[i] = v[i] = (v[i] + l[i]) / div;
         return;
     }
-    for (std::size_t i = 0; i < m; ++i) a[i] = v[i] + a[i];
+    // A partial sum: only the next rank needs it (acc_ gets the final value in the all-gather).
+    for (std::size_t i = 0; i < m; ++i) v[i] = v[i] + l[i];
 }
 
 // absorb() with the buffer on the device: the same two roundings (sum, then the division).
@@ -200,10 +217,17 @@ void AllreduceProtocol::progress(Actions& out) {
                 pending_.find({round_, static_cast<std::uint32_t>(k * options_.chunks + c)});
             if (it == pending_.end()) continue;
             absorb(it->second);
-            if (spare_.size() < static_cast<std::size_t>(options_.chunks))
-                spare_.push_back(std::move(it->second.payload));
+            if (k + 1 < steps_ && math_ && !device_) {
+                // Forward the payload absorb() left holding what the next rank needs.
+                Message msg = header(k + 1, c);
+                msg.payload = std::move(it->second.payload);
+                send(out, std::move(msg));
+            } else {
+                if (spare_.size() < static_cast<std::size_t>(options_.chunks))
+                    spare_.push_back(std::move(it->second.payload));
+                if (k + 1 < steps_) send_chunk(k + 1, c, out);
+            }
             pending_.erase(it);
-            if (k + 1 < steps_) send_chunk(k + 1, c, out);
             moved = true;
         }
     }

@@ -79,9 +79,10 @@ class AllreduceProtocol final : public Protocol {
   private:
     bool averages_gradients() const noexcept { return options_.period == 1; }
     void begin_allreduce(std::span<const float> local, Actions& out);
+    Message header(int k, int c);  // the header of step k's chunk c (takes an edge_seq)
     void send_chunk(int k, int c, Actions& out);
     void check(const Message& msg) const;
-    void absorb(const Message& msg);
+    void absorb(Message& msg);
     void absorb_on_device(const Message& msg, bool average, bool reduce);
     void progress(Actions& out);
     void finish_allreduce(Actions& out);
@@ -92,6 +93,7 @@ class AllreduceProtocol final : public Protocol {
     std::size_t length_;
     int steps_;                        // ring::steps(n)
     std::vector<float> acc_;           // the all-reduce buffer (math mode, host memory)
+    std::span<const float> local_;     // this rank's input to the running all-reduce
     Device* device_;                   // where x lives (nullptr: host memory)
     DeviceVector dacc_;                // the all-reduce buffer on the device
     std::vector<int> next_;            // per chunk: the schedule step awaited next
