@@ -103,10 +103,12 @@ std::vector<float> Ucx::take_buffer(std::size_t floats) {
 // Buffers are pooled by length: gossip sends the same sizes every round, so a neighbour's
 // message lands in the buffer of an earlier round, whose UCX registration (where a transport
 // needs one) is still in UCX's registration cache.
-// At most 16 buffers and 256 MiB per length are kept.
+// At most 256 MiB and 1024 buffers per length are kept (at least one). A pipelined all-reduce
+// has 2 * chunks messages of one length in flight per round (64 at 64 MiB, 2 ranks): a cap of
+// 16 buffers made it allocate, zero and fault in 48 MiB of fresh receive buffers every round.
 void Ucx::recycle(std::vector<float>&& buffer) {
     const std::size_t bytes = std::max<std::size_t>(1, buffer.size() * sizeof(float));
-    const std::size_t cap = std::clamp<std::size_t>((256u << 20) / bytes, 1, 16);
+    const std::size_t cap = std::clamp<std::size_t>((256u << 20) / bytes, 1, 1024);
     auto& slot = pool_[buffer.size()];
     if (slot.size() < cap) slot.push_back(std::move(buffer));
 }
