@@ -1,6 +1,7 @@
 // What only the UCX backend has: address blobs, connecting, the progress mode.
 #include <doctest/doctest.h>
 
+#include <set>
 #include <thread>
 
 #include "backends.hpp"
@@ -88,4 +89,33 @@ TEST_CASE("ucx: automatic progress blocks when local peers outnumber the cores")
     CHECK_FALSE(tr::make_ucx_transport(o)->blocking());
     o.mode = tr::ProgressMode::block;
     CHECK(tr::make_ucx_transport(o)->blocking());
+}
+
+// A pipelined all-reduce has 2 x chunks messages of one length in flight per round (64 at
+// 64 MiB between 2 ranks): every buffer handed back must be reused, none allocated afresh (a cap
+// of 16 per length made each such round fault in 48 MiB of new buffers).
+TEST_CASE("ucx: 64 recycled receive buffers of one length all serve the next 64 receives") {
+    auto peers = UcxShm::make(2);
+    std::vector<tr::Message> got;
+    peers[1]->on_receive([&](tr::Message&& m) { got.push_back(std::move(m)); });
+    const int count = 64;
+    const std::size_t floats = 64 * 1024;  // 256 KiB: rendezvous over shared memory
+    std::set<const float*> pooled;
+    for (int i = 0; i < count; ++i) {
+        std::vector<float> b(floats);
+        pooled.insert(b.data());
+        peers[1]->recycle(std::move(b));
+    }
+    const std::vector<float> payload(floats, 2.5f);
+    Completions c;
+    for (int i = 0; i < count; ++i)
+        peers[0]->send(header(1, static_cast<std::uint64_t>(i), floats), bytes_of(payload),
+                       c.make(static_cast<std::uint64_t>(i)));
+    REQUIRE(pump(peers, [&] { return c.all_done() && got.size() == count; }));
+    int reused = 0;
+    for (const auto& m : got) {
+        reused += pooled.count(m.payload.data()) > 0 ? 1 : 0;
+        CHECK(m.payload == payload);
+    }
+    CHECK(reused == count);
 }
