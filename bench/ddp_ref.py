@@ -150,8 +150,8 @@ def main():
         pad = step_time - (time.monotonic() - start)
         if pad > 0:
             time.sleep(pad)
-        busy += time.monotonic() - start
         waited = time.monotonic()
+        busy += waited - start
         torch.cat([p.grad.reshape(-1) for p in params], out=grad)
         dist.all_reduce(grad)  # sum over ranks (gloo), then the mean
         grad /= world
@@ -165,7 +165,7 @@ def main():
         opt.step()
         now = time.monotonic() - t0
         metrics.write({"rank": rank, "step": s, "time": now, "loss": loss.item(),
-                       "step_seconds": time.monotonic() - start})
+                       "step_seconds": waited - start})  # computing and padding, as peer's
         # Evaluation points: at the first step boundary at or after tick k * interval. Every
         # rank holds the same model, so rank 0's point stands for all (docs/benchmarks.md).
         if interval > 0 and now >= next_tick * interval:
