@@ -158,3 +158,19 @@ def test_shard_hands_over_the_built_in_batches_and_rates():
     assert s["lr"][-1] < s["lr"][10]  # cosine decay
     other = gossamer.shard(CONFIG, 2, 4, epochs=3)
     assert (other["batches"] != s["batches"]).any()  # each rank its own order
+
+
+def test_the_script_by_hand_is_one_line_exit_2(tmp_path):
+    script = os.path.join(os.environ["GOSSAMER_SOURCE_DIR"], "bench", "ddp_ref.py")
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+    r = subprocess.run(["/usr/bin/python3", script], capture_output=True, text=True, timeout=60,
+                       env=env)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("ddp_ref.py: RANK is not set; gossamer launch --algorithms ddp "
+                                "sets it")
+    env.update(RANK="x", WORLD_SIZE="4")
+    r = subprocess.run(["/usr/bin/python3", script], capture_output=True, text=True, timeout=60,
+                       env=env)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("ddp_ref.py: RANK: \"x\" is not a number; gossamer launch sets a "
+                                "number")
