@@ -11,10 +11,12 @@
 
 namespace gossamer::cli {
 
-std::vector<std::string> parse_algorithms(const std::string& list) {
+std::vector<std::string> parse_algorithms(const std::string& list,
+                                          const std::vector<std::string>& extra) {
     std::vector<std::string> algorithms;
     std::stringstream ss(list);
-    const auto known = proto::protocol_names();
+    auto known = proto::protocol_names();
+    known.insert(known.end(), extra.begin(), extra.end());
     for (std::string item; std::getline(ss, item, ',');) {
         if (std::find(known.begin(), known.end(), item) == known.end()) {
             std::string all;

@@ -16,8 +16,9 @@
 namespace gossamer::cli {
 
 /// A comma-separated list of algorithm names (`--algorithms`); UsageError naming an unknown
-/// one and the known ones.
-std::vector<std::string> parse_algorithms(const std::string& list);
+/// one and the known ones. `extra`: names known besides the protocols (launch's `ddp`).
+std::vector<std::string> parse_algorithms(const std::string& list,
+                                          const std::vector<std::string>& extra = {});
 
 /// --eval-interval S of gossamer peer and launch: seconds > 0 (default 2); else UsageError.
 double eval_interval_option(const ParsedArgs& a);

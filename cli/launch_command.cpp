@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -73,6 +74,31 @@ std::string target_cell(std::optional<double> target, std::optional<double> time
     return time ? fmt::format("{:.2f} ", *time) : "— ";
 }
 
+/// `ddp` mirrors the built-in softmax and mlp with SGD (bench/ddp_ref.py): anything else is
+/// refused before the first algorithm runs, rather than by each script peer.
+void check_ddp_config(const std::string& path, const optim::TrainingConfig& cfg) {
+    std::ifstream in(path);
+    const auto doc = json::Json::parse(in, nullptr, false, true);
+    const auto model = doc.is_object() && doc.contains("model") && doc["model"].is_object()
+                           ? doc["model"].value("name", std::string())
+                           : std::string();
+    if (model != "softmax" && model != "mlp")
+        throw UsageError(fmt::format(
+            "{}: model.name: ddp (bench/ddp_ref.py) has torch twins of softmax and mlp, not "
+            "\"{}\"; leave ddp out of --algorithms or use one of those models",
+            path, model));
+    if (cfg.optimizer.kind != optim::OptimizerKind::sgd)
+        throw UsageError(fmt::format(
+            "{}: optimizer.name: ddp mirrors sgd only (torch.optim.SGD is its rule); leave ddp "
+            "out of --algorithms or use sgd",
+            path));
+    if (doc.is_object() && doc.contains("multirate"))
+        throw UsageError(
+            fmt::format("{}: multirate: ddp trains every parameter at every step; leave ddp out of "
+                        "--algorithms or remove multirate",
+                        path));
+}
+
 }  // namespace
 
 int run_launch(const std::vector<std::string>& args) {
@@ -96,7 +122,9 @@ int run_launch(const std::vector<std::string>& args) {
         {{"topology", "FILE", "the topology file (its peers must be on this machine)"},
          {"config", "FILE", "the training config"},
          {"cluster", "FILE", "the cluster file (docs/cluster-format.md); default: natural speed"},
-         {"algorithms", "LIST", "comma-separated (default allreduce,dpsgd,async)"},
+         {"algorithms", "LIST",
+          "comma-separated (default allreduce,dpsgd,async); ddp: torch DDP over gloo on the "
+          "same job (bench/ddp_ref.py, docs/benchmarks.md)"},
          {"epochs", "N", "passes of each peer over its shard (default: training.epochs)"},
          {"threads-per-peer", "N", "BLAS threads of each peer (default cores / n, >= 1)"},
          {"target", "ACC",
@@ -116,7 +144,8 @@ int run_launch(const std::vector<std::string>& args) {
          {"script", "FILE",
           "each peer runs `python3 FILE` instead of gossamer peer: a Python training script "
           "that finds its rank, topology, algorithm, config and output folder with "
-          "gossamer.launched() (docs/python.md)"},
+          "gossamer.launched() (docs/python.md); with --cluster it gets its step time to pad to "
+          "(GOSSAMER_STEP_TIME)"},
          {"script-args", "ARGS", "arguments of every --script peer (split at spaces)"},
          {"no-plots", "", "do not run scripts/plot.py"},
          {"json", "", "print the summary as JSON"}},
@@ -137,10 +166,13 @@ int run_launch(const std::vector<std::string>& args) {
     if (job.cluster_path)
         job.cluster = std::make_shared<const Cluster>(load_cluster(*job.cluster_path, n));
     const auto algorithms =
-        parse_algorithms(a.value("algorithms").value_or("allreduce,dpsgd,async"));
+        parse_algorithms(a.value("algorithms").value_or("allreduce,dpsgd,async"), {"ddp"});
+    const bool with_ddp =
+        std::find(algorithms.begin(), algorithms.end(), "ddp") != algorithms.end();
     job.out = a.value("out").value_or("out/launch");
     const auto cfg = optim::load_training_config(job.config_path);
     job.config = &cfg;
+    if (with_ddp) check_ddp_config(job.config_path, cfg);
     job.epochs = static_cast<int>(a.integer("epochs", cfg.epochs, 1, 100000));
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     job.threads_per_peer =
@@ -161,6 +193,21 @@ int run_launch(const std::vector<std::string>& args) {
         throw UsageError(
             fmt::format("--hosts: \"{}\" is not a kind of host; use local or netns", hosts));
     const bool netns = hosts == "netns";
+    if (with_ddp && inproc)
+        throw UsageError(
+            "--algorithms: ddp runs torch processes (bench/ddp_ref.py), not --inproc threads; "
+            "leave out --inproc or ddp");
+    if (with_ddp) {
+        const char* env = std::getenv("GOSSAMER_DDP_SCRIPT");
+        const fs::path ddp =
+            env && *env ? fs::path(env) : fs::path(GOSSAMER_SOURCE_DIR) / "bench/ddp_ref.py";
+        if (!fs::is_regular_file(ddp))
+            throw UsageError(
+                fmt::format("--algorithms: ddp needs its script {}, which is not a file; set "
+                            "GOSSAMER_DDP_SCRIPT to bench/ddp_ref.py of the source tree",
+                            ddp.string()));
+        job.ddp_script = fs::absolute(ddp).string();
+    }
     if (netns && (inproc || a.value("script")))
         throw UsageError(fmt::format("--hosts netns: the lab runs gossamer peer processes, not {}",
                                      inproc ? "--inproc threads" : "--script peers"));
@@ -174,11 +221,10 @@ int run_launch(const std::vector<std::string>& args) {
         if (!fs::is_regular_file(*script))
             throw UsageError(fmt::format(
                 "--script: {} is not a file; give the path of a Python training script", *script));
-        if (inproc || job.cluster_path)
-            throw UsageError(fmt::format(
-                "--script: a script peer is a process of its own and does not emulate a cluster; "
-                "leave out {}",
-                inproc ? "--inproc" : "--cluster"));
+        if (inproc)
+            throw UsageError(
+                "--script: a script peer is a process of its own, not an --inproc thread; leave "
+                "out --inproc");
         job.script = fs::absolute(*script).string();
         std::istringstream words(a.value("script-args").value_or(""));
         for (std::string w; words >> w;) job.script_args.push_back(w);
@@ -199,7 +245,10 @@ int run_launch(const std::vector<std::string>& args) {
     set_blas_threads(1);  // n peers share this machine's cores
     progress(fmt::format("loading {}", cfg.data.name));
     auto data = std::make_unique<optim::TrainingData>(optim::load_training_data(cfg));
-    check_algorithms(algorithms, &cfg, &data->train, job.topology.schedule, 0);
+    std::vector<std::string> protocols;  // ddp is no protocol of Gossamer's
+    std::copy_if(algorithms.begin(), algorithms.end(), std::back_inserter(protocols),
+                 [](const std::string& a) { return a != "ddp"; });
+    check_algorithms(protocols, &cfg, &data->train, job.topology.schedule, 0);
     // The smallest shard (the workers check each again): a batch that cannot fit fails here,
     // before OUT is written.
     optim::check_batch_size(cfg, static_cast<std::int64_t>(data->train.size()) / n);

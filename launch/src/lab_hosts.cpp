@@ -10,6 +10,7 @@
 #include "gossamer/core/json.hpp"
 #include "gossamer/lab/lab.hpp"
 #include "gossamer/lab/system.hpp"
+#include "gossamer/launch/local_ports.hpp"
 
 namespace gossamer::launch {
 namespace {
@@ -80,6 +81,16 @@ std::vector<std::pair<std::string, std::string>> lab_environment(const LaunchJob
     return {{"UCX_TLS", "tcp,self"},
             {"UCX_NET_DEVICES", host_of(job, rank).device},
             {"GOSSAMER_LOCAL_PEERS", std::to_string(job.topology.n())}};
+}
+
+DdpRendezvous ddp_rendezvous(const LaunchJob& job, int rank) {
+    // A fresh namespace has no listener, so any fixed port is free there; on this machine's
+    // addresses the port is one free now (a race with other programs is possible, as for
+    // torchrun's own choice).
+    constexpr int kLabPort = 29500;
+    if (job.lab) return {host_of(job, 0).address, kLabPort, host_of(job, rank).device};
+    const std::string host = job.topology.peers.at(0).host;
+    return {host, free_ports(host, 1).at(0), ""};
 }
 
 }  // namespace gossamer::launch

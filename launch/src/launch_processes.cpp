@@ -17,6 +17,7 @@
 #include <thread>
 #include <tuple>
 
+#include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/launch/child_process.hpp"
 #include "gossamer/launch/launch.hpp"
@@ -132,6 +133,13 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
         {"GOSSAMER_JOB_TOKEN", token},
         {"OPENBLAS_NUM_THREADS", std::to_string(job.threads_per_peer)}};
 
+    // `ddp` runs bench/ddp_ref.py as a script peer; torch.distributed meets at rank 0's
+    // address on a port free now (in the lab: rank 0's own namespace, where nothing listens).
+    const bool ddp = algo == "ddp";
+    const std::optional<std::string> script =
+        ddp ? std::optional<std::string>(job.ddp_script) : job.script;
+    const DdpRendezvous master = ddp ? ddp_rendezvous(job, 0) : DdpRendezvous{};
+
     Children kids;
     std::vector<Follower> follow(static_cast<std::size_t>(n));
     progress(fmt::format("{}: starting {} peer processes", algo, n), true);
@@ -159,9 +167,9 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
                                          std::to_string(job.eval_samples)};
         if (cluster) argv.insert(argv.end(), {"--cluster", *cluster});
         auto peer_env = env;
-        if (job.script) {  // the same facts through the environment (gossamer.launched())
-            argv = {job.python, *job.script};
-            argv.insert(argv.end(), job.script_args.begin(), job.script_args.end());
+        if (script) {  // the same facts through the environment (gossamer.launched())
+            argv = {job.python, *script};
+            if (!ddp) argv.insert(argv.end(), job.script_args.begin(), job.script_args.end());
             peer_env.insert(peer_env.end(),
                             {{"GOSSAMER_RANK", std::to_string(r)},
                              {"GOSSAMER_TOPOLOGY", topology},
@@ -173,6 +181,21 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
                              {"GOSSAMER_EVAL_INTERVAL", fmt::format("{}", job.eval_interval)},
                              {"GOSSAMER_EVAL_SAMPLES", std::to_string(job.eval_samples)},
                              {"PYTHONPATH", python_path(exe)}});
+            if (job.cluster) {  // a script pads its own steps (docs/cli.md)
+                const auto& spec = job.cluster->peers[static_cast<std::size_t>(r)];
+                peer_env.insert(
+                    peer_env.end(),
+                    {{"GOSSAMER_CLUSTER", *cluster},
+                     {"GOSSAMER_STEP_TIME", fmt::format("{}", spec.base_time * spec.factor)}});
+            }
+            if (ddp) {
+                peer_env.insert(peer_env.end(), {{"RANK", std::to_string(r)},
+                                                 {"WORLD_SIZE", std::to_string(n)},
+                                                 {"MASTER_ADDR", master.master_addr},
+                                                 {"MASTER_PORT", std::to_string(master.port)}});
+                if (job.lab)  // gloo on this rank's veth, the shaped link
+                    peer_env.emplace_back("GLOO_SOCKET_IFNAME", ddp_rendezvous(job, r).ifname);
+            }
         }
         if (job.lab) {
             const auto prefix = lab_exec_prefix(job, r);

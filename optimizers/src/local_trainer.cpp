@@ -14,8 +14,7 @@ LocalTrainer::LocalTrainer(std::unique_ptr<Model> model, PartitionLayout layout,
       layout_(std::move(layout)),
       schedule_(std::move(schedule)),
       // Every peer starts from the same model (seed); each draws its own batch order.
-      loader_(shard, batch_size,
-              rank == 0 ? seed : derive_seed(seed, static_cast<std::uint64_t>(rank)), rank),
+      loader_(shard, batch_size, batch_seed(seed, rank), rank),
       params_(model_->parameter_count()),
       grad_(model_->parameter_count()) {
     model_->init(params_.span(), seed);
@@ -25,6 +24,10 @@ LocalTrainer::LocalTrainer(std::unique_ptr<Model> model, PartitionLayout layout,
     }
     for (const auto& l : model_->layers()) layer_owner_.push_back(layout_.owner(l.offset));
     multirate_ = Multirate(layout_);
+}
+
+std::uint64_t LocalTrainer::batch_seed(std::uint64_t seed, int rank) {
+    return rank == 0 ? seed : derive_seed(seed, static_cast<std::uint64_t>(rank));
 }
 
 void LocalTrainer::set_multirate(Multirate m) {

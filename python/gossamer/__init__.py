@@ -210,10 +210,13 @@ def load_data(config):
     return _native.load_data(_json_text(config, "config"))
 
 
-def shard(config, rank, n):
+def shard(config, rank, n, epochs=None):
     """Peer rank's shard of a training config's data (as a built-in peer gets it), with the
-    model's first parameters ("params"), its local "steps" and "batch_size"."""
-    return _native.shard(_json_text(config, "config"), int(rank), int(n))
+    model's first parameters ("params"), its local "steps" and "batch_size", the rows of the
+    shard each step trains on ("batches", [steps, batch_size]) and each step's learning rate
+    ("lr", the config's schedule). epochs: default the config's."""
+    return _native.shard(_json_text(config, "config"), int(rank), int(n),
+                         None if epochs is None else int(epochs))
 
 
 def train_builtin(config, topology, algorithm, options=None):
@@ -240,6 +243,11 @@ class Launch:
         # itself): evaluate on the first eval_samples test samples at each due point.
         self.eval_interval = float(env.get("GOSSAMER_EVAL_INTERVAL") or 0)
         self.eval_samples = int(env.get("GOSSAMER_EVAL_SAMPLES") or 0) or None
+        # With --cluster: the cluster file and this rank's declared step time (base_time x
+        # factor, seconds) that a script pads its steps to; None without one.
+        self.cluster = env.get("GOSSAMER_CLUSTER") or None
+        self.step_time = float(env["GOSSAMER_STEP_TIME"]) if env.get("GOSSAMER_STEP_TIME") \
+            else None
 
     @property
     def metrics_path(self):

@@ -7,6 +7,8 @@
 
 #include "bindings.hpp"
 #include "gossamer/core/model.hpp"
+#include "gossamer/core/sharding.hpp"
+#include "gossamer/optimizers/local_trainer.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/peer/local.hpp"
 #include "gossamer/peer/worker_setup.hpp"
@@ -63,14 +65,18 @@ void bind_data(py::module_& m) {
         py::arg("config"));
     m.def(
         "shard",
-        [](const std::string& config, int rank, int n) {
+        [](const std::string& config, int rank, int n, std::optional<int> epochs) {
             const auto cfg = config_from(config);
+            if (epochs && *epochs < 1)
+                throw ConfigError("", "epochs", fmt::format("{} epochs", *epochs),
+                                  "give at least 1 epoch");
             const auto data = optim::load_training_data(cfg);
             if (n < 1 || rank < 0 || rank >= n)
                 throw ConfigError("", "rank",
                                   fmt::format("rank {} is out of range for {} peers", rank, n),
                                   "give 0 <= rank < n");
-            auto w = peer::make_training_worker(cfg, data.train, rank, n, cfg.epochs);
+            auto w =
+                peer::make_training_worker(cfg, data.train, rank, n, epochs.value_or(cfg.epochs));
             py::dict out = arrays(*w.shard);
             const auto p = w.trainer->params();
             py::array_t<float> params(static_cast<py::ssize_t>(p.size()));
@@ -78,9 +84,31 @@ void bind_data(py::module_& m) {
             out["params"] = params;
             out["steps"] = w.steps;
             out["batch_size"] = w.trainer->batch_size();
+            // The trainer's batches (rows of the shard, step after step: BatchLoader's epoch
+            // permutations, the tail of each epoch dropped) and learning rates, so that a
+            // reference script (bench/ddp_ref.py) takes the built-in peer's very steps.
+            const auto b = static_cast<std::int64_t>(w.trainer->batch_size());
+            const auto per_epoch = w.trainer->batches_per_epoch();
+            const auto seed = optim::LocalTrainer::batch_seed(cfg.seed, rank);
+            py::array_t<std::int64_t> rows(
+                {static_cast<py::ssize_t>(w.steps), static_cast<py::ssize_t>(b)});
+            py::array_t<double> lr(static_cast<py::ssize_t>(w.steps));
+            const auto schedule = optim::build_schedule(cfg, w.steps);
+            std::vector<std::int64_t> order;
+            for (std::int64_t s = 0; s < w.steps; ++s) {
+                if (s % per_epoch == 0)
+                    order = epoch_permutation(static_cast<std::int64_t>(w.shard->size()), seed,
+                                              static_cast<std::uint64_t>(s / per_epoch));
+                const auto first = (s % per_epoch) * b;
+                std::copy(order.begin() + first, order.begin() + first + b,
+                          rows.mutable_data() + s * b);
+                lr.mutable_data()[s] = schedule.at(s);
+            }
+            out["batches"] = rows;
+            out["lr"] = lr;
             return out;
         },
-        py::arg("config"), py::arg("rank"), py::arg("n"));
+        py::arg("config"), py::arg("rank"), py::arg("n"), py::arg("epochs") = py::none());
     m.def(
         "train_builtin",
         [](const std::string& config, const std::string& topology, const std::string& algorithm,

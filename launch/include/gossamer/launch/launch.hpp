@@ -44,6 +44,9 @@ struct LaunchJob {
     std::optional<std::string> script;
     std::vector<std::string> script_args;
     std::string python = "/usr/bin/python3";
+    /// The reference script of the `ddp` algorithm (bench/ddp_ref.py): torch DDP over gloo on
+    /// the same job, started as a script peer with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+    std::string ddp_script;
     /// --hosts netns: each peer process runs as a host of this lab (docs/lab.md): in its
     /// namespace, at its lab address, UCX over TCP on its veth, links shaped by the kernel and
     /// not by the peer. Null: local processes on this machine's addresses.

@@ -37,6 +37,10 @@ class LocalTrainer final : public proto::LocalWorker {
                  const OptimizerConfig& optimizer, LrSchedule schedule, const Dataset& shard,
                  int batch_size, std::uint64_t seed, int rank = 0);
 
+    /// The seed of rank `rank`'s batch order (BatchLoader's): `seed` for rank 0, else
+    /// derive_seed(seed, rank). The Python bindings hand the same order to reference scripts.
+    static std::uint64_t batch_seed(std::uint64_t seed, int rank);
+
     /// One local step: the gradient of the next batch, then one optimizer step per partition.
     /// Returns the batch's mean loss (computed before the update). NaN or infinite losses are
     /// returned as they are: the caller decides to stop.
