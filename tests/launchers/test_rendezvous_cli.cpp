@@ -55,14 +55,17 @@ TEST_SUITE("lab") {
         TempDir dir;
         const auto out = (dir.path() / "out").string();
         const int port = free_port();
+        // Written once, before any peer starts: a rewrite while a started peer reads it could
+        // give that peer an empty file.
+        const std::string topology = dir.write("count3.json", R"({"version": 1,
+                        "peers": {"count": 3}, "graph": {"family": "ring"}})");
         std::vector<std::unique_ptr<Process>> peers;
         for (int r = 0; r < 3; ++r)
             peers.push_back(std::make_unique<Process>(
                 std::vector<std::string>{kBin,
                                          "peer",
                                          "--topology",
-                                         dir.write("count3.json", R"({"version": 1,
-                        "peers": {"count": 3}, "graph": {"family": "ring"}})"),
+                                         topology,
                                          "--config",
                                          kConfig,
                                          "--epochs",
