@@ -8,8 +8,8 @@
 # out/lab-demo/loss.png, accuracy.png, idle.png.
 #
 # Needs root and iproute2 (`scripts/deps.sh --lab`); without them it says so in one line and
-# exits 2. Time: one epoch over 16,384 images (32 steps of 64 per peer), every algorithm bounded
-# by --timeout 300 s; on a 2-core machine the whole demo took about 4 minutes (docs/lab.md).
+# exits 2. Time: one epoch over 8,192 images (16 steps of 64 per peer), every algorithm bounded
+# by --timeout 300 s; on a 2-core machine the whole demo took about 6 minutes (docs/lab.md).
 #
 #   scripts/lab/demo.sh               builds build/release's gossamer, then runs
 #   GOSSAMER=path/to/gossamer scripts/lab/demo.sh    runs with that binary (no build)
