@@ -67,6 +67,7 @@ std::unique_ptr<Connection> join_ucx(const JoinRequest& req) {
     j.bootstrap.layout = req.layout;
     j.bootstrap.settings = req.settings;
     j.bootstrap.join_timeout = o.join_timeout;
+    j.ucx.default_timeout = peer::send_timeout(req.model_size);
     const bootstrap::Options joined_with = j.bootstrap;
     return std::make_unique<UcxConnection>(peer::join(std::move(j)), joined_with);
 }

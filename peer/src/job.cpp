@@ -84,7 +84,7 @@ JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout,
         const int count = std::atoi(local);
         if (count >= 1) o.ucx.local_peers = count;
     }
-    o.ucx.default_timeout = transport::Duration{10'000};
+    o.ucx.default_timeout = send_timeout(model_size);
     return o;
 }
 

@@ -139,4 +139,10 @@ std::unique_ptr<JoinedPeer> join(JoinOptions options) {
     return me;
 }
 
+transport::Duration send_timeout(std::uint64_t parameters) {
+    const double bytes = 4.0 * static_cast<double>(parameters);
+    const double ms = 10'000.0 + 4.0 * bytes / 1e6 * 1000.0;
+    return transport::Duration{static_cast<transport::Duration::rep>(ms)};
+}
+
 }  // namespace gossamer::peer

@@ -31,6 +31,15 @@ gp::JoinOptions join_options(int rank, const std::vector<bs::Endpoint>& endpoint
 }  // namespace
 
 TEST_SUITE("integration") {
+    TEST_CASE("join: the send timeout grows with the model (four messages at 8 Mbit/s)") {
+        using gossamer::peer::send_timeout;
+        // The demo's MLP: 23,554 parameters, 94 kB: about 10.4 s.
+        CHECK(send_timeout(23'554).count() == 10'376);
+        // The lab's wide MLP: 5,824,522 parameters, 23.3 MB: four of them at 1e6 bytes/s.
+        CHECK(send_timeout(5'824'522).count() == 103'192);
+        CHECK(send_timeout(0).count() == 10'000);
+    }
+
     TEST_CASE("a vanished peer is failed in the others' transports and one that left is not") {
         constexpr int n = 3;
         const auto endpoints = free_endpoints(n);

@@ -142,4 +142,26 @@ TEST_SUITE("lab") {
             CHECK(r.err.find("needs root") != std::string::npos);
         }
     }
+    TEST_CASE(
+        "lab: scripts/lab/demo.sh refuses in one line, exit 2, without ip and tc or a binary") {
+        const std::string demo = std::string(GOSSAMER_SOURCE_DIR) + "/scripts/lab/demo.sh";
+        // No PATH: neither ip nor tc is found (nor root, for a non-root user).
+        auto r = run("env PATH=/nonexistent /bin/bash " + demo);
+        INFO(r.err);
+        CHECK(r.status == 2);
+        CHECK(lines(r.err) == 1);
+        CHECK(r.err.find("missing: ") != std::string::npos);
+        CHECK(r.err.find("ip tc; run it as root after scripts/deps.sh --lab") != std::string::npos);
+        CHECK(r.out.empty());
+        // GOSSAMER names no program: refused before anything runs (root with ip and tc), or
+        // for what is missing.
+        r = run("GOSSAMER=/nonexistent/gossamer " + demo);
+        INFO(r.err);
+        CHECK(r.status == 2);
+        CHECK(lines(r.err) == 1);
+        if (::geteuid() == 0 &&
+            run("command -v ip >/dev/null && command -v tc >/dev/null").status == 0)
+            CHECK(r.err.find("GOSSAMER=/nonexistent/gossamer is not an executable") !=
+                  std::string::npos);
+    }
 }

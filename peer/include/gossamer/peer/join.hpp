@@ -89,4 +89,11 @@ class JoinedPeer {
 /// timeouts); each message is one line naming the ranks concerned.
 std::unique_ptr<JoinedPeer> join(JoinOptions options);
 
+/// The send timeout of a peer whose model has `parameters` parameters: 10 s plus what four
+/// model-sized fp32 messages take at 8 Mbit/s (1e6 bytes/s). A send's deadline counts from when
+/// it is posted, so it includes the sends queued before it on the same endpoint: a fixed 10 s
+/// failed healthy neighbours of a 23 MB model behind a 100 Mbit/s link (docs/lab.md). A hung
+/// peer is still found by the bootstrap's heartbeats within their timeout.
+transport::Duration send_timeout(std::uint64_t parameters);
+
 }  // namespace gossamer::peer
