@@ -2,14 +2,11 @@
 // The job the gossamer launch tests run: the synthetic job of test_sim_cli.cpp, 4 peers on a
 // ring, logistic regression, 3 epochs, on a fast homogeneous cluster (30 steps of 5 ms per peer).
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "support/ports.hpp"
 #include "support/run.hpp"
 #include "support/temp_dir.hpp"
 
@@ -21,24 +18,14 @@ inline const std::string kBin = GOSSAMER_BINARY;
 /// handed out as free a moment ago: ctest runs launch tests side by side, and a fixed base port
 /// would put two jobs on one port (the second job's peers then reach the first job's rank 0).
 inline std::string fresh_topology(int n, const std::string& rest) {
-    std::vector<int> fds;
     std::string list = "{\"peers\": [";
-    for (int r = 0; r < n; ++r) {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof addr;
-        if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-            throw std::runtime_error("fresh_topology: no free port on 127.0.0.1");
-        fds.push_back(fd);
-        if (r > 0) list += ", ";
+    const char* sep = "";
+    for (int port : free_ports(n)) {
+        list += std::exchange(sep, ", ");
         list += "{\"host\": \"127.0.0.1\", \"port\": ";
-        list += std::to_string(ntohs(addr.sin_port));
+        list += std::to_string(port);
         list += "}";
     }
-    for (int fd : fds) ::close(fd);
     list += "], ";
     list += rest;
     list += "}";

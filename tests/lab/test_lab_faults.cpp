@@ -19,6 +19,7 @@
 #include "integration/processes.hpp"
 #include "lab_support.hpp"
 #include "support/run.hpp"
+#include "support/sim_loss.hpp"
 #include "support/temp_dir.hpp"
 
 namespace lab = gossamer::lab;
@@ -136,12 +137,7 @@ TEST_SUITE("lab") {
             run(kGossamer + " sim --topology " + job.topology + " --config " + job.config +
                 " --cluster " + job.cluster + " --algorithms dpsgd --out " + sim_out);
         REQUIRE_MESSAGE(s.status == 0, s.err);
-        double sim_loss = -1;
-        for (const auto& d : std::filesystem::directory_iterator(sim_out + "/dpsgd")) {
-            std::ifstream in(d.path() / "metrics.jsonl");
-            for (std::string line; std::getline(in, line);)
-                if (!line.empty()) sim_loss = Json::parse(line)["loss"].get<double>();
-        }
+        const double sim_loss = sim_final_loss(sim_out, "dpsgd");
         REQUIRE(sim_loss > 0);
         const double loss = avg["loss"].get<double>();
         MESSAGE("final loss: peers in the lab " << loss << ", gossamer sim " << sim_loss);

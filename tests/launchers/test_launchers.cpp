@@ -9,7 +9,6 @@
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility>.
 #include <utility>
 // (keep the line above first)
-#include <boost/asio.hpp>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -20,6 +19,7 @@
 
 #include "processes.hpp"
 #include "support/optional.hpp"
+#include "support/ports.hpp"
 #include "support/run.hpp"
 #include "support/temp_dir.hpp"
 
@@ -33,19 +33,6 @@ const std::string kBin = GOSSAMER_BINARY;
 const std::string kSource = GOSSAMER_SOURCE_DIR;
 const std::string kConfig = kSource + "/examples/train/logreg_synthetic.json";
 const std::string kCount4 = kSource + "/examples/topologies/count4.json";
-
-/// n TCP ports that were free a moment ago.
-std::vector<int> free_ports(int n) {
-    boost::asio::io_context io;
-    std::vector<boost::asio::ip::tcp::acceptor> held;
-    std::vector<int> out;
-    for (int i = 0; i < n; ++i) {
-        held.emplace_back(
-            io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
-        out.push_back(held.back().local_endpoint().port());
-    }
-    return out;
-}
 
 std::string slurm_missing() {
     for (const char* p : {"srun", "sinfo", "slurmctld", "slurmd"})

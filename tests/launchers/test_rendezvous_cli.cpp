@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "processes.hpp"
+#include "support/ports.hpp"
 #include "support/run.hpp"
 #include "support/temp_dir.hpp"
 
@@ -34,10 +35,7 @@ const std::string kClean =
     "-u GOSSAMER_RENDEZVOUS -u GOSSAMER_RENDEZVOUS_PORT GOSSAMER_JOB_TOKEN=t ";
 
 int free_port() {
-    boost::asio::io_context io;
-    boost::asio::ip::tcp::acceptor a(
-        io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
-    return a.local_endpoint().port();
+    return free_ports(1)[0];
 }
 
 std::vector<std::string> nonempty_lines(const std::string& text) {

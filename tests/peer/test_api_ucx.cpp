@@ -12,32 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "support/ports.hpp"
 #include "support/run.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
 
+using gossamer::test::free_ports;
 using gossamer::test::TempDir;
-
-// n ports the kernel says are free now (all held open together, so they differ).
-std::vector<int> free_ports(int n) {
-    std::vector<int> fds, ports;
-    for (int i = 0; i < n; ++i) {
-        const int fd = socket(AF_INET, SOCK_STREAM, 0);
-        REQUIRE(fd >= 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        a.sin_port = 0;
-        REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-        socklen_t len = sizeof a;
-        REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-        fds.push_back(fd);
-        ports.push_back(ntohs(a.sin_port));
-    }
-    for (int fd : fds) close(fd);
-    return ports;
-}
 
 std::string read_file(const std::filesystem::path& p) {
     std::ifstream in(p);
