@@ -162,13 +162,21 @@ std::vector<double> time_allreduce(const RankJob& job, int rank, std::size_t byt
     proto::AllreduceOptions o;
     o.chunks = job.chunks > 0 ? job.chunks : chunks_for(bytes, job.n);
     proto::AllreduceProtocol protocol(ctx, o);
+    // As peer::Driver does: sends read the protocol's memory, all-gather chunks land in place.
+    protocol.enable_zero_copy();
+    comm.transport().on_place(
+        [&](const tr::Message& h) { return std::as_writable_bytes(protocol.receive_into(h)); });
+    struct Unplace {
+        tr::UcxTransport& t;
+        ~Unplace() { t.on_place({}); }
+    } unplace{comm.transport()};
     const auto start = Clock::now();
     std::map<std::uint64_t, tr::Message> in_flight;  // the transport reads these payloads
     bool ready = false;
     auto apply = [&](proto::Actions& a) {
         for (auto& s : a.sends) {
             auto& m = in_flight.emplace(s.id, std::move(s.msg)).first->second;
-            comm.send(m, m.payload, s.id);
+            comm.send(m, s.borrowed.empty() ? std::span<const float>(m.payload) : s.borrowed, s.id);
         }
         ready = ready || a.start_step || a.done;
     };
@@ -181,7 +189,8 @@ std::vector<double> time_allreduce(const RankJob& job, int rank, std::size_t byt
             auto it = in_flight.find(id);
             if (it == in_flight.end())
                 throw Error(fmt::format("rank {}: completion of unknown send {}", rank, id));
-            comm.transport().recycle(std::move(it->second.payload));
+            if (!it->second.payload.empty())
+                comm.transport().recycle(std::move(it->second.payload));
             in_flight.erase(it);
             protocol.send_completed(since(start), id, true, a);
         } else if (!comm.arrived.empty()) {

@@ -126,6 +126,12 @@ Message AllreduceProtocol::header(int k, int c) {
 
 void AllreduceProtocol::send_chunk(int k, int c, Actions& out) {
     Message msg = header(k, c);
+    if (math_ && !device_ && zero_copy() && k == 0) {
+        // Zero-copy driver: the transport reads the input itself (kept until the send is done).
+        const std::span<const float> values = local_.subspan(msg.offset, msg.elements);
+        lent_.insert(send_borrowed(out, std::move(msg), values));
+        return;
+    }
     if (math_) {
         // A payload absorbed earlier lends its memory: no allocation and no page faults per
         // message once the first round has run (at n = 2 and 64 MiB these doubled the time).
@@ -147,6 +153,29 @@ void AllreduceProtocol::send_chunk(int k, int c, Actions& out) {
     send(out, std::move(msg));
 }
 
+std::span<float> AllreduceProtocol::receive_into(const Message& h) {
+    // Only all-gather chunks of the running all-reduce: their place in acc_ is written once and
+    // read only after the last of them is delivered. Anything else (early, late, malformed)
+    // gets a buffer of its own and meets check() when it is delivered.
+    if (!zero_copy() || !math_ || device_ || !active_ || done()) return {};
+    if (h.kind != MessageKind::reduce || h.round != round_ || h.sender != (rank() + n() - 1) % n())
+        return {};
+    if (h.chunk >= static_cast<std::uint32_t>(steps_ * options_.chunks)) return {};
+    const int k = static_cast<int>(h.chunk) / options_.chunks;
+    const int c = static_cast<int>(h.chunk) % options_.chunks;
+    const ring::Step s = ring::step(rank(), n(), k);
+    if (s.reduce || k < next_[static_cast<std::size_t>(c)]) return {};
+    const ring::Range r = ring::chunk(length_, n(), s.recv_segment, options_.chunks, c);
+    if (h.offset != r.begin || h.elements != r.size()) return {};
+    return std::span<float>(acc_).subspan(r.begin, r.size());
+}
+
+void AllreduceProtocol::on_send_completed(Time, std::uint64_t id, bool, Actions& out) {
+    // A failed send is followed by peer_failed, which stops this peer.
+    if (lent_.erase(id) == 0 || !lent_.empty() || !finishing_ || done()) return;
+    finish_allreduce(out);
+}
+
 void AllreduceProtocol::check(const Message& msg) const {
     const auto bad = [&](const std::string& what) {
         throw Error(
@@ -166,8 +195,9 @@ void AllreduceProtocol::check(const Message& msg) const {
     const ring::Range r = ring::chunk(length_, n(), s.recv_segment, options_.chunks, c);
     if (msg.offset != r.begin || msg.elements != r.size())
         bad(fmt::format("expected elements [{}, {})", r.begin, r.end));
-    const std::size_t values = math_ ? r.size() : 0;
+    const std::size_t values = math_ && !msg.placed ? r.size() : 0;
     if (msg.payload.size() != values) bad(fmt::format("expected {} payload values", values));
+    if (msg.placed && (!zero_copy() || s.reduce)) bad("placed where this peer did not ask");
 }
 
 void AllreduceProtocol::absorb(Message& msg) {
@@ -182,7 +212,7 @@ void AllreduceProtocol::absorb(Message& msg) {
     float* v = msg.payload.data();
     const std::size_t m = msg.payload.size();
     if (!s.reduce) {
-        std::copy(v, v + m, a);
+        if (!msg.placed) std::copy(v, v + m, a);  // placed: it is in acc_ already
         return;
     }
     // Every segment is reduced once per rank: the other partial sum is this rank's input.
@@ -217,13 +247,18 @@ void AllreduceProtocol::progress(Actions& out) {
                 pending_.find({round_, static_cast<std::uint32_t>(k * options_.chunks + c)});
             if (it == pending_.end()) continue;
             absorb(it->second);
-            if (k + 1 < steps_ && math_ && !device_) {
+            if (k + 1 < steps_ && it->second.placed) {
+                // A placed all-gather chunk is forwarded from acc_, where it landed.
+                Message msg = header(k + 1, c);
+                const auto values = std::span<const float>(acc_).subspan(msg.offset, msg.elements);
+                lent_.insert(send_borrowed(out, std::move(msg), values));
+            } else if (k + 1 < steps_ && math_ && !device_) {
                 // Forward the payload absorb() left holding what the next rank needs.
                 Message msg = header(k + 1, c);
                 msg.payload = std::move(it->second.payload);
                 send(out, std::move(msg));
             } else {
-                if (spare_.size() < static_cast<std::size_t>(options_.chunks))
+                if (!it->second.placed && spare_.size() < static_cast<std::size_t>(options_.chunks))
                     spare_.push_back(std::move(it->second.payload));
                 if (k + 1 < steps_) send_chunk(k + 1, c, out);
             }
@@ -237,6 +272,9 @@ void AllreduceProtocol::progress(Actions& out) {
 
 void AllreduceProtocol::finish_allreduce(Actions& out) {
     active_ = false;
+    // Zero-copy: the transport may still read the input or acc_; neither changes until then.
+    finishing_ = !lent_.empty();
+    if (finishing_) return;
     ++round_;
     ++mutable_stats().rounds;
     if (averages_gradients()) {

@@ -69,6 +69,13 @@ void Protocol::send(Actions& out, Message msg) {
     out.sends.push_back(Send{std::move(msg), next_send_id_++});
 }
 
+std::uint64_t Protocol::send_borrowed(Actions& out, Message msg, std::span<const float> values) {
+    assert(zero_copy_ && msg.payload.empty() && values.size() == msg.elements);
+    send(out, std::move(msg));
+    out.sends.back().borrowed = values;
+    return out.sends.back().id;
+}
+
 void Protocol::after(Actions& out) {
     if (out.start_step) {
         assert(!stepping_ && "start_step while a step is running");

@@ -44,6 +44,9 @@ using Event = std::variant<Arrived, SendDone, Failed>;
 struct Inbox {
     std::deque<Event> events;
     std::map<std::uint64_t, Message> in_flight;  // the transport reads these payloads
+    // Zero-copy sends (proto::Send::borrowed): the protocol's memory the transport reads instead
+    // of the message's payload; the protocol keeps it unchanged until send_completed.
+    std::map<std::uint64_t, std::span<const float>> borrowed;
 };
 
 double seconds(Clock::duration d) {
@@ -120,8 +123,10 @@ void Loop::apply(proto::Actions& a) {
     for (auto& s : a.sends) {
         const std::uint64_t id = s.id;
         Message& m = inbox_->in_flight.emplace(id, std::move(s.msg)).first->second;
-        // A cost-only worker sends no values; a real transport still carries `elements`.
-        if (m.payload.size() != m.elements) m.payload.resize(m.elements);
+        if (!s.borrowed.empty())
+            inbox_->borrowed.emplace(id, s.borrowed);
+        else if (m.payload.size() != m.elements)  // cost-only: a transport carries `elements`
+            m.payload.resize(m.elements);
         const double release = pace(m);
         if (release > last_)
             held_.emplace(release, id);
@@ -144,7 +149,10 @@ void Loop::write_extra() {
 
 void Loop::send(std::uint64_t id) {
     const Message& m = inbox_->in_flight.at(id);
-    transport_.send(m, std::as_bytes(std::span<const float>(m.payload)),
+    const auto lent = inbox_->borrowed.find(id);
+    const auto values =
+        lent != inbox_->borrowed.end() ? lent->second : std::span<const float>(m.payload);
+    transport_.send(m, std::as_bytes(values),
                     [inbox = inbox_, id, &t = transport_](const Status& st) {
                         // Called from the transport's progress(), so `t` is alive: the payload
                         // goes back to its pool for later receives instead of being freed.
@@ -152,8 +160,10 @@ void Loop::send(std::uint64_t id) {
                         bool control = false;
                         if (it != inbox->in_flight.end()) {
                             control = it->second.kind == transport::MessageKind::control;
-                            t.recycle(std::move(it->second.payload));
+                            if (!it->second.payload.empty())
+                                t.recycle(std::move(it->second.payload));
                             inbox->in_flight.erase(it);
+                            inbox->borrowed.erase(id);
                         }
                         inbox->events.push_back(SendDone{id, st, control});
                     });
@@ -341,6 +351,10 @@ DriverResult Loop::run() {
     });
     transport_.on_peer_failed(
         [inbox = inbox_](const Status& s) { inbox->events.push_back(Failed{s}); });
+    // Zero-copy (docs/protocols.md, "Memory"): borrowed sends, payloads placed by the protocol.
+    protocol_.enable_zero_copy();
+    transport_.on_place(
+        [&p = protocol_](const Message& h) { return std::as_writable_bytes(p.receive_into(h)); });
     // However run() ends (returned, threw), the peer is gone after it: later messages are
     // handed back to the transport, later failures ignored.
     struct Detach {
@@ -348,6 +362,7 @@ DriverResult Loop::run() {
         ~Detach() {
             t.on_receive([&tr = t](Message&& m) { tr.recycle(std::move(m.payload)); });
             t.on_peer_failed([](const Status&) {});
+            t.on_place({});
         }
     } detach{transport_};
     next_watch_ = seconds(options_.watchdog);

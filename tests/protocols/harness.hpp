@@ -20,6 +20,11 @@
 /// receiver another valid rank, its payload empty or `elements` long; edge_seq counts 0, 1, ...
 /// on every directed edge (check_edge_seq); compute_point() did not change while the step ran
 /// (the ownership rule, checked in every build type).
+///
+/// With zero_copy, the harness acts as a zero-copy driver (Protocol::enable_zero_copy): a
+/// borrowed send is read when it is sent, and its memory must be unchanged when its completion
+/// is delivered; a message's payload is placed where the receiver's receive_into() says at the
+/// moment it is sent (the earliest a transport could write it).
 
 #include <algorithm>
 #include <cstdint>
@@ -46,6 +51,7 @@ struct HarnessOptions {
     bool check_edge_seq = true;
     bool log_payloads = true;              ///< keep payloads in sent() (off for big models)
     std::int64_t max_events = 10'000'000;  ///< run() throws past this (a protocol loops)
+    bool zero_copy = false;                ///< act as a zero-copy driver (see above)
 };
 
 using ProtocolFactory = std::function<std::unique_ptr<proto::Protocol>(proto::PeerContext)>;
@@ -64,6 +70,7 @@ class Harness {
             ctx.worker = workers_[static_cast<std::size_t>(r)].get();
             ctx.max_steps = options_.max_steps;
             protocols_.push_back(make(ctx));
+            if (options_.zero_copy) protocols_.back()->enable_zero_copy();
         }
         alive_.assign(static_cast<std::size_t>(n), true);
         steps_started_.assign(static_cast<std::size_t>(n), 0);
@@ -146,6 +153,9 @@ class Harness {
     const std::vector<double>& losses(int r) const { return losses_[idx(r)]; }
     /// Messages delivered to a peer while its step was running.
     std::int64_t delivered_while_stepping() const { return early_; }
+    /// zero_copy: sends that read the protocol's memory, and messages placed by receive_into.
+    std::int64_t borrowed_sends() const { return borrowed_sends_; }
+    std::int64_t placed_messages() const { return placed_; }
 
   private:
     struct Event {
@@ -216,7 +226,29 @@ class Harness {
                        " sequence " + std::to_string(m.edge_seq) + ", expected " +
                        std::to_string(seq));
         ++seq;
-        sent_.push_back(m);
+        if (!s.borrowed.empty()) {
+            if (!options_.zero_copy) fail_check("a borrowed send to a driver without zero-copy");
+            if (!s.msg.payload.empty() || s.borrowed.size() != m.elements)
+                fail_check("a borrowed send of " + std::to_string(s.borrowed.size()) +
+                           " values, elements " + std::to_string(m.elements));
+            ++borrowed_sends_;
+            s.msg.payload.assign(s.borrowed.begin(), s.borrowed.end());  // read at once
+            lent_[{r, s.id}] = {s.borrowed, s.msg.payload};
+        }
+        if (options_.zero_copy && alive_[idx(m.receiver)] && !m.payload.empty()) {
+            const auto place = protocols_[idx(m.receiver)]->receive_into(m);
+            if (!place.empty()) {
+                if (place.size() != m.elements)
+                    fail_check("receive_into gave " + std::to_string(place.size()) +
+                               " values for " + std::to_string(m.elements));
+                sent_.push_back(m);  // logged with its values
+                std::copy(m.payload.begin(), m.payload.end(), place.begin());
+                s.msg.payload.clear();
+                s.msg.placed = true;
+                ++placed_;
+            }
+        }
+        if (!s.msg.placed) sent_.push_back(m);
         if (!options_.log_payloads) sent_.back().payload = {};
         if (!alive_[idx(m.receiver)]) {
             push(completion(r, s.id, false));
@@ -298,6 +330,13 @@ class Harness {
                 break;
             }
             case Event::completed:
+                if (auto it = lent_.find({e.rank, e.id}); it != lent_.end()) {
+                    const auto& [memory, values] = it->second;
+                    if (!std::equal(memory.begin(), memory.end(), values.begin(), values.end()))
+                        fail_check("rank " + std::to_string(e.rank) + " changed the memory of " +
+                                   "send " + std::to_string(e.id) + " before it completed");
+                    lent_.erase(it);
+                }
                 p.send_completed(now_, e.id, e.ok, out);
                 break;
             case Event::deadline:
@@ -318,6 +357,10 @@ class Harness {
     std::map<std::uint64_t, Event> queue_;    // pending events by seq (= age)
     std::map<std::pair<int, int>, std::uint64_t> edge_seq_;
     std::vector<proto::Message> sent_;
+    // zero_copy: (rank, send id) -> the borrowed memory and the values it held when sent.
+    std::map<std::pair<int, std::uint64_t>, std::pair<std::span<const float>, std::vector<float>>>
+        lent_;
+    std::int64_t borrowed_sends_ = 0, placed_ = 0;
     std::mt19937_64 rng_;
     proto::Time now_ = 0;
     std::uint64_t next_seq_ = 0;

@@ -24,7 +24,7 @@ float grad_value(int r, std::int64_t t, std::size_t i) {
 }
 
 Harness ring_of(int n, std::size_t length, std::int64_t steps, AllreduceOptions o,
-                bool shuffle = false, std::uint64_t seed = 1) {
+                bool shuffle = false, std::uint64_t seed = 1, bool zero_copy = false) {
     std::vector<std::unique_ptr<LocalWorker>> workers;
     for (int r = 0; r < n; ++r)
         workers.push_back(std::make_unique<StandInWorker>(
@@ -36,6 +36,7 @@ Harness ring_of(int n, std::size_t length, std::int64_t steps, AllreduceOptions 
     ho.max_steps = steps;
     ho.shuffle = shuffle;
     ho.seed = seed;
+    ho.zero_copy = zero_copy;
     return Harness(
         std::move(workers),
         [o](PeerContext ctx) { return std::make_unique<AllreduceProtocol>(std::move(ctx), o); },
@@ -213,6 +214,41 @@ TEST_CASE("allreduce: messages reordered on one edge still land in their round a
     }
 }
 
+TEST_CASE("allreduce: zero-copy (borrowed sends, placed all-gather) gives the same bits") {
+    std::int64_t borrowed = 0, placed = 0;
+    for (int n = 1; n <= 9; ++n) {
+        for (std::size_t length : {std::size_t(n > 1 ? n - 1 : 2), std::size_t(3 * n + 2)}) {
+            for (int chunks : {1, 3}) {
+                for (int period : {1, 2}) {
+                    for (bool shuffle : {false, true}) {
+                        CAPTURE(n);
+                        CAPTURE(length);
+                        CAPTURE(chunks);
+                        CAPTURE(period);
+                        CAPTURE(shuffle);
+                        const AllreduceOptions o{period, chunks};
+                        Harness plain = ring_of(n, length, 5, o, shuffle, 40 + n);
+                        Harness zero = ring_of(n, length, 5, o, shuffle, 40 + n, true);
+                        REQUIRE(plain.run());
+                        REQUIRE(zero.run());  // the harness checks every lent buffer
+                        for (int r = 0; r < n; ++r) {
+                            CHECK(stand_in(zero, r).applied() == stand_in(plain, r).applied());
+                            CHECK(zero.model(r) == plain.model(r));
+                            CHECK(zero.protocol(r).stats().bytes_sent ==
+                                  plain.protocol(r).stats().bytes_sent);
+                        }
+                        borrowed += zero.borrowed_sends();
+                        placed += zero.placed_messages();
+                        CHECK(plain.borrowed_sends() + plain.placed_messages() == 0);
+                    }
+                }
+            }
+        }
+    }
+    CHECK(borrowed > 0);
+    CHECK(placed > 0);
+}
+
 TEST_CASE("allreduce: a message out of the schedule is rejected") {
     Harness h = ring_of(3, 5, 1, {});
     h.run([&] { return h.events() > 0; });
@@ -273,15 +309,18 @@ TEST_CASE("allreduce: a failed peer stops every other peer, which report its ran
         for (bool shuffle : {false, true}) {
             CAPTURE(when);
             CAPTURE(shuffle);
-            Harness h = ring_of(n, 11, 50, {}, shuffle, 7);
-            h.run([&] { return h.events() >= when; });
-            REQUIRE_FALSE(h.all_done());
-            h.fail(2);
-            CHECK(h.run());  // nobody hangs waiting for rank 2
-            for (int r = 0; r < n; ++r) {
-                if (r == 2) continue;
-                CHECK(h.protocol(r).done());
-                CHECK(h.as<AllreduceProtocol>(r).failed_rank() == 2);
+            for (bool zero_copy : {false, true}) {
+                CAPTURE(zero_copy);
+                Harness h = ring_of(n, 11, 50, {}, shuffle, 7, zero_copy);
+                h.run([&] { return h.events() >= when; });
+                REQUIRE_FALSE(h.all_done());
+                h.fail(2);
+                CHECK(h.run());  // nobody hangs waiting for rank 2
+                for (int r = 0; r < n; ++r) {
+                    if (r == 2) continue;
+                    CHECK(h.protocol(r).done());
+                    CHECK(h.as<AllreduceProtocol>(r).failed_rank() == 2);
+                }
             }
         }
     }

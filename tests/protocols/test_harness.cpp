@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -200,4 +201,80 @@ TEST_CASE("harness: edge_seq must count 0, 1, ... on every edge") {
     Harness h(std::move(workers),
               [](PeerContext ctx) { return std::make_unique<Skipper>(std::move(ctx)); });
     CHECK_THROWS_AS(h.run(), std::logic_error);
+}
+
+namespace {
+
+// Sends its one value borrowed to rank 1 after each step; with `scribble`, changes it when the
+// next step finishes, which may be before the send completed.
+class Lender final : public Protocol {
+  public:
+    Lender(PeerContext ctx, bool scribble) : Protocol(std::move(ctx)), scribble_(scribble) {}
+    std::string_view name() const override { return "lender"; }
+    std::span<const float> compute_point() override { return context().worker->params(); }
+    void current_model(std::span<float> out) const override { out[0] = value_[0]; }
+    std::span<float> receive_into(const Message&) override { return value_; }
+    int completed = 0;
+
+  protected:
+    void on_start(Time, Actions& out) override { out.start_step = true; }
+    void on_step_finished(Time, double, Actions& out) override {
+        if (scribble_) value_[0] += 1.0f;
+        if (rank() == 0) {
+            Message m;
+            m.receiver = 1;
+            m.edge_seq = seq_++;
+            m.elements = 1;
+            send_borrowed(out, std::move(m), value_);
+        }
+        if (++steps_ < context().max_steps)
+            out.start_step = true;
+        else
+            out.done = true;
+    }
+    void on_message(Time, Message msg, Actions&) override {
+        if (!msg.placed) value_[0] = msg.payload.at(0);
+    }
+    void on_send_completed(Time, std::uint64_t, bool, Actions&) override { ++completed; }
+
+  private:
+    bool scribble_;
+    std::array<float, 1> value_{7.0f};
+    std::int64_t steps_ = 0;
+    std::uint64_t seq_ = 0;
+};
+
+Harness lenders(bool scribble, bool zero_copy) {
+    std::vector<std::unique_ptr<LocalWorker>> workers;
+    for (int r = 0; r < 2; ++r)
+        workers.push_back(std::make_unique<StandInWorker>(
+            std::vector<float>{0.0f},
+            [](std::int64_t, std::span<const float>, std::span<float> g) { g[0] = 0; }));
+    HarnessOptions ho;
+    ho.max_steps = 5;
+    ho.zero_copy = zero_copy;
+    return Harness(
+        std::move(workers),
+        [scribble](PeerContext ctx) { return std::make_unique<Lender>(std::move(ctx), scribble); },
+        ho);
+}
+
+}  // namespace
+
+TEST_CASE("harness: zero-copy sends are read as sent, placed at once, and must stay unchanged") {
+    Harness ok = lenders(false, true);
+    REQUIRE(ok.run());
+    CHECK(ok.borrowed_sends() == 5);
+    CHECK(ok.placed_messages() == 5);  // rank 1 names its own value as the place, every time
+    CHECK(ok.model(1) == std::vector<float>{7.0f});
+    CHECK(ok.as<Lender>(0).completed == 5);
+    // Changing the memory before the send completed is caught.
+    Harness bad = lenders(true, true);
+    CHECK_THROWS_WITH_AS(bad.run(), doctest::Contains("before it completed"), std::logic_error);
+    // And a borrowed send to a driver that did not enable zero-copy is a defect of the protocol
+    // (send_borrowed asserts in debug builds; the harness says so in every build).
+#ifdef NDEBUG
+    Harness plain = lenders(false, false);
+    CHECK_THROWS_WITH_AS(plain.run(), doctest::Contains("without zero-copy"), std::logic_error);
+#endif
 }

@@ -192,12 +192,16 @@ class InprocTransport final : public Transport {
         }
         auto& b = fabric_->box(to);
         {
-            std::lock_guard lock(b.mu);
+            std::unique_lock lock(b.mu);
             if (b.state != PeerState::joined) {
+                const bool absent = b.state == PeerState::absent;
+                lock.unlock();
+                // Departures are reported in rank order, whether a send or progress() finds
+                // them first (what a peer names as the first failure must not be a race).
+                if (!absent) report_departures();
                 set_failed(failure(Errc::peer_failed, to,
-                                   b.state == PeerState::absent
-                                       ? "unreachable: it never joined the in-process fabric"
-                                       : "left the in-process fabric"));
+                                   absent ? "unreachable: it never joined the in-process fabric"
+                                          : "left the in-process fabric"));
                 defer(std::move(done), failed_status(to));
                 return;
             }

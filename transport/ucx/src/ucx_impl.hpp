@@ -122,7 +122,7 @@ class Ucx final : public UcxTransport {
     void check_timeouts(Clock::time_point now);
     std::vector<float> take_buffer(std::size_t floats);
     void start_rndv_receive(void* desc, int from, std::list<Slot>::iterator slot,
-                            std::uint64_t bytes);
+                            std::uint64_t bytes, std::span<std::byte> place);
     std::size_t deliver();
     /// The reason a broken endpoint to `peer` gets: the known cause (the bootstrap's), else
     /// what UCX's status means for the peer process, without UCX's bare status string.

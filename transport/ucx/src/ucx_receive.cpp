@@ -37,31 +37,53 @@ ucs_status_t Ucx::on_am(const void* header, std::size_t header_length, void* dat
     counters_.bytes_received += length;
     const int from = m.sender;
     auto& inbox = peers_[static_cast<std::size_t>(from)].inbox;
+    // Where the payload lands: a place the receiver names (zero-copy), or a pooled buffer.
+    std::span<std::byte> place;
+    if (place_ && length > 0) {
+        place = place_(m);
+        if (!place.empty() && place.size() != length) {
+            log::warn(
+                "transport ucx: rank {}: a receive place of {} bytes for a payload of {}; "
+                "using a buffer of the transport's",
+                rank(), place.size(), length);
+            place = {};
+        }
+        m.placed = !place.empty();
+    }
     auto slot = inbox.insert(inbox.end(), Slot{std::move(m)});
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-        start_rndv_receive(data, from, slot, length);
+        start_rndv_receive(data, from, slot, length, place);
         return UCS_INPROGRESS;  // the descriptor now belongs to ucp_am_recv_data_nbx
     }
-    slot->msg.payload = take_buffer(length / sizeof(float));
-    if (length) std::memcpy(slot->msg.payload.data(), data, length);  // eager: copy once
+    if (!place.empty()) {
+        std::memcpy(place.data(), data, length);  // eager, placed: copy once, into its place
+    } else {
+        slot->msg.payload = take_buffer(length / sizeof(float));
+        if (length) std::memcpy(slot->msg.payload.data(), data, length);  // eager: copy once
+    }
     slot->ready = true;
     ++ready_;
     return UCS_OK;
 }
 
-// Fetches a rendezvous payload straight into a receive buffer, from inside the handler (as
-// ucx_perftest does): the transfer starts without waiting for the next progress call.
+// Fetches a rendezvous payload straight into a receive buffer (or the receiver's own place),
+// from inside the handler (as ucx_perftest does): the transfer starts without waiting for the
+// next progress call.
 void Ucx::start_rndv_receive(void* desc, int from, std::list<Slot>::iterator slot,
-                             std::uint64_t bytes) {
+                             std::uint64_t bytes, std::span<std::byte> place) {
     auto* op = new RecvOp{this, slot, from, bytes};
-    slot->msg.payload = take_buffer(bytes / sizeof(float));
+    void* into = place.data();
+    if (place.empty()) {
+        slot->msg.payload = take_buffer(bytes / sizeof(float));
+        into = slot->msg.payload.data();
+    }
     ucp_request_param_t rp{};
     rp.op_attr_mask =
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
     rp.cb.recv_am = recv_cb;
     rp.user_data = op;
     rp.datatype = ucp_dt_make_contig(1);
-    void* req = ucp_am_recv_data_nbx(worker_, desc, slot->msg.payload.data(), bytes, &rp);
+    void* req = ucp_am_recv_data_nbx(worker_, desc, into, bytes, &rp);
     if (req == nullptr)
         on_recv_done(op, nullptr, UCS_OK);
     else if (UCS_PTR_IS_ERR(req))
@@ -80,7 +102,7 @@ void Ucx::on_recv_done(RecvOp* op, void* request, ucs_status_t status) {
     if (status != UCS_OK) {
         const int from = op->from;
         op->slot->dropped = true;
-        recycle(std::move(op->slot->msg.payload));
+        if (!op->slot->msg.placed) recycle(std::move(op->slot->msg.payload));
         // Runs inside UCX: the peer is failed from progress(), like an endpoint error.
         if (!peer_failed(from)) {
             peers_[static_cast<std::size_t>(from)].error = status;

@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <utility>
 #include <vector>
@@ -69,12 +70,16 @@ class AllreduceProtocol final : public Protocol {
     std::int64_t steps_finished() const noexcept { return steps_finished_; }
     /// Messages received ahead of time and not yet used.
     std::size_t buffered() const noexcept { return pending_.size(); }
+    /// Zero-copy: an all-gather chunk of the running all-reduce lands in its place in the
+    /// result buffer (docs/protocols.md, "Memory").
+    std::span<float> receive_into(const Message& header) override;
 
   protected:
     void on_start(Time now, Actions& out) override;
     void on_step_finished(Time now, double loss, Actions& out) override;
     void on_message(Time now, Message msg, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
+    void on_send_completed(Time now, std::uint64_t id, bool ok, Actions& out) override;
 
   private:
     bool averages_gradients() const noexcept { return options_.period == 1; }
@@ -104,6 +109,8 @@ class AllreduceProtocol final : public Protocol {
     std::map<std::pair<std::int64_t, std::uint32_t>, Message> pending_;  // (round, chunk)
     std::optional<int> failed_rank_;
     std::vector<std::vector<float>> spare_;  // absorbed payloads, reused by the next sends
+    std::set<std::uint64_t> lent_;           // zero-copy sends of local_ or acc_ in flight
+    bool finishing_ = false;                 // the result is complete; lent_ still in flight
 };
 
 /// The factory the protocol registry calls for "allreduce".

@@ -107,6 +107,9 @@ class CostOnlyWorker final : public LocalWorker {
 struct Send {
     Message msg;
     std::uint64_t id = 0;  ///< echoed by send_completed
+    /// Zero-copy sends only (Protocol::enable_zero_copy): the payload is this memory of the
+    /// protocol's, msg.payload is empty; it stays valid and unchanged until send_completed.
+    std::span<const float> borrowed{};
 };
 
 struct Deadline {
@@ -172,6 +175,17 @@ class Protocol {
     /// Per-edge metrics for the driver's output (staleness, shares, weights in use): a JSON
     /// array with one object per neighbour, or null when the protocol keeps none.
     virtual json::Json edge_metrics() const { return nullptr; }
+    /// Called by a driver before start() when it honours zero-copy: it sends Send::borrowed
+    /// memory as the payload (and keeps it until send_completed), and asks receive_into() where
+    /// a message's payload should land. Drivers that do neither (sim, the test harnesses)
+    /// never call it, and every message then owns its payload.
+    void enable_zero_copy() noexcept { zero_copy_ = true; }
+    bool zero_copy() const noexcept { return zero_copy_; }
+    /// Zero-copy receives: where the payload of a message with this header should be written
+    /// (exactly header.elements values that the protocol leaves alone until the message is
+    /// delivered with `placed` set), or empty for a buffer the message owns. Called on the
+    /// communication thread between events, possibly long before the message is delivered.
+    virtual std::span<float> receive_into(const Message&) { return {}; }
     /// True between a start_step action and its step_finished.
     bool stepping() const noexcept { return stepping_; }
     /// True once the protocol returned done.
@@ -204,6 +218,9 @@ class Protocol {
     const PeerContext& context() const noexcept { return ctx_; }
     /// Queues a message and counts it.
     void send(Actions& out, Message msg);
+    /// Queues a message whose payload is `values` of the protocol's own memory (zero-copy
+    /// drivers only, see enable_zero_copy); returns its send id.
+    std::uint64_t send_borrowed(Actions& out, Message msg, std::span<const float> values);
     ProtocolStats& mutable_stats() noexcept { return stats_; }
 
   private:
@@ -213,6 +230,7 @@ class Protocol {
     ProtocolStats stats_;
     bool stepping_ = false;
     bool done_ = false;
+    bool zero_copy_ = false;
     std::uint64_t next_send_id_ = 1;
 };
 

@@ -38,6 +38,9 @@ struct Message {
     double sent_at = 0.0;         ///< the sender's clock at send (seconds; staleness metrics)
     std::uint64_t elements = 0;   ///< float32 values the message carries
     std::vector<float> payload;   ///< the values (empty in cost-only simulation)
+    /// The values were received straight into the buffer the receiver named for this header
+    /// (Transport::on_place, Protocol::receive_into); `payload` is then empty.
+    bool placed = false;
 
     /// Bytes on the wire: header plus payload.
     std::uint64_t wire_bytes() const noexcept { return kHeaderBytes + elements * sizeof(float); }

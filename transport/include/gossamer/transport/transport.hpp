@@ -52,6 +52,10 @@ using SendCallback = std::function<void(const Status&)>;
 using ReceiveCallback = std::function<void(Message&& msg)>;
 /// Called once per peer that fails (status names it and says why).
 using PeerFailedCallback = std::function<void(const Status&)>;
+/// Asked, for a message whose header passed the checks, where its payload should land: a
+/// buffer of exactly 4 * header.elements bytes that stays valid and untouched by the receiver
+/// until the message is delivered, or an empty span for a buffer of the transport's own.
+using PlaceCallback = std::function<std::span<std::byte>(const Message& header)>;
 
 /// Settings every backend shares.
 struct TransportOptions {
@@ -90,6 +94,10 @@ class Transport {
     virtual void on_receive(ReceiveCallback cb) = 0;
     /// Sets the callback told (from progress()) when a peer fails.
     void on_peer_failed(PeerFailedCallback cb) { on_failed_ = std::move(cb); }
+    /// Sets the callback that may name where a payload lands (zero-copy receives). Called on
+    /// the communication thread; a delivered message it placed has `placed` set and an empty
+    /// payload. Backends that cannot place (inproc) never call it: receivers handle both.
+    void on_place(PlaceCallback cb) { place_ = std::move(cb); }
 
     /// Hands a payload vector back for reuse by later receives (optional; saves allocation and,
     /// in the UCX backend, keeps receive buffers and their registrations across rounds).
@@ -147,6 +155,7 @@ class Transport {
     DropCounters drops_;
     TransportCounters counters_;
     PeerFailedCallback on_failed_;
+    PlaceCallback place_;
 
   private:
     std::vector<std::pair<SendCallback, Status>> deferred_, running_;
