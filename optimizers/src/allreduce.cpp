@@ -154,9 +154,10 @@ void AllreduceProtocol::send_chunk(int k, int c, Actions& out) {
 }
 
 std::span<float> AllreduceProtocol::receive_into(const Message& h) {
-    // Only all-gather chunks of the running all-reduce: their place in acc_ is written once and
-    // read only after the last of them is delivered. Anything else (early, late, malformed)
-    // gets a buffer of its own and meets check() when it is delivered.
+    // Only all-gather chunks of the running all-reduce and the last reduce-scatter step (the
+    // partial sum of this peer's own segment, completed and averaged in place): their place in
+    // acc_ is written once per round and read only after the last chunk is delivered. Anything
+    // else (early, late, malformed) gets a buffer of its own and meets check() when delivered.
     if (!zero_copy() || !math_ || device_ || !active_ || done()) return {};
     if (h.kind != MessageKind::reduce || h.round != round_ || h.sender != (rank() + n() - 1) % n())
         return {};
@@ -164,7 +165,7 @@ std::span<float> AllreduceProtocol::receive_into(const Message& h) {
     const int k = static_cast<int>(h.chunk) / options_.chunks;
     const int c = static_cast<int>(h.chunk) % options_.chunks;
     const ring::Step s = ring::step(rank(), n(), k);
-    if (s.reduce || k < next_[static_cast<std::size_t>(c)]) return {};
+    if ((s.reduce && k != n() - 2) || k < next_[static_cast<std::size_t>(c)]) return {};
     const ring::Range r = ring::chunk(length_, n(), s.recv_segment, options_.chunks, c);
     if (h.offset != r.begin || h.elements != r.size()) return {};
     return std::span<float>(acc_).subspan(r.begin, r.size());
@@ -197,7 +198,8 @@ void AllreduceProtocol::check(const Message& msg) const {
         bad(fmt::format("expected elements [{}, {})", r.begin, r.end));
     const std::size_t values = math_ && !msg.placed ? r.size() : 0;
     if (msg.payload.size() != values) bad(fmt::format("expected {} payload values", values));
-    if (msg.placed && (!zero_copy() || s.reduce)) bad("placed where this peer did not ask");
+    if (msg.placed && (!zero_copy() || (s.reduce && k != n() - 2)))
+        bad("placed where this peer did not ask");
 }
 
 void AllreduceProtocol::absorb(Message& msg) {
@@ -221,6 +223,10 @@ void AllreduceProtocol::absorb(Message& msg) {
     // and the all-gather hands out exactly these bytes. (One pass: the same two roundings.)
     if (k == n() - 2) {
         const auto div = static_cast<float>(n());
+        if (msg.placed) {  // the partial sum landed in acc_: average it there, forward from there
+            for (std::size_t i = 0; i < msg.elements; ++i) a[i] = (a[i] + l[i]) / div;
+            return;
+        }
         for (std::size_t i = 0; i < m; ++i) a[i] = v[i] = (v[i] + l[i]) / div;
         return;
     }
