@@ -33,7 +33,8 @@ AsyncOptions parse_async_options(const json::Node* options) {
     if (!options) return o;
     options->expect_object({"targets", "straggler_aware", "beta", "base_self", "target_power",
                             "edge_bound", "rate_window", "report_every", "balance", "step",
-                            "follow_schedule", "deadline_percentile", "deadline_cap", "seed"});
+                            "follow_schedule", "deadline_percentile", "deadline_cap", "seed",
+                            "outbox"});
     if (auto v = options->find("targets")) o.targets = static_cast<int>(v->as_int(1, 1024));
     if (auto v = options->find("straggler_aware")) o.straggler_aware = v->as_bool();
     if (auto v = options->find("beta")) o.beta = checked_double(*v, 0, 100, true, "(0, 100]");
@@ -58,6 +59,7 @@ AsyncOptions parse_async_options(const json::Node* options) {
     if (auto v = options->find("deadline_cap"))
         o.deadline_cap = checked_double(*v, 0, 1e9, true, "(0, 1e9]");
     if (auto v = options->find("seed")) o.seed = static_cast<std::uint64_t>(v->as_int(0));
+    if (auto v = options->find("outbox")) o.outbox = v->as_bool();
     return o;
 }
 
@@ -324,10 +326,37 @@ void AsyncGossip::push_shares(Actions& out) {
         e.last_fraction = fraction;
         e.weight_sent += m.weight;
         if (math_.on()) m.payload = math_.share(x, fraction);
-        send(out, std::move(m));
+        post(out, std::move(m));
     }
     w_ *= kept;
     if (math_.on()) math_.keep(x, kept);
+}
+
+void AsyncGossip::post(Actions& out, Message m) {
+    const int to = m.receiver;
+    if (!options_.outbox) return send(out, std::move(m));
+    if (!outbox_.free(to)) return outbox_.hold(std::move(m));
+    send(out, std::move(m));
+    outbox_.sent(to, out.sends.back().id);
+}
+
+void AsyncGossip::on_send_completed(Time, std::uint64_t id, bool, Actions& out) {
+    // The edge is free: what added up meanwhile leaves as one share (also after done: the
+    // driver runs until nothing is unsent).
+    if (auto m = outbox_.completed(id)) post(out, std::move(*m));
+}
+
+void AsyncGossip::take_mass(int from, const Message& m) {
+    // Never dropped: while a step runs the share waits in the buffer, otherwise it is added now.
+    if (stepping()) {
+        pending_.emplace_back(from, m.sent_at);
+        buf_w_ += m.weight;
+        if (math_.on()) math_.buffer(m.payload);
+    } else {
+        absorb(from, m.sent_at);
+        w_ += m.weight;
+        if (math_.on()) math_.add(params(), m.payload);
+    }
 }
 
 void AsyncGossip::send_reports(Time now, Actions& out) {
@@ -378,6 +407,7 @@ void AsyncGossip::absorb(int from, Time sent_at) {
     // Staleness in this peer's own steps: step ends strictly between the share's sending and its
     // absorption. A share absorbed at the first step end after it was sent counts 0, however
     // slow its sender is.
+    if (from == rank()) return;  // own mass back from the outbox (a failed receiver)
     Neighbour& nb = neighbour(from);
     const auto lo = std::upper_bound(history_.begin(), history_.end(), sent_at);
     const auto hi = std::lower_bound(lo, history_.end(), now_);
@@ -417,7 +447,12 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     if (worker().math() && msg.payload.size() != worker().size())
         throw Error(fmt::format("async: a share from peer {} carries {} values, expected {}", j,
                                 msg.payload.size(), worker().size()));
-    ++nb.e.shares;
+    // With the outbox a share may carry several of the sender's pushes: edge_seq numbers the
+    // latest, and the edge stays in order (one in flight).
+    if (options_.outbox)
+        nb.e.shares = std::max(nb.e.shares, static_cast<std::int64_t>(msg.edge_seq) + 1);
+    else
+        ++nb.e.shares;
     nb.e.weight_received += msg.weight;
     nb.last_share = msg.weight;
     now_ = now;
@@ -430,16 +465,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     const double span = nb.arrivals.back().first - nb.arrivals.front().first;
     if (span > 0 && hi > lo && nb.e.reports == 0) nb.e.rate = static_cast<double>(hi - lo) / span;
     nb.e.late_now = false;  // a late share is still absorbed; lateness was counted at its deadline
-    // Never dropped: while a step runs the share waits in the buffer, otherwise it is added now.
-    if (stepping()) {
-        pending_.emplace_back(j, msg.sent_at);
-        buf_w_ += msg.weight;
-        if (math_.on()) math_.buffer(msg.payload);
-    } else {
-        absorb(j, msg.sent_at);
-        w_ += msg.weight;
-        if (math_.on()) math_.add(params(), msg.payload);
-    }
+    take_mass(j, msg);
     if (nb.arrivals.size() > 1) {
         // The inter-arrival times of the window (what a separate window of gaps would hold).
         scratch_.clear();
@@ -513,6 +539,8 @@ void AsyncGossip::on_peer_failed(Time, int j, Actions&) {
     if (nb.e.failed) return;
     nb.e.failed = true;
     collect_live_out();
+    // A share still waiting for the edge to j never left: its mass comes back here.
+    if (auto m = outbox_.take(j)) take_mass(rank(), *m);
     // j's mass before its latest split seen here: share / fraction, with the fraction at most
     // (1 - base_self) / k, so this is exact when j kept base_self and a lower bound otherwise.
     if (nb.last_share > 0) {
