@@ -147,7 +147,8 @@ TEST_CASE("delayed choco computes x += gamma sum_j W_ij (x_hat_j - x_hat_i) one 
     for (int i = 0; i < kPeers; ++i) CHECK(net.at<proto::Choco>(i).round() == kSteps);
 }
 
-TEST_CASE("delayed rules: one step still ends with its round mixed, and losing a neighbour ends too") {
+TEST_CASE(
+    "delayed rules: one step still ends with its round mixed, and losing a neighbour ends too") {
     SUBCASE("one step") {
         const json::Node doc(json::parse_text(R"({"delay": 1})", "options.json"));
         auto net = gossip_test::make_network(
