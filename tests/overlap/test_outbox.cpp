@@ -103,6 +103,38 @@ TEST_CASE("outbox: one share in flight per edge, later ones add up and leave whe
     CHECK_FALSE(box.completed(13));  // nothing pending any more
 }
 
+TEST_CASE("outbox: a share waiting for a receiver that failed comes back to its sender") {
+    // Two peers, each keeping half its mass and pushing half to the other; peer 1 never runs.
+    const json::Node options(json::parse_text(R"({"outbox": true})", "options.json"));
+    QuadraticWorker worker(std::vector<float>(4, 1.0f));
+    proto::PeerContext ctx{0, 2, exponential(2), &worker, 10};
+    auto p = proto::make_protocol("sgp", &options, ctx);
+    auto& sgp = dynamic_cast<proto::Sgp&>(*p);
+    CHECK(sgp.one_in_flight_per_edge());
+    proto::Actions a;
+    sgp.start(0, a);
+    REQUIRE(a.start_step);
+    a = {};
+    sgp.step_finished(1, 0, a);  // the first share leaves: the edge to 1 is busy
+    REQUIRE(a.sends.size() == 1);
+    CHECK(a.sends[0].msg.weight == 0.5);
+    REQUIRE(a.start_step);  // tau = 1: one round ahead is allowed
+    a = {};
+    sgp.step_finished(2, 0, a);  // the second waits in the outbox
+    CHECK(a.sends.empty());
+    CHECK(sgp.unsent() == 1);
+    CHECK(sgp.outbox().pending_weight() == 0.25);
+    CHECK(sgp.mass() == 0.25);
+    a = {};
+    sgp.peer_failed(3, 1, a);  // its mass comes back; the one in flight is lost with peer 1
+    CHECK(sgp.unsent() == 0);
+    CHECK(sgp.mass() == 0.5);
+    for (float v : worker.params()) CHECK(v == 0.5f);  // x came back with w (zero gradient)
+    a = {};
+    sgp.send_completed(4, 1, false, a);  // the lost share's completion sends nothing
+    CHECK(a.sends.empty());
+}
+
 TEST_CASE("outbox in sim: a straggler and a slow link, mass exact and fewer bytes on the link") {
     const auto cfg = optim::parse_training_config(json::parse_text(R"({"seed": 3,
         "data": {"name": "logreg_synthetic", "samples": 1600, "test_samples": 400, "features": 10, "seed": 4},
