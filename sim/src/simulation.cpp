@@ -41,9 +41,9 @@ struct Evaluate {};
 // The sender's uplink is done with a message (Transfer::sent); only for protocols that keep one
 // message in flight per edge (Protocol::one_in_flight_per_edge), which need the completions.
 struct SendDone {
-    int rank, to;
+    int rank;
+    int counted;  // the receiver when the message counts against the edge bound, else -1
     std::uint64_t id;
-    bool data;  // counted against the edge's bound (not a control message)
 };
 using Event =
     std::variant<StepDone, Arrival, DeadlineEvent, Failure, FailureNotice, Evaluate, SendDone>;
@@ -195,7 +195,7 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
                     "flight; the protocol keeps at most one in flight per edge",
                     p.protocol->name(), rank, transport::to_string(send.msg.kind), rank, to, now));
             ++pending_;
-            queue_.push(tr.sent, SendDone{rank, to, send.id, data});
+            queue_.push(tr.sent, SendDone{rank, data ? to : -1, send.id});
         }
         ++pending_;
         queue_.push(tr.arrival, Arrival{to, hold(std::move(send.msg))});
@@ -263,7 +263,7 @@ void Engine::handle(Time now, Event& e) {
     } else if (auto* sd = std::get_if<SendDone>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(sd->rank)];
         if (!p.alive) return;
-        if (sd->data) --edge_busy(p, sd->to);
+        if (sd->counted >= 0) --edge_busy(p, sd->counted);
         // Done or not: an outbox may still hold a share for this edge.
         p.protocol->send_completed(now, sd->id, true, a);
         apply(sd->rank, now, a);
