@@ -19,47 +19,7 @@ constexpr std::uint32_t kControlRate = 1;  // payload: the sender's {rate, self 
 // steps stale); at least rate_window + 1 (rate_window <= 4096).
 constexpr std::size_t kHistory = 4097;
 
-double checked_double(const json::Node& node, double lo, double hi, bool open_lo,
-                      const char* range) {
-    const double v = node.as_double();
-    if (v > hi || v < lo || (open_lo && v == lo)) node.fail(fmt::format("must be in {}", range));
-    return v;
-}
-
 }  // namespace
-
-AsyncOptions parse_async_options(const json::Node* options) {
-    AsyncOptions o;
-    if (!options) return o;
-    options->expect_object({"targets", "straggler_aware", "beta", "base_self", "target_power",
-                            "edge_bound", "rate_window", "report_every", "balance", "step",
-                            "follow_schedule", "deadline_percentile", "deadline_cap", "seed"});
-    if (auto v = options->find("targets")) o.targets = static_cast<int>(v->as_int(1, 1024));
-    if (auto v = options->find("straggler_aware")) o.straggler_aware = v->as_bool();
-    if (auto v = options->find("beta")) o.beta = checked_double(*v, 0, 100, true, "(0, 100]");
-    if (auto v = options->find("base_self")) {
-        const double b = checked_double(*v, 0, 1, true, "(0, 1)");
-        if (b == 1) v->fail("must be in (0, 1)", "a peer must push some of its mass");
-        o.base_self = b;
-    }
-    if (auto v = options->find("target_power"))
-        o.target_power = checked_double(*v, 0, 16, false, "[0, 16]");
-    if (auto v = options->find("edge_bound")) o.edge_bound = v->as_int(1, 1'000'000);
-    if (auto v = options->find("rate_window")) o.rate_window = static_cast<int>(v->as_int(2, 4096));
-    if (auto v = options->find("report_every"))
-        o.report_every = static_cast<int>(v->as_int(1, 1'000'000));
-    if (auto v = options->find("balance")) o.balance = v->as_bool();
-    if (auto v = options->find("follow_schedule")) o.follow_schedule = v->as_bool();
-    if (auto v = options->find("step"))
-        o.step = v->as_enum({"debiased", "numerator"}) == "debiased" ? AsyncStep::debiased
-                                                                     : AsyncStep::numerator;
-    if (auto v = options->find("deadline_percentile"))
-        o.deadline_percentile = checked_double(*v, 0, 1, true, "(0, 1]");
-    if (auto v = options->find("deadline_cap"))
-        o.deadline_cap = checked_double(*v, 0, 1e9, true, "(0, 1e9]");
-    if (auto v = options->find("seed")) o.seed = static_cast<std::uint64_t>(v->as_int(0));
-    return o;
-}
 
 AsyncGossip::AsyncGossip(PeerContext ctx, AsyncOptions options)
     : Protocol(std::move(ctx)),
@@ -324,10 +284,37 @@ void AsyncGossip::push_shares(Actions& out) {
         e.last_fraction = fraction;
         e.weight_sent += m.weight;
         if (math_.on()) m.payload = math_.share(x, fraction);
-        send(out, std::move(m));
+        post(out, std::move(m));
     }
     w_ *= kept;
     if (math_.on()) math_.keep(x, kept);
+}
+
+void AsyncGossip::post(Actions& out, Message m) {
+    const int to = m.receiver;
+    if (!options_.outbox) return send(out, std::move(m));
+    if (!outbox_.free(to)) return outbox_.hold(std::move(m));
+    send(out, std::move(m));
+    outbox_.sent(to, out.sends.back().id);
+}
+
+void AsyncGossip::on_send_completed(Time, std::uint64_t id, bool, Actions& out) {
+    // The edge is free: what added up meanwhile leaves as one share (also after done: the
+    // driver runs until nothing is unsent).
+    if (auto m = outbox_.completed(id)) post(out, std::move(*m));
+}
+
+void AsyncGossip::take_mass(int from, const Message& m) {
+    // Never dropped: while a step runs the share waits in the buffer, otherwise it is added now.
+    if (stepping()) {
+        pending_.emplace_back(from, m.sent_at);
+        buf_w_ += m.weight;
+        if (math_.on()) math_.buffer(m.payload);
+    } else {
+        absorb(from, m.sent_at);
+        w_ += m.weight;
+        if (math_.on()) math_.add(params(), m.payload);
+    }
 }
 
 void AsyncGossip::send_reports(Time now, Actions& out) {
@@ -378,6 +365,7 @@ void AsyncGossip::absorb(int from, Time sent_at) {
     // Staleness in this peer's own steps: step ends strictly between the share's sending and its
     // absorption. A share absorbed at the first step end after it was sent counts 0, however
     // slow its sender is.
+    if (from == rank()) return;  // own mass back from the outbox (a failed receiver)
     Neighbour& nb = neighbour(from);
     const auto lo = std::upper_bound(history_.begin(), history_.end(), sent_at);
     const auto hi = std::lower_bound(lo, history_.end(), now_);
@@ -417,7 +405,12 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     if (worker().math() && msg.payload.size() != worker().size())
         throw Error(fmt::format("async: a share from peer {} carries {} values, expected {}", j,
                                 msg.payload.size(), worker().size()));
-    ++nb.e.shares;
+    // With the outbox a share may carry several of the sender's pushes: edge_seq numbers the
+    // latest, and the edge stays in order (one in flight).
+    if (options_.outbox)
+        nb.e.shares = std::max(nb.e.shares, static_cast<std::int64_t>(msg.edge_seq) + 1);
+    else
+        ++nb.e.shares;
     nb.e.weight_received += msg.weight;
     nb.last_share = msg.weight;
     now_ = now;
@@ -430,16 +423,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     const double span = nb.arrivals.back().first - nb.arrivals.front().first;
     if (span > 0 && hi > lo && nb.e.reports == 0) nb.e.rate = static_cast<double>(hi - lo) / span;
     nb.e.late_now = false;  // a late share is still absorbed; lateness was counted at its deadline
-    // Never dropped: while a step runs the share waits in the buffer, otherwise it is added now.
-    if (stepping()) {
-        pending_.emplace_back(j, msg.sent_at);
-        buf_w_ += msg.weight;
-        if (math_.on()) math_.buffer(msg.payload);
-    } else {
-        absorb(j, msg.sent_at);
-        w_ += msg.weight;
-        if (math_.on()) math_.add(params(), msg.payload);
-    }
+    take_mass(j, msg);
     if (nb.arrivals.size() > 1) {
         // The inter-arrival times of the window (what a separate window of gaps would hold).
         scratch_.clear();
@@ -513,6 +497,8 @@ void AsyncGossip::on_peer_failed(Time, int j, Actions&) {
     if (nb.e.failed) return;
     nb.e.failed = true;
     collect_live_out();
+    // A share still waiting for the edge to j never left: its mass comes back here.
+    if (auto m = outbox_.take(j)) take_mass(rank(), *m);
     // j's mass before its latest split seen here: share / fraction, with the fraction at most
     // (1 - base_self) / k, so this is exact when j kept base_self and a lower bound otherwise.
     if (nb.last_share > 0) {

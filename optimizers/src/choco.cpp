@@ -54,7 +54,8 @@ std::span<std::byte> bytes_of(std::vector<float>& words) {
 ChocoOptions parse_choco_options(const json::Node* options) {
     ChocoOptions o;
     if (!options) return o;
-    options->expect_object({"gamma", "compressor", "resync_timeout", "replicas"});
+    options->expect_object({"gamma", "compressor", "resync_timeout", "replicas", "delay"});
+    if (auto delay = options->find("delay")) o.delay = static_cast<int>(delay->as_int(0, 1));
     if (auto gamma = options->find("gamma")) {
         o.gamma = gamma->as_double();
         if (!(o.gamma > 0 && o.gamma <= 1))
@@ -90,6 +91,7 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
                         topo->describe(), topology::to_string(topo->kind())));
     if (!(options_.gamma > 0 && options_.gamma <= 1)) throw Error("choco: gamma must be in (0, 1]");
     if (!(options_.resync_timeout > 0)) throw Error("choco: resync_timeout must be > 0");
+    if (options_.delay < 0 || options_.delay > 1) throw Error("choco: delay must be 0 or 1");
     const auto period = topo->period();
     shared_ = options_.replicas == ChocoReplicas::shared ||
               (options_.replicas == ChocoReplicas::automatic && period && *period == 1);
@@ -188,6 +190,13 @@ void Choco::on_start(Time, Actions& out) {
 }
 
 void Choco::on_step_finished(Time now, double, Actions& out) {
+    if (options_.delay > 0) {
+        // Mix the previous round first (its messages travelled during this step), then this
+        // step's gradient goes onto the mixed x.
+        grad_pending_ = true;
+        waiting_ = true;
+        return try_mix(now, out);
+    }
     worker().apply_gradient(params(), worker().gradient());
     send_round(now, out);
     waiting_ = true;
@@ -241,6 +250,7 @@ Message Choco::encode(Channel& c, Slot& slot, int receiver) {
 }
 
 void Choco::send_round(Time now, Actions& out) {
+    ++sent_;
     for (Channel& c : channels_) {
         if (!due(c)) continue;
         const auto round = context().topology->at(c.round);
@@ -309,6 +319,8 @@ void Choco::advance(Channel& c, int j, InEdge& e) {
 
 void Choco::try_mix(Time now, Actions& out) {
     if (!waiting_) return;
+    // Delayed, after the first step: no round has been sent yet, so none is mixed.
+    if (options_.delay > 0 && t_ >= sent_) return after_delayed_mix(now, out);
     const int i = rank();
     // Every channel due at step t must have its round's messages in before any is mixed.
     for (Channel& c : channels_) {
@@ -362,11 +374,29 @@ void Choco::try_mix(Time now, Actions& out) {
     }
     ++t_;
     ++mutable_stats().rounds;
+    if (options_.delay > 0) return after_delayed_mix(now, out);
     if (t_ >= context().max_steps) {
         out.done = true;
         return;
     }
     out.start_step = true;
+}
+
+void Choco::after_delayed_mix(Time now, Actions& out) {
+    waiting_ = false;
+    if (!grad_pending_) {  // the last step's round is mixed: the model is final
+        if (t_ >= context().max_steps) out.done = true;
+        return;
+    }
+    grad_pending_ = false;
+    worker().apply_gradient(params(), worker().gradient());
+    send_round(now, out);  // round t_ = the step just finished (every earlier one is mixed)
+    if (sent_ < context().max_steps) {
+        out.start_step = true;  // at x after its local step, unmixed: round t travels meanwhile
+        return;
+    }
+    waiting_ = true;
+    try_mix(now, out);  // the last round: mixed once its messages are in, then done
 }
 
 void Choco::on_message(Time now, Message msg, Actions& out) {

@@ -18,9 +18,18 @@ constexpr std::size_t kRecentSends = 16;
 DpsgdOptions parse_dpsgd_options(const json::Node* options) {
     DpsgdOptions o;
     if (!options) return o;
-    options->expect_object({"mode", "resync_timeout", "reweight"});
+    options->expect_object({"mode", "delay", "resync_timeout", "reweight"});
     if (auto mode = options->find("mode"))
         o.mode = mode->as_enum({"atc", "cta"}) == "atc" ? DpsgdMode::atc : DpsgdMode::cta;
+    if (auto delay = options->find("delay")) {
+        o.delay = static_cast<int>(delay->as_int(0, 1));
+        if (o.delay > 0 && o.mode == DpsgdMode::cta)
+            delay->fail("delay 1 is a variant of mode atc; cta already overlaps its messages",
+                        "use \"mode\": \"atc\" with delay 1, or cta with delay 0");
+        if (o.delay > 0 && options->find("reweight"))
+            delay->fail("delay 1 does not combine with reweight",
+                        "drop one of \"delay\" and \"reweight\"");
+    }
     if (auto timeout = options->find("resync_timeout")) {
         o.resync_timeout = timeout->as_double();
         if (!(o.resync_timeout > 0))
@@ -57,6 +66,9 @@ Dpsgd::Dpsgd(PeerContext ctx, DpsgdOptions options) : Protocol(std::move(ctx)), 
             "for push-sum weights",
             topo->describe(), topology::to_string(topo->kind())));
     if (!(options_.resync_timeout > 0)) throw Error("dpsgd: resync_timeout must be > 0");
+    if (options_.delay < 0 || options_.delay > 1 ||
+        (options_.delay > 0 && (options_.mode == DpsgdMode::cta || options_.reweight)))
+        throw Error("dpsgd: delay 1 needs mode atc without reweight");
     for (PartitionChannel& spec : partition_channels(worker())) {
         Channel c;
         static_cast<PartitionChannel&>(c) = std::move(spec);
@@ -120,6 +132,7 @@ void Dpsgd::begin_round(Time now, Actions& out) {
 }
 
 void Dpsgd::send_round(Time now, Actions& out) {
+    ++sent_;
     const std::span<const float> x = params();
     for (Channel& c : channels_) {
         if (!due(c)) continue;
@@ -144,6 +157,13 @@ void Dpsgd::send_round(Time now, Actions& out) {
 }
 
 void Dpsgd::on_step_finished(Time now, double, Actions& out) {
+    if (options_.delay > 0) {
+        // Mix the previous round first (its messages travelled during this step), then this
+        // step's gradient goes onto the mixed x.
+        grad_pending_ = true;
+        stage_ = Stage::waiting;
+        return try_mix(now, out);
+    }
     if (options_.mode == DpsgdMode::atc) {
         worker().apply_gradient(params(), worker().gradient());
         send_round(now, out);
@@ -156,6 +176,8 @@ void Dpsgd::on_step_finished(Time now, double, Actions& out) {
 
 void Dpsgd::try_mix(Time now, Actions& out) {
     if (stage_ != Stage::waiting) return;
+    // Delayed, after the first step: no round has been sent yet, so none is mixed.
+    if (options_.delay > 0 && t_ >= sent_) return after_delayed_mix(now, out);
     const int i = rank();
     // Only the channels due at step t travel; with none due the step ends at once.
     struct Plan {
@@ -239,12 +261,32 @@ void Dpsgd::try_mix(Time now, Actions& out) {
     if (options_.mode == DpsgdMode::cta) worker().apply_gradient(params(), worker().gradient());
     ++t_;
     ++mutable_stats().rounds;
+    if (options_.delay > 0) return after_delayed_mix(now, out);
     if (t_ >= context().max_steps) {
         stage_ = Stage::done;
         out.done = true;
         return;
     }
     begin_round(now, out);
+}
+
+void Dpsgd::after_delayed_mix(Time now, Actions& out) {
+    if (!grad_pending_) {  // the last step's round is mixed: the model is final
+        if (t_ >= context().max_steps) {
+            stage_ = Stage::done;
+            out.done = true;
+        }
+        return;
+    }
+    grad_pending_ = false;
+    worker().apply_gradient(params(), worker().gradient());
+    send_round(now, out);  // round t_ = the step just finished (every earlier one is mixed)
+    if (sent_ < context().max_steps) {
+        stage_ = Stage::stepping;  // at h_t, unmixed: round t travels meanwhile
+        out.start_step = true;
+        return;
+    }
+    try_mix(now, out);  // the last round: mixed once its messages are in, then done
 }
 
 void Dpsgd::on_message(Time now, Message msg, Actions& out) {

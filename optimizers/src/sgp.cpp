@@ -31,8 +31,9 @@ void check_columns(const topology::Schedule& s) {
 SgpOptions parse_sgp_options(const json::Node* options) {
     SgpOptions o;
     if (!options) return o;
-    options->expect_object({"staleness"});
+    options->expect_object({"staleness", "outbox"});
     if (auto tau = options->find("staleness")) o.staleness = tau->as_int(0, 1000);
+    if (auto box = options->find("outbox")) o.outbox = box->as_bool();
     return o;
 }
 
@@ -94,10 +95,57 @@ void Sgp::push_shares(Actions& out) {
         m.weight = share * w_;
         m.elements = worker().size();
         if (math_.on()) m.payload = math_.share(x, share);
-        send(out, std::move(m));
+        post(out, std::move(m));
     }
     w_ *= self;
     if (math_.on()) math_.keep(x, self);
+}
+
+void Sgp::post(Actions& out, Message m) {
+    const int to = m.receiver;
+    if (!options_.outbox) return send(out, std::move(m));
+    if (!outbox_.free(to)) return outbox_.hold(std::move(m));
+    send(out, std::move(m));
+    outbox_.sent(to, out.sends.back().id);
+}
+
+void Sgp::on_send_completed(Time, std::uint64_t id, bool, Actions& out) {
+    // The edge is free: what added up meanwhile leaves as one share. A failed send's mass is
+    // lost with its receiver, as any share in flight to a failed peer.
+    if (auto m = outbox_.completed(id)) post(out, std::move(*m));
+}
+
+void Sgp::take_share(const Message& m) {
+    // Never dropped: while a step runs the share waits in the buffer, otherwise it is added now.
+    if (stage_ == Stage::stepping) {
+        ++buffered_;
+        buf_w_ += m.weight;
+        if (math_.on()) math_.buffer(m.payload);
+    } else {
+        w_ += m.weight;
+        if (math_.on()) math_.add(params(), m.payload);
+    }
+}
+
+void Sgp::heard(int j, const Message& m) {
+    std::int64_t from = m.round;
+    if (options_.outbox) {
+        // One share in flight per edge keeps the edge in order, and a share that waited in the
+        // outbox carries every round of the edge since the previous one.
+        const auto it = last_round_.find(j);
+        const std::int64_t previous = it == last_round_.end() ? -1 : it->second;
+        from = previous + 1;
+        last_round_[j] = std::max(previous, m.round);
+    }
+    for (std::int64_t r = std::max(from, frontier_ + 1); r <= m.round; ++r) {
+        if (r != m.round) {
+            const auto ins = context().topology->at(r)->graph.in_neighbors(rank());
+            if (!std::binary_search(ins.begin(), ins.end(), j)) continue;
+        }
+        const std::pair<std::int64_t, int> key{r, j};
+        const auto at = std::lower_bound(heard_.begin(), heard_.end(), key);
+        if (at == heard_.end() || *at != key) heard_.insert(at, key);
+    }
 }
 
 void Sgp::absorb_buffer() {
@@ -118,26 +166,14 @@ void Sgp::on_message(Time, Message msg, Actions& out) {
     if (worker().math() && msg.payload.size() != worker().size())
         throw Error(fmt::format("sgp: a share from peer {} carries {} values, expected {}", j,
                                 msg.payload.size(), worker().size()));
-    // Never dropped: while a step runs the share waits in the buffer, otherwise it is added now.
-    if (stage_ == Stage::stepping) {
-        ++buffered_;
-        buf_w_ += msg.weight;
-        if (math_.on()) math_.buffer(msg.payload);
-    } else {
-        w_ += msg.weight;
-        if (math_.on()) math_.add(params(), msg.payload);
-    }
+    take_share(msg);
 
     Seen& seen = seen_[j];
     if (msg.round > seen.round) {
         const double wij = context().topology->at(msg.round)->weights.at(rank(), j);
         seen = {msg.round, wij > 0 ? msg.weight / wij : 0.0};
     }
-    if (msg.round > frontier_) {
-        const std::pair<std::int64_t, int> key{msg.round, j};
-        const auto at = std::lower_bound(heard_.begin(), heard_.end(), key);
-        if (at == heard_.end() || *at != key) heard_.insert(at, key);
-    }
+    heard(j, msg);
     if (stage_ == Stage::stepping) return;  // absorbed (and counted) at the step boundary
     advance_frontier();
     next(out);
@@ -187,6 +223,8 @@ void Sgp::on_peer_failed(Time, int j, Actions& out) {
     if (j == rank() || j < 0 || j >= n() || dead(j)) return;
     dead_.insert(std::upper_bound(dead_.begin(), dead_.end(), j), j);
     if (auto it = seen_.find(j); it != seen_.end()) mutable_stats().mass_lost += it->second.mass;
+    // A share still waiting for the edge to j never left: its mass comes back here.
+    if (auto m = outbox_.take(j)) take_share(*m);
     if (stage_ == Stage::stepping) return;
     advance_frontier();
     next(out);

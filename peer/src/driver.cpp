@@ -102,6 +102,10 @@ class Loop {
     std::priority_queue<Pending, std::vector<Pending>, std::greater<>> deadlines_;
     std::priority_queue<Pending, std::vector<Pending>, std::greater<>> held_;  // paced sends
     std::map<int, double> link_free_;  // destination -> when its emulated link is free
+    // Protocols with one data message in flight per edge: the count per receiver, and the
+    // receiver of each such send until its completion is delivered.
+    std::map<int, int> edge_busy_;
+    std::map<std::uint64_t, int> bounded_;
     std::int64_t next_step_ = 0;
     std::map<int, std::pair<std::int64_t, double>> heard_;  // peer -> (round, time) last heard
     std::map<int, std::string> failures_;
@@ -122,6 +126,15 @@ void Loop::apply(proto::Actions& a) {
     assert(std::this_thread::get_id() == comm_thread_);
     for (auto& s : a.sends) {
         const std::uint64_t id = s.id;
+        if (protocol_.one_in_flight_per_edge() && s.msg.kind != transport::MessageKind::control) {
+            if (edge_busy_[s.msg.receiver]++ > 0)
+                throw Error(fmt::format(
+                    "{}: rank {} sent a second {} on edge {} -> {} while one is in flight; the "
+                    "protocol keeps at most one in flight per edge",
+                    protocol_.name(), result_.rank, transport::to_string(s.msg.kind), result_.rank,
+                    s.msg.receiver));
+            bounded_.emplace(id, s.msg.receiver);
+        }
         Message& m = inbox_->in_flight.emplace(id, std::move(s.msg)).first->second;
         if (!s.borrowed.empty())
             inbox_->borrowed.emplace(id, s.borrowed);
@@ -198,6 +211,10 @@ void Loop::deliver(Event& e, proto::Actions& a) {
     } else if (auto* s = std::get_if<SendDone>(&e)) {
         if (!s->status.ok())
             log::debug("rank {}: a send failed: {}", result_.rank, s->status.reason);
+        if (auto it = bounded_.find(s->id); it != bounded_.end()) {
+            --edge_busy_[it->second];
+            bounded_.erase(it);
+        }
         protocol_.send_completed(t, s->id, s->status.ok(), a);
     } else if (auto* f = std::get_if<Failed>(&e)) {
         const int dead = f->status.peer;
@@ -371,9 +388,10 @@ DriverResult Loop::run() {
         protocol_.start(now(), a);
         apply(a);
     }
-    // After done, a protocol that is not settled still takes messages (async's last shares).
+    // After done, a protocol that is not settled still takes messages (async's last shares), and
+    // one that holds sends back (an outbox) still takes their edges' completions.
     while (!(protocol_.done() && (!options_.settle || gave_up_settling_ || protocol_.settled()) &&
-             inbox_->in_flight.empty())) {
+             inbox_->in_flight.empty() && protocol_.unsent() == 0)) {
         const double t = seconds(Clock::now() - start_);
         if (!ended_ && t >= options_.fail_at) {
             log::warn("rank {}: emulated failure at {:.3f} s", result_.rank, t);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <variant>
@@ -37,7 +38,15 @@ struct FailureNotice {
     int rank, dead;
 };
 struct Evaluate {};
-using Event = std::variant<StepDone, Arrival, DeadlineEvent, Failure, FailureNotice, Evaluate>;
+// The sender's uplink is done with a message (Transfer::sent); only for protocols that keep one
+// message in flight per edge (Protocol::one_in_flight_per_edge), which need the completions.
+struct SendDone {
+    int rank;
+    int counted;  // the receiver when the message counts against the edge bound, else -1
+    std::uint64_t id;
+};
+using Event =
+    std::variant<StepDone, Arrival, DeadlineEvent, Failure, FailureNotice, Evaluate, SendDone>;
 
 struct Peer {
     Dataset shard;
@@ -45,6 +54,8 @@ struct Peer {
     std::unique_ptr<proto::Protocol> protocol;
     bool alive = true, done = false, stepping = false;
     std::int64_t started = 0;
+    // Data messages in flight by receiver, for protocols that bound them to one per edge.
+    std::vector<std::pair<int, int>> edge_busy;
     Time busy = 0, idle = 0, idle_since = 0, step_end = 0;
 };
 
@@ -126,7 +137,9 @@ Engine::Engine(const SimSetup& s)
             p.worker = std::make_unique<proto::CostOnlyWorker>(s.model_size);
         }
         proto::PeerContext ctx{r, n_, s.topology, p.worker.get(), steps};
-        p.protocol = proto::make_protocol(s.algorithm, s.options ? &*s.options : nullptr, ctx);
+        p.protocol = s.protocol_factory ? s.protocol_factory(ctx)
+                                        : proto::make_protocol(
+                                              s.algorithm, s.options ? &*s.options : nullptr, ctx);
     }
     result_.algorithm = s.algorithm;
     result_.seed = s.seed;
@@ -161,11 +174,29 @@ transport::Message Engine::take(std::uint32_t index) {
     return m;
 }
 
+// The count of data messages in flight on edge (p, to), made on first use.
+int& edge_busy(Peer& p, int to) {
+    auto it = std::lower_bound(p.edge_busy.begin(), p.edge_busy.end(), std::pair{to, 0});
+    if (it == p.edge_busy.end() || it->first != to) it = p.edge_busy.insert(it, {to, 0});
+    return it->second;
+}
+
 void Engine::apply(int rank, Time now, proto::Actions& a) {
     Peer& p = peers_[static_cast<std::size_t>(rank)];
+    const bool bounded = p.protocol->one_in_flight_per_edge();
     for (auto& send : a.sends) {
         const int to = send.msg.receiver;
         const Transfer tr = network_.transfer(rank, to, send.msg.wire_bytes(), now);
+        if (bounded) {
+            const bool data = send.msg.kind != transport::MessageKind::control;
+            if (data && edge_busy(p, to)++ > 0)
+                throw Error(fmt::format(
+                    "{}: peer {} sent a second {} on edge {} -> {} at {:.6f} s while one is in "
+                    "flight; the protocol keeps at most one in flight per edge",
+                    p.protocol->name(), rank, transport::to_string(send.msg.kind), rank, to, now));
+            ++pending_;
+            queue_.push(tr.sent, SendDone{rank, data ? to : -1, send.id});
+        }
         ++pending_;
         queue_.push(tr.arrival, Arrival{to, hold(std::move(send.msg))});
     }
@@ -229,6 +260,13 @@ void Engine::handle(Time now, Event& e) {
             ++pending_;
             queue_.push(now + s_.failure_detection, FailureNotice{r, f->rank});
         }
+    } else if (auto* sd = std::get_if<SendDone>(&e)) {
+        Peer& p = peers_[static_cast<std::size_t>(sd->rank)];
+        if (!p.alive) return;
+        if (sd->counted >= 0) --edge_busy(p, sd->counted);
+        // Done or not: an outbox may still hold a share for this edge.
+        p.protocol->send_completed(now, sd->id, true, a);
+        apply(sd->rank, now, a);
     } else if (auto* fn = std::get_if<FailureNotice>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(fn->rank)];
         if (!p.alive || p.done) return;

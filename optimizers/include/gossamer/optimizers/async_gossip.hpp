@@ -34,6 +34,7 @@
 #include "gossamer/core/rng.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/push_sum_math.hpp"
+#include "gossamer/optimizers/share_outbox.hpp"
 #include "gossamer/optimizers/small_containers.hpp"
 #include "gossamer/optimizers/straggler.hpp"
 
@@ -62,6 +63,9 @@ struct AsyncOptions {
     double deadline_percentile = 0.9;  ///< quantile of inter-arrival times, in (0, 1]
     double deadline_cap = 10.0;        ///< seconds, > 0
     std::uint64_t seed = 1;            ///< target sampling (mixed with the rank)
+    /// One share in flight per out-edge; later shares to a busy edge add up in its outbox
+    /// (share_outbox.hpp).
+    bool outbox = false;
 
     double self_base() const { return base_self.value_or(1.0 / (targets + 1.0)); }
 };
@@ -142,6 +146,10 @@ class AsyncGossip final : public Protocol {
     /// the mass this peer holds is final (sum of w over the peers = n with no failure).
     bool settled() const override;
     std::vector<int> settling_on() const override;
+    /// The outbox (empty without the option).
+    const ShareOutbox& outbox() const noexcept { return outbox_; }
+    bool one_in_flight_per_edge() const override { return options_.outbox; }
+    std::size_t unsent() const override { return outbox_.pending(); }
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -149,6 +157,7 @@ class AsyncGossip final : public Protocol {
     void on_message(Time now, Message msg, Actions& out) override;
     void on_deadline(Time now, std::uint64_t id, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
+    void on_send_completed(Time now, std::uint64_t id, bool ok, Actions& out) override;
 
   private:
     struct Neighbour {
@@ -165,6 +174,10 @@ class AsyncGossip final : public Protocol {
     Neighbour& neighbour(int j);
     void apply_step();
     void push_shares(Actions& out);
+    /// Sends share m now, or (outbox, edge busy) adds it to the edge's pending share.
+    void post(Actions& out, Message m);
+    /// Adds a share's mass to (x, w), or to the receive buffer while a step runs.
+    void take_mass(int from, const Message& m);
     void absorb(int from, Time sent_at);
     void send_reports(Time now, Actions& out);
     void on_report(const Message& msg, Neighbour& nb);
@@ -196,6 +209,7 @@ class AsyncGossip final : public Protocol {
     std::vector<double> scratch_;              // the deadline quantile's copy of a gap window
     std::vector<int> live_;                    // live out-neighbours, ascending
     const topology::Digraph* base_ = nullptr;  // the schedule's base graph (shared, immutable)
+    ShareOutbox outbox_;
 };
 
 /// The "async" protocol with its options (nullptr: defaults).

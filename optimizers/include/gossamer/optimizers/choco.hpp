@@ -9,6 +9,9 @@
 ///   on q_j from in-neighbour j:        x_hat_j += q_j
 ///   x_i <- x_i + gamma * sum_j W_ij (x_hat_j - x_hat_i)      (once every q_j of round t is in)
 /// x - x_hat is itself the error feedback: what Q dropped is sent again in later rounds.
+/// Delayed (delay 1): round t's q_i leave while step t + 1 is computed (at x_i after its local
+/// step, unmixed); at the end of step t + 1 round t is mixed, then step t + 1's gradient applied
+/// and round t + 1 sent. After the last step one more mix (docs/protocols.md).
 ///
 /// Replicas: on a static topology (period 1) a peer keeps ONE x_hat_i shared by all its
 /// out-edges and compresses once per round. On a time-varying topology each out-edge (i, j)
@@ -59,6 +62,8 @@ struct ChocoOptions {
     /// asks), > 0. Keep it well above the link latency.
     double resync_timeout = 5.0;
     ChocoReplicas replicas = ChocoReplicas::automatic;
+    /// 0, or 1: the one-step-delayed rule (round t is mixed at the end of step t + 1).
+    int delay = 0;
 };
 
 /// Reads {"gamma": 0.5, "compressor": {...}, "resync_timeout": 5.0} (compressor.hpp); nullptr
@@ -147,6 +152,9 @@ class Choco final : public Protocol {
     // The host floats of x_hat (a re-sync).
     std::vector<float> payload_of(const Xhat& xhat) const;
     void try_mix(Time now, Actions& out);
+    /// Delayed rule: the previous round is mixed (or there was none): apply the step's
+    /// gradient, send its round, start the next step (or wait for the last round).
+    void after_delayed_mix(Time now, Actions& out);
     void advance(Channel& c, int j, InEdge& e);
     void answer_resync(Time now, Channel& c, int j, std::uint64_t seq, Actions& out);
     optim::CodecKey key(const Channel& c, int sender, int receiver, std::uint64_t seq) const;
@@ -156,6 +164,8 @@ class Choco final : public Protocol {
     bool shared_ = true;
     bool waiting_ = false;
     std::int64_t t_ = 0;
+    std::int64_t sent_ = 0;      // rounds sent
+    bool grad_pending_ = false;  // delayed: a finished step's gradient is not applied yet
     std::vector<Channel> channels_;
     std::vector<int> base_out_;  // shared mode: out-neighbours of the union over the period
     std::set<int> dead_;

@@ -9,6 +9,11 @@
 /// messages of round t leave before step t starts (they are computed from x then), so
 /// communication overlaps the gradient computation.
 ///
+/// Delayed atc (delay 1): round t's messages leave while step t + 1 is computed and are mixed
+/// at its end, before its gradient is applied: h_t = sum_j W_ij h_{t-1,j} - lr g(h_{t-1}),
+/// h_{-1} = x_0, step t computing its gradient at h_{t-1} (unmixed); after the last step one
+/// more mix, so the final model is sum_j W_ij h_{T-1,j} (docs/protocols.md).
+///
 /// Messages are deltas against per-edge replicas with edge sequence numbers (edge_replica.hpp).
 /// A peer mixes round t once it holds round t's state of every live in-neighbour of round t;
 /// messages of later rounds wait in their edge's queue. While it waits longer than
@@ -51,6 +56,8 @@ enum class DpsgdMode { atc, cta };
 
 struct DpsgdOptions {
     DpsgdMode mode = DpsgdMode::atc;
+    /// 0, or 1: the one-step-delayed atc rule (atc only, no reweight).
+    int delay = 0;
     /// Seconds a peer waits for a round's message before asking its sender for a full model
     /// (and between repeated asks). > 0. Keep it well above the link latency: a message still in
     /// flight when the ask arrives is answered with a full model that turns out redundant.
@@ -67,7 +74,8 @@ struct DpsgdOptions {
     std::optional<Reweight> reweight;
 };
 
-/// Reads {"mode": "atc" | "cta", "resync_timeout": seconds}; nullptr gives the defaults.
+/// Reads {"mode": "atc" | "cta", "delay": 0 | 1, "resync_timeout": seconds, "reweight": {...}};
+/// nullptr gives the defaults.
 /// Throws ConfigError naming the JSON path for an unknown key, a wrong type or a bad value.
 DpsgdOptions parse_dpsgd_options(const json::Node* options);
 
@@ -128,6 +136,9 @@ class Dpsgd final : public Protocol {
     void begin_round(Time now, Actions& out);
     void send_round(Time now, Actions& out);
     void try_mix(Time now, Actions& out);
+    /// Delayed rule: the previous round is mixed (or there was none): apply the step's
+    /// gradient, send its round, start the next step (or wait for the last round).
+    void after_delayed_mix(Time now, Actions& out);
     bool due(const Channel& c) const;
     std::uint64_t stream(const Channel& c, int sender, int receiver) const;
     ReplicaReceiver& receiver(Channel& c, int j);
@@ -135,6 +146,8 @@ class Dpsgd final : public Protocol {
     DpsgdOptions options_;
     Stage stage_ = Stage::idle;
     std::int64_t t_ = 0;
+    std::int64_t sent_ = 0;      // rounds sent
+    bool grad_pending_ = false;  // delayed: a finished step's gradient is not applied yet
     std::vector<Channel> channels_;
     std::set<int> dead_;
     std::uint64_t next_deadline_ = 1, armed_deadline_ = 0;

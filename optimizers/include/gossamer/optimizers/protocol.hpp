@@ -197,6 +197,14 @@ class Protocol {
     virtual bool settled() const { return done_; }
     /// While done and not settled: the ranks it still waits for (for a log line).
     virtual std::vector<int> settling_on() const { return {}; }
+    /// True when the protocol keeps at most one data message (any kind but control) in flight
+    /// per directed edge (sgp and async with an outbox): the drivers then deliver its send
+    /// completions (the simulator only then) and throw an Error naming the edge if it ever has
+    /// two in flight on one edge.
+    virtual bool one_in_flight_per_edge() const { return false; }
+    /// Messages the protocol holds back to send later (an outbox waiting for its edge). A driver
+    /// keeps running, delivering send completions, until there are none, done or not.
+    virtual std::size_t unsent() const { return 0; }
     const ProtocolStats& stats() const noexcept { return stats_; }
     int rank() const noexcept { return ctx_.rank; }
     int n() const noexcept { return ctx_.n; }

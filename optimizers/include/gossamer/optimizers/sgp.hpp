@@ -34,6 +34,7 @@
 #include "gossamer/core/json.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/push_sum_math.hpp"
+#include "gossamer/optimizers/share_outbox.hpp"
 #include "gossamer/optimizers/small_containers.hpp"
 
 namespace gossamer::proto {
@@ -41,9 +42,13 @@ namespace gossamer::proto {
 struct SgpOptions {
     /// tau: rounds a peer may run ahead of the shares it has absorbed, >= 0.
     std::int64_t staleness = 1;
+    /// One share in flight per out-edge; later shares to a busy edge add up in its outbox and
+    /// leave as one message when the edge is free (share_outbox.hpp).
+    bool outbox = false;
 };
 
-/// Reads {"staleness": tau} (an integer in [0, 1000]); nullptr gives the defaults.
+/// Reads {"staleness": tau (an integer in [0, 1000]), "outbox": bool}; nullptr gives the
+/// defaults.
 /// Throws ConfigError naming the JSON path for an unknown key, a wrong type or a bad value.
 SgpOptions parse_sgp_options(const json::Node* options);
 
@@ -73,12 +78,17 @@ class Sgp final : public Protocol {
     /// The receive buffer: shares that arrived during the running step.
     double buffered_mass() const noexcept { return buf_w_; }
     std::span<const float> buffered_x() const noexcept { return math_.buffered(); }
+    /// The outbox (empty without the option).
+    const ShareOutbox& outbox() const noexcept { return outbox_; }
+    bool one_in_flight_per_edge() const override { return options_.outbox; }
+    std::size_t unsent() const override { return outbox_.pending(); }
 
   protected:
     void on_start(Time now, Actions& out) override;
     void on_step_finished(Time now, double loss, Actions& out) override;
     void on_message(Time now, Message msg, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
+    void on_send_completed(Time now, std::uint64_t id, bool ok, Actions& out) override;
 
   private:
     enum class Stage { idle, stepping, blocked, done };
@@ -88,6 +98,13 @@ class Sgp final : public Protocol {
     };
 
     void push_shares(Actions& out);
+    /// Sends share m now, or (outbox, edge busy) adds it to the edge's pending share.
+    void post(Actions& out, Message m);
+    /// Adds a share to (x, w), or to the receive buffer while a step runs.
+    void take_share(const Message& m);
+    /// Marks what share m from j completes for the frontier: its round, or with the outbox every
+    /// round of j -> this peer since j's previous share (merged shares).
+    void heard(int j, const Message& m);
     void absorb_buffer();
     void advance_frontier();
     bool absorbed(std::int64_t r) const;
@@ -107,7 +124,9 @@ class Sgp final : public Protocol {
     std::vector<std::pair<std::int64_t, int>> heard_;  // (round, sender) absorbed, past frontier_
     FlatMap<int, std::uint64_t> next_seq_;             // per out-edge
     FlatMap<int, Seen> seen_;                          // latest share from each sender
-    std::vector<int> dead_;                            // sorted
+    FlatMap<int, std::int64_t> last_round_;            // outbox: round of j's latest share
+    ShareOutbox outbox_;
+    std::vector<int> dead_;  // sorted
 };
 
 /// The "sgp" protocol with its options (nullptr: defaults). Throws as parse_sgp_options and the

@@ -16,6 +16,7 @@
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/dataset.hpp"
 #include "gossamer/core/json.hpp"
+#include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/topology/schedule.hpp"
 
@@ -45,6 +46,9 @@ struct SimSetup {
     // Both.
     Time failure_detection = 0;                      ///< seconds until neighbours hear of a failure
     std::function<void(std::string_view)> progress;  ///< called now and then with a status line
+    /// Builds each peer's protocol instead of make_protocol(algorithm, options): a protocol
+    /// outside the registry (tests, your own). Empty: the registry.
+    std::function<std::unique_ptr<proto::Protocol>(proto::PeerContext)> protocol_factory;
     /// Per-peer records with the protocol's edge metrics: for ranks r with r % every == 0
     /// (1: all; 0: none). The scalar summary of every peer is kept either way.
     int peer_records_every = 1;
