@@ -18,7 +18,9 @@ constexpr std::size_t kRecentSends = 16;
 DpsgdOptions parse_dpsgd_options(const json::Node* options) {
     DpsgdOptions o;
     if (!options) return o;
-    options->expect_object({"mode", "delay", "resync_timeout", "reweight"});
+    options->expect_object({"mode", "delay", "resync_timeout", "reweight", "chunk_bytes"});
+    if (auto chunk = options->find("chunk_bytes"))
+        o.chunk_bytes = static_cast<std::uint64_t>(chunk->as_int(4, INT64_MAX));
     if (auto mode = options->find("mode"))
         o.mode = mode->as_enum({"atc", "cta"}) == "atc" ? DpsgdMode::atc : DpsgdMode::cta;
     if (auto delay = options->find("delay")) {
@@ -69,9 +71,11 @@ Dpsgd::Dpsgd(PeerContext ctx, DpsgdOptions options) : Protocol(std::move(ctx)), 
     if (options_.delay < 0 || options_.delay > 1 ||
         (options_.delay > 0 && (options_.mode == DpsgdMode::cta || options_.reweight)))
         throw Error("dpsgd: delay 1 needs mode atc without reweight");
-    for (PartitionChannel& spec : partition_channels(worker())) {
+    for (PartitionChannel& spec : partition_channels(worker(), options_.chunk_bytes / 4)) {
         Channel c;
         static_cast<PartitionChannel&>(c) = std::move(spec);
+        c.slot = static_cast<std::uint32_t>(channels_.size());
+        if (c.chunk == 0) first_chunk_.push_back(channels_.size());
         channels_.push_back(std::move(c));
     }
 }
@@ -81,7 +85,8 @@ bool Dpsgd::due(const Channel& c) const {
 }
 
 std::uint64_t Dpsgd::stream(const Channel& c, int sender, int receiver) const {
-    return (std::uint64_t{c.id} << 48) | (static_cast<std::uint64_t>(sender) << 24) |
+    // By slot: every chunk its own stream (the partition id when nothing is chunked).
+    return (std::uint64_t{c.slot} << 48) | (static_cast<std::uint64_t>(sender) << 24) |
            static_cast<std::uint64_t>(receiver);
 }
 
@@ -113,6 +118,15 @@ ReplicaReceiver& Dpsgd::receiver(Channel& c, int j) {
                                              stream(c, j, rank()), worker().device()))
                  .first;
     return it->second;
+}
+
+Dpsgd::Channel* Dpsgd::channel_of(const Message& msg) {
+    if (msg.partition >= first_chunk_.size()) return nullptr;
+    const std::size_t slot = first_chunk_[msg.partition] + msg.chunk;
+    if (slot >= channels_.size() || channels_[slot].id != msg.partition ||
+        channels_[slot].chunk != msg.chunk)
+        return nullptr;
+    return &channels_[slot];
 }
 
 void Dpsgd::on_start(Time now, Actions& out) {
@@ -151,6 +165,7 @@ void Dpsgd::send_round(Time now, Actions& out) {
             recent.push_back({it->second.next_seq(), now});  // the oldest goes when full
             Message m = it->second.encode(part, c.round);
             m.partition = c.id;
+            m.chunk = c.chunk;
             send(out, std::move(m));
         }
     }
@@ -296,12 +311,17 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
     switch (msg.kind) {
         case MessageKind::full_model:
         case MessageKind::model_delta: {
-            if (msg.partition >= channels_.size())
-                throw Error(
-                    fmt::format("dpsgd: a message from peer {} for partition {}; this "
-                                "peer gossips {} partition(s)",
-                                j, msg.partition, channels_.size()));
-            receiver(channels_[msg.partition], j).accept(std::move(msg));
+            Channel* c = channel_of(msg);
+            if (!c)
+                throw Error(fmt::format(
+                    "dpsgd: a message from peer {} for partition {} chunk {}; this "
+                    "peer gossips {} partition(s) in {} channel(s)",
+                    j, msg.partition, msg.chunk, first_chunk_.size(), channels_.size()));
+            ReplicaReceiver& r = receiver(*c, j);
+            r.accept(std::move(msg));
+            // Absorbed as it arrives (even while a step runs: replicas are the protocol's), up
+            // to the round this channel mixes next; the mix then finds it done.
+            if (!options_.reweight) r.advance(c->round);
             try_mix(now, out);
             return;
         }
@@ -310,8 +330,9 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
             // least resync_timeout ago: a younger one is more likely in flight than lost, and if
             // it is lost the next ask, a timeout later, finds it old enough. Answered even after
             // done, so that a neighbour that lost our last message can finish.
-            if (msg.partition >= channels_.size()) return;
-            Channel& c = channels_[msg.partition];
+            Channel* cp = channel_of(msg);
+            if (!cp) return;
+            Channel& c = *cp;
             auto it = c.out.find(j);
             if (it == c.out.end() || dead_.contains(j) || !it->second.sent(msg.edge_seq)) return;
             const auto& recent = c.sent_at[j];
@@ -322,6 +343,7 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
             ++resync_answers_;
             Message m = it->second.resync();
             m.partition = c.id;
+            m.chunk = c.chunk;
             send(out, std::move(m));
             return;
         }
@@ -345,7 +367,9 @@ void Dpsgd::on_deadline(Time now, std::uint64_t id, Actions& out) {
             ReplicaReceiver& r = receiver(c, j);
             if (r.covers(c.round)) continue;
             ++resync_requests_;
-            send(out, resync_request(j, c.id, r.next_seq(), c.round));
+            Message req = resync_request(j, c.id, r.next_seq(), c.round);
+            req.chunk = c.chunk;
+            send(out, std::move(req));
         }
     }
     armed_deadline_ = next_deadline_++;

@@ -84,21 +84,34 @@ void Protocol::after(Actions& out) {
     done_ = done_ || out.done;
 }
 
-std::vector<PartitionChannel> partition_channels(const LocalWorker& worker) {
+std::vector<PartitionChannel> partition_channels(const LocalWorker& worker,
+                                                 std::uint64_t chunk_values) {
     std::vector<PartitionChannel> out;
     const optim::Multirate* rates = worker.multirate();
+    // One partition [offset, offset + size), cut into chunks of at most chunk_values values.
+    const auto add = [&](std::uint32_t id, std::size_t offset, std::size_t size, int period,
+                         const auto& make_q) {
+        const std::size_t step = chunk_values > 0 ? chunk_values : std::max<std::size_t>(size, 1);
+        std::uint32_t k = 0;
+        for (std::size_t begin = 0; begin < size || (size == 0 && k == 0); begin += step, ++k) {
+            PartitionChannel& c = out.emplace_back();
+            c.id = id;
+            c.chunk = k;
+            c.offset = offset + begin;
+            c.size = std::min(step, size - begin);
+            c.period = period;
+            c.compressor = make_q();
+        }
+    };
     if (!rates) {
-        out.emplace_back().size = worker.size();
+        add(0, 0, worker.size(), 1, [] { return std::unique_ptr<optim::Compressor>{}; });
         return out;
     }
     for (std::size_t id = 0; id < rates->count(); ++id) {
         const Partition& p = rates->layout()[id];
-        PartitionChannel& c = out.emplace_back();
-        c.id = static_cast<std::uint32_t>(id);
-        c.offset = p.offset;
-        c.size = p.size;
-        c.period = rates->rate(id).gossip_period;
-        if (const auto& q = rates->rate(id).compressor) c.compressor = optim::make_compressor(*q);
+        const auto& q = rates->rate(id).compressor;
+        add(static_cast<std::uint32_t>(id), p.offset, p.size, rates->rate(id).gossip_period,
+            [&] { return q ? optim::make_compressor(*q) : std::unique_ptr<optim::Compressor>{}; });
     }
     return out;
 }

@@ -55,6 +55,9 @@ TEST_CASE("sim: a bad delay or outbox is one line naming the option, exit 2, not
         {R"({"choco": {"delay": "yes"}})", "algorithms.choco.delay"},
         {R"({"sgp": {"outbox": 1}})", "algorithms.sgp.outbox"},
         {R"({"async": {"outbox": "on"}})", "algorithms.async.outbox"},
+        {R"({"dpsgd": {"chunk_bytes": 0}})", "algorithms.dpsgd.chunk_bytes"},
+        {R"({"dpsgd": {"chunk_bytes": 3}})", "algorithms.dpsgd.chunk_bytes"},
+        {R"({"dpsgd": {"chunk_bytes": "1MiB"}})", "algorithms.dpsgd.chunk_bytes"},
     };
     for (const auto& [algorithms, path] : cases) {
         CAPTURE(algorithms);

@@ -72,6 +72,10 @@ struct DpsgdOptions {
         double decay = 0.5;  ///< in (0, 1]
     };
     std::optional<Reweight> reweight;
+    /// Chunked sends: 0 (one message per partition and neighbour), or the most bytes of values
+    /// one message carries (>= 4); each chunk is its own message, absorbed into the edge's
+    /// replica as it arrives (docs/protocols.md, "Chunked sends").
+    std::uint64_t chunk_bytes = 0;
 };
 
 /// Reads {"mode": "atc" | "cta", "delay": 0 | 1, "resync_timeout": seconds, "reweight": {...}};
@@ -93,7 +97,8 @@ class Dpsgd final : public Protocol {
     const DpsgdOptions& options() const noexcept { return options_; }
     /// The round being worked on (steps mixed so far).
     std::int64_t round() const noexcept { return t_; }
-    /// Gossip channels: 1 (whole model) or one per multirate partition.
+    /// Gossip channels: 1 (whole model) or one per multirate partition, times the chunks each
+    /// is cut into (chunk_bytes).
     std::size_t channels() const noexcept { return channels_.size(); }
     /// Rounds channel (partition) c has mixed: its topology round counter r_c.
     std::int64_t partition_round(std::size_t c) const { return channels_.at(c).round; }
@@ -126,6 +131,7 @@ class Dpsgd final : public Protocol {
 
     // One partition's gossip state (the whole model when there is no multirate).
     struct Channel : PartitionChannel {
+        std::uint32_t slot = 0;  // its index in channels_ (the codec stream's id)
         std::int64_t round = 0;  // r_p: topology rounds this channel has mixed
         std::map<int, ReplicaSender> out;
         std::map<int, ReplicaReceiver> in;
@@ -142,6 +148,8 @@ class Dpsgd final : public Protocol {
     bool due(const Channel& c) const;
     std::uint64_t stream(const Channel& c, int sender, int receiver) const;
     ReplicaReceiver& receiver(Channel& c, int j);
+    /// The channel of (partition, chunk) on the wire, or nullptr.
+    Channel* channel_of(const Message& msg);
 
     DpsgdOptions options_;
     Stage stage_ = Stage::idle;
@@ -149,6 +157,7 @@ class Dpsgd final : public Protocol {
     std::int64_t sent_ = 0;      // rounds sent
     bool grad_pending_ = false;  // delayed: a finished step's gradient is not applied yet
     std::vector<Channel> channels_;
+    std::vector<std::size_t> first_chunk_;  // per partition id: its chunk 0's slot
     std::set<int> dead_;
     std::uint64_t next_deadline_ = 1, armed_deadline_ = 0;
     std::uint64_t stale_deadline_ = 0;  // reweight: the wait of round stale_round_ is over

@@ -77,15 +77,19 @@ class LocalWorker {
 /// One partition's gossip channel as the averaging protocols (dpsgd, choco) set it up: the
 /// partition's id, range and gossip period, and its own compressor if it has one.
 struct PartitionChannel {
-    std::uint32_t id = 0;  ///< partition id on the wire
+    std::uint32_t id = 0;     ///< partition id on the wire
+    std::uint32_t chunk = 0;  ///< the range's index within its partition (chunked sends)
     std::size_t offset = 0, size = 0;
     int period = 1;                                 ///< gossip period in steps
     std::unique_ptr<optim::Compressor> compressor;  ///< the partition's own, or null
 };
 
 /// One channel per partition of the worker's multirate rates, or one over the whole model
-/// (id 0, period 1, no compressor) without them.
-std::vector<PartitionChannel> partition_channels(const LocalWorker& worker);
+/// (id 0, period 1, no compressor) without them. With chunk_values > 0, each partition is cut
+/// into consecutive ranges of at most chunk_values values, one channel each (chunk 0, 1, ...;
+/// each with its own compressor), in partition order (docs/protocols.md, "Chunked sends").
+std::vector<PartitionChannel> partition_channels(const LocalWorker& worker,
+                                                 std::uint64_t chunk_values = 0);
 
 /// A worker with no values: every call is free. Message sizes still count size() floats.
 class CostOnlyWorker final : public LocalWorker {
