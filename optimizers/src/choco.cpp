@@ -54,7 +54,10 @@ std::span<std::byte> bytes_of(std::vector<float>& words) {
 ChocoOptions parse_choco_options(const json::Node* options) {
     ChocoOptions o;
     if (!options) return o;
-    options->expect_object({"gamma", "compressor", "resync_timeout", "replicas", "delay"});
+    options->expect_object(
+        {"gamma", "compressor", "resync_timeout", "replicas", "delay", "chunk_bytes"});
+    if (auto chunk = options->find("chunk_bytes"))
+        o.chunk_bytes = static_cast<std::uint64_t>(chunk->as_int(4, INT64_MAX));
     if (auto delay = options->find("delay")) o.delay = static_cast<int>(delay->as_int(0, 1));
     if (auto gamma = options->find("gamma")) {
         o.gamma = gamma->as_double();
@@ -110,12 +113,29 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
         for (std::int64_t t = 0; t < *period; ++t)
             if (!balanced(*topo->at(t), rank()))
                 throw TopologyError(unbalanced_message(*topo->at(t), t, topo->describe(), rank()));
-    for (PartitionChannel& spec : partition_channels(worker())) {
+    for (PartitionChannel& spec : partition_channels(worker(), options_.chunk_bytes / 4)) {
         Channel c;
         static_cast<PartitionChannel&>(c) = std::move(spec);
         c.q = c.compressor ? c.compressor.get() : compressor_.get();
+        c.slot = static_cast<std::uint32_t>(channels_.size());
+        if (c.chunk == 0) first_chunk_.push_back(channels_.size());
         channels_.push_back(std::move(c));
     }
+    // The codec streams hold the channel in bits 48..62 (key()).
+    if (channels_.size() > (1u << 15))
+        throw ConfigError("", "chunk_bytes",
+                          fmt::format("{} bytes cut the model into {} chunks", options_.chunk_bytes,
+                                      channels_.size()),
+                          "use chunks of at least 1/32768 of the model");
+}
+
+Choco::Channel* Choco::channel_of(const Message& msg) {
+    if (msg.partition >= first_chunk_.size()) return nullptr;
+    const std::size_t slot = first_chunk_[msg.partition] + msg.chunk;
+    if (slot >= channels_.size() || channels_[slot].id != msg.partition ||
+        channels_[slot].chunk != msg.chunk)
+        return nullptr;
+    return &channels_[slot];
 }
 
 bool Choco::due(const Channel& c) const {
@@ -178,7 +198,7 @@ optim::CodecKey Choco::key(const Channel& c, int sender, int receiver, std::uint
     const auto s = static_cast<std::uint64_t>(sender);
     const std::uint64_t stream =
         shared_ ? s : (1ull << 63) | (s << 32) | static_cast<std::uint32_t>(receiver);
-    return {0, stream | (std::uint64_t{c.id} << 48), seq};
+    return {0, stream | (std::uint64_t{c.slot} << 48), seq};
 }
 
 void Choco::on_start(Time, Actions& out) {
@@ -209,6 +229,7 @@ Message Choco::encode(Channel& c, Slot& slot, int receiver) {
     Message m;
     m.round = c.round;
     m.partition = c.id;
+    m.chunk = c.chunk;
     m.edge_seq = slot.next_seq++;
     slot.last_round = c.round;
     if (m.edge_seq == 0) {
@@ -403,12 +424,13 @@ void Choco::on_message(Time now, Message msg, Actions& out) {
     const int j = msg.sender;
     if (j < 0 || j >= n() || j == rank())
         throw Error(fmt::format("choco: a message from invalid peer {}", j));
-    if (msg.partition >= channels_.size())
+    Channel* cp = channel_of(msg);
+    if (!cp)
         throw Error(
-            fmt::format("choco: a message from peer {} for partition {}; this peer "
-                        "gossips {} partition(s)",
-                        j, msg.partition, channels_.size()));
-    Channel& c = channels_[msg.partition];
+            fmt::format("choco: a message from peer {} for partition {} chunk {}; this peer "
+                        "gossips {} partition(s) in {} channel(s)",
+                        j, msg.partition, msg.chunk, first_chunk_.size(), channels_.size()));
+    Channel& c = *cp;
     if (msg.kind == MessageKind::control) {
         answer_resync(now, c, j, msg.edge_seq, out);
         return;
@@ -450,6 +472,7 @@ void Choco::answer_resync(Time now, Channel& c, int j, std::uint64_t seq, Action
     m.kind = MessageKind::full_model;
     m.receiver = j;
     m.partition = c.id;
+    m.chunk = c.chunk;
     m.edge_seq = slot.next_seq - 1;
     m.round = slot.last_round;
     m.elements = c.size;
@@ -468,7 +491,9 @@ void Choco::on_deadline(Time now, std::uint64_t id, Actions& out) {
             const InEdge& e = c.in[j];
             if (e.covered >= c.round) continue;
             ++resync_requests_;
-            send(out, resync_request(j, c.id, e.next_seq, c.round));
+            Message req = resync_request(j, c.id, e.next_seq, c.round);
+            req.chunk = c.chunk;
+            send(out, std::move(req));
         }
     }
     armed_deadline_ = next_deadline_++;

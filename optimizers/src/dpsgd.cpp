@@ -78,6 +78,12 @@ Dpsgd::Dpsgd(PeerContext ctx, DpsgdOptions options) : Protocol(std::move(ctx)), 
         if (c.chunk == 0) first_chunk_.push_back(channels_.size());
         channels_.push_back(std::move(c));
     }
+    // The codec streams hold the channel in bits 48..63 (stream()).
+    if (channels_.size() > (1u << 16))
+        throw ConfigError("", "chunk_bytes",
+                          fmt::format("{} bytes cut the model into {} chunks", options_.chunk_bytes,
+                                      channels_.size()),
+                          "use chunks of at least 1/65536 of the model");
 }
 
 bool Dpsgd::due(const Channel& c) const {

@@ -58,6 +58,7 @@ TEST_CASE("sim: a bad delay or outbox is one line naming the option, exit 2, not
         {R"({"dpsgd": {"chunk_bytes": 0}})", "algorithms.dpsgd.chunk_bytes"},
         {R"({"dpsgd": {"chunk_bytes": 3}})", "algorithms.dpsgd.chunk_bytes"},
         {R"({"dpsgd": {"chunk_bytes": "1MiB"}})", "algorithms.dpsgd.chunk_bytes"},
+        {R"({"choco": {"chunk_bytes": -4}})", "algorithms.choco.chunk_bytes"},
     };
     for (const auto& [algorithms, path] : cases) {
         CAPTURE(algorithms);

@@ -64,6 +64,9 @@ struct ChocoOptions {
     ChocoReplicas replicas = ChocoReplicas::automatic;
     /// 0, or 1: the one-step-delayed rule (round t is mixed at the end of step t + 1).
     int delay = 0;
+    /// Chunked sends: 0, or the most bytes of values one message carries (>= 4; each chunk
+    /// its own channel, absorbed as it arrives: docs/protocols.md, "Chunked sends").
+    std::uint64_t chunk_bytes = 0;
 };
 
 /// Reads {"gamma": 0.5, "compressor": {...}, "resync_timeout": 5.0} (compressor.hpp); nullptr
@@ -137,6 +140,7 @@ class Choco final : public Protocol {
 
     // One partition's gossip state (the whole model when there is no multirate).
     struct Channel : PartitionChannel {
+        std::uint32_t slot = 0;                // its index in channels_ (codec streams)
         std::int64_t round = 0;                // r_p: topology rounds this channel has mixed
         const optim::Compressor* q = nullptr;  // compressor, or the protocol's compressor_
         Slot own;                              // shared mode
@@ -167,6 +171,9 @@ class Choco final : public Protocol {
     std::int64_t sent_ = 0;      // rounds sent
     bool grad_pending_ = false;  // delayed: a finished step's gradient is not applied yet
     std::vector<Channel> channels_;
+    std::vector<std::size_t> first_chunk_;  // per partition id: its chunk 0's slot
+    /// The channel of (partition, chunk) on the wire, or nullptr.
+    Channel* channel_of(const Message& msg);
     std::vector<int> base_out_;  // shared mode: out-neighbours of the union over the period
     std::set<int> dead_;
     std::vector<float> scratch_;
