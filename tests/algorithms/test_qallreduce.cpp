@@ -10,6 +10,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/allreduce.hpp"
 #include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/optimizers/device.hpp"
 #include "gossamer/optimizers/qallreduce.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "gossip/network.hpp"
@@ -171,5 +172,29 @@ TEST_CASE("qallreduce: bad options are refused with the option's path") {
         json::Node node(doc);
         CHECK_THROWS_AS(proto::make_qallreduce(&node, {0, 4, ring(4), &w, 1}),
                         gossamer::ConfigError);
+    }
+}
+
+TEST_CASE("lsgd, gadmm and qallreduce refuse parameters on a device with one line") {
+    struct OnDevice final : LocalWorker {
+        std::shared_ptr<proto::Device> dev = proto::emulated_device();
+        std::size_t size() const override { return 1; }
+        bool math() const override { return true; }
+        std::span<float> params() override { return {}; }
+        double compute_gradient(std::span<const float>) override { return 0; }
+        std::span<const float> gradient() const override { return {}; }
+        void apply_gradient(std::span<float>, std::span<const float>) override {}
+        std::int64_t steps() const override { return 0; }
+        proto::Device* device() const override { return dev.get(); }
+    } w;
+    for (const char* name : {"lsgd", "gadmm", "qallreduce"}) {
+        CAPTURE(std::string(name));
+        try {
+            proto::make_protocol(name, nullptr, {0, 4, ring(4), &w, 1});
+            FAIL("accepted a worker on a device");
+        } catch (const gossamer::ConfigError& e) {
+            CHECK(std::string(e.what()).find("keeps its vectors in host memory") !=
+                  std::string::npos);
+        }
     }
 }
