@@ -124,6 +124,7 @@ void Lsgd::on_message(Time, Message msg, Actions& out) {
     };
     if (msg.kind != MessageKind::full_model) bad("kind is not full_model");
     if (msg.sender < 0 || msg.sender >= n() || msg.sender == rank()) bad("invalid sender");
+    if (dead_.contains(msg.sender)) return;  // sent before it failed: no longer followed
     if (msg.round < t_ || !communicates(msg.round)) bad("not a round this peer awaits");
     if (!context().topology->at(msg.round)->graph.has_edge(msg.sender, rank()))
         bad("not an in-neighbour of that round");

@@ -72,15 +72,17 @@ Message Qallreduce::header(int k) const {
     return msg;
 }
 
-// Encodes `values` (the segment sent at step k) and sends it; `values` becomes what the
-// receiver will decode, Q(values), so the caller can take its error.
-void Qallreduce::send_encoded(int k, std::span<const float> values, Actions& out) {
+// Sends step k's message: `s` encoded (nothing in cost-only mode or for an empty segment),
+// and leaves in `q` what the receiver will decode, Q(s), so that the caller can keep s - Q(s).
+void Qallreduce::send_encoded(int k, std::span<const float> s, std::span<float> q, Actions& out) {
     Message msg = header(k);
     msg.edge_seq = edge_seq_++;
     if (math_ && msg.elements > 0) {
         msg.payload.assign(msg.elements, 0.0f);
-        const ring::Step s = ring::step(rank(), n(), k);
-        q_->encode(values, key(k, rank(), s.send_segment), bytes_of(msg.payload));
+        const auto key_k = key(k, rank(), ring::step(rank(), n(), k).send_segment);
+        q_->encode(s, key_k, bytes_of(msg.payload));
+        std::fill(q.begin(), q.end(), 0.0f);
+        q_->decode_add(bytes_of(msg.payload), key_k, q);
     }
     send(out, std::move(msg));
 }
@@ -106,25 +108,12 @@ void Qallreduce::on_step_finished(Time, double, Actions& out) {
     }
     active_ = true;
     next_ = 0;
-    // Step 0: this peer's own segment u, as it is.
+    // Step 0: this peer's own segment u as it is; its error is u - Q(u).
     const ring::Range r = ring::segment(length_, n(), ring::step(rank(), n(), 0).send_segment);
-    if (math_ && r.size() > 0) {
-        const auto u = std::span<float>(err_).subspan(r.begin, r.size());
-        Message msg = header(0);
-        msg.edge_seq = edge_seq_++;
-        msg.payload.assign(msg.elements, 0.0f);
-        q_->encode(u, key(0, rank(), ring::step(rank(), n(), 0).send_segment),
-                   bytes_of(msg.payload));
-        dense_.assign(r.size(), 0.0f);
-        q_->decode_add(bytes_of(msg.payload),
-                       key(0, rank(), ring::step(rank(), n(), 0).send_segment), dense_);
-        for (std::size_t i = 0; i < r.size(); ++i) u[i] -= dense_[i];  // e = u - Q(u)
-        send(out, std::move(msg));
-    } else {
-        Message msg = header(0);
-        msg.edge_seq = edge_seq_++;
-        send(out, std::move(msg));
-    }
+    const auto u = math_ ? std::span<float>(err_).subspan(r.begin, r.size()) : std::span<float>{};
+    dense_.assign(u.size(), 0.0f);
+    send_encoded(0, u, dense_, out);
+    for (std::size_t i = 0; i < u.size(); ++i) u[i] -= dense_[i];
     progress(out);
 }
 
@@ -192,17 +181,9 @@ void Qallreduce::progress(Actions& out) {
         const float div = static_cast<float>(n());
         if (owner)
             for (float& v : dense_) v /= div;
-        Message m = header(k + 1);
-        m.edge_seq = edge_seq_++;
-        m.payload.assign(m.elements, 0.0f);
-        const int seg = ring::step(rank(), n(), k + 1).send_segment;
-        const auto next_key = key(k + 1, rank(), seg);
-        q_->encode(dense_, next_key, bytes_of(m.payload));
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        q_->decode_add(bytes_of(m.payload), next_key, acc);  // Q(s) (owner: Q(s / n))
+        send_encoded(k + 1, dense_, acc, out);  // acc: Q(s), the owner's Q(s / n)
         for (std::size_t i = 0; i < r.size(); ++i)
             u[i] = owner ? (dense_[i] - acc[i]) * div : dense_[i] - acc[i];
-        send(out, std::move(m));
     }
     if (!active_ || next_ < steps_) return;
     active_ = false;

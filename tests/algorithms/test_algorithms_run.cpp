@@ -108,6 +108,17 @@ TEST_CASE("lsgd, gadmm and qallreduce run under gossamer::Peer") {
             CHECK(o.metrics.bytes_sent > 0);
             for (float v : o.params) CHECK(std::isfinite(v));
         }
+        // The user's models learned, and agree about as well as the built-in peers' do.
+        const auto model = optim::build_model(cfg, data.train);
+        double loss = 0, spread = 0;
+        for (const auto& o : out) {
+            loss += model->evaluate(o.params, data.test, 1000).loss / n;
+            for (std::size_t k = 0; k < o.params.size(); ++k)
+                spread = std::max(spread, std::abs(double(o.params[k]) - out[0].params[k]));
+        }
+        MESSAGE(std::string(algorithm)
+                << ": mean loss " << loss << ", largest difference " << spread);
+        CHECK(loss < 0.9 * std::log(2.0));
     }
 }
 

@@ -68,7 +68,7 @@ class Qallreduce final : public Protocol {
   private:
     optim::CodecKey key(int k, int sender, int segment) const;
     Message header(int k) const;
-    void send_encoded(int k, std::span<const float> values, Actions& out);
+    void send_encoded(int k, std::span<const float> s, std::span<float> q, Actions& out);
     void progress(Actions& out);
     void next_step(Actions& out);
 
