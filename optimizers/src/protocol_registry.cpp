@@ -6,13 +6,16 @@
 #include "gossamer/optimizers/async_gossip.hpp"
 #include "gossamer/optimizers/choco.hpp"
 #include "gossamer/optimizers/dpsgd.hpp"
+#include "gossamer/optimizers/gadmm.hpp"
+#include "gossamer/optimizers/lsgd.hpp"
 #include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/qallreduce.hpp"
 #include "gossamer/optimizers/sgp.hpp"
 
 namespace gossamer::proto {
 
 std::vector<std::string> protocol_names() {
-    return {"allreduce", "dpsgd", "sgp", "async", "choco"};
+    return {"allreduce", "dpsgd", "sgp", "async", "choco", "lsgd", "gadmm", "qallreduce"};
 }
 
 std::unique_ptr<Protocol> make_protocol(std::string_view name, const json::Node* options,
@@ -22,6 +25,9 @@ std::unique_ptr<Protocol> make_protocol(std::string_view name, const json::Node*
     if (name == "dpsgd") return make_dpsgd(options, std::move(ctx));
     if (name == "sgp") return make_sgp(options, std::move(ctx));
     if (name == "async") return make_async(options, std::move(ctx));
+    if (name == "lsgd") return make_lsgd(options, std::move(ctx));
+    if (name == "gadmm") return make_gadmm(options, std::move(ctx));
+    if (name == "qallreduce") return make_qallreduce(options, std::move(ctx));
     std::string all;
     for (const auto& n : protocol_names()) all += (all.empty() ? "" : ", ") + n;
     throw ConfigError("", "algorithm", fmt::format("unknown algorithm \"{}\"", name),

@@ -21,7 +21,7 @@ __all__ = ["Topology", "Peer", "InprocJob", "Launch", "launched", "Error", "Conf
            "TransportError", "peer_count", "load_data", "shard", "train_builtin", "ALGORITHMS",
            "ModelFile", "load_model"]
 
-ALGORITHMS = ("allreduce", "dpsgd", "sgp", "async", "choco")
+ALGORITHMS = ("allreduce", "dpsgd", "sgp", "async", "choco", "lsgd", "gadmm", "qallreduce")
 
 Topology = _native.Topology
 peer_count = _native.peer_count
@@ -73,7 +73,7 @@ class Peer:
     topology: a topology file path or a gossamer.Topology (default $GOSSAMER_TOPOLOGY).
     rank: this peer's rank (default $GOSSAMER_RANK, else OMPI_COMM_WORLD_RANK, PMI_RANK,
         SLURM_PROCID).
-    algorithm: allreduce, dpsgd, sgp, async or choco; options: its options (dict, docs/algorithms.md).
+    algorithm: allreduce, dpsgd, sgp, async, choco, lsgd, gadmm or qallreduce; options: its options (dict, docs/algorithms.md).
     partitions: per-partition gossip (the training config's "multirate" section as a dict).
     layout: [(name, offset, size), ...] covering the buffer (gossamer.torch.flatten's layout).
     token_file: the job token's file ("": $GOSSAMER_JOB_TOKEN); job_id: default $GOSSAMER_JOB_ID,
