@@ -50,6 +50,12 @@ fi
 
 start=$SECONDS
 cmake --preset fuzz >/dev/null
+# CMake drops a cache whose compiler resolved elsewhere and reconfigures without the preset's
+# variables: configure once more from scratch when the tree did not come out a fuzz tree.
+if ! grep -q '^GOSSAMER_FUZZ:BOOL=ON' build/fuzz/CMakeCache.txt; then
+  rm -f build/fuzz/CMakeCache.txt
+  cmake --preset fuzz >/dev/null
+fi
 cmake --build --preset fuzz -j "$jobs"
 built=$((SECONDS - start))
 work=build/fuzz/tests/fuzz/work
