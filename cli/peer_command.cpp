@@ -43,7 +43,8 @@ const ArgParser& parser() {
         "finds rank 0 from --rendezvous or the launcher instead (docs/cluster-launchers.md). "
         "The rank comes from --rank, else from OMPI_COMM_WORLD_RANK (mpirun), PMI_RANK, "
         "SLURM_PROCID (srun) or RANK (torchrun); the job token from "
-        "--token, else GOSSAMER_JOB_TOKEN. Every peer must be started with the same topology, "
+        "--token-file, else GOSSAMER_JOB_TOKEN (never a flag: ps shows flags). Every peer must be "
+        "started with the same topology, "
         "config, algorithm and job id. Writes OUT/peer<R>.jsonl (the driver's metrics, one "
         "flushed line per step and a summary); the lowest surviving rank writes "
         "OUT/average.json and OUT/model.bin (the exact average of the survivors' models). Exit "
@@ -64,7 +65,9 @@ const ArgParser& parser() {
          {"algorithm", "NAME", "allreduce, dpsgd, sgp, async, choco, ... (default dpsgd)"},
          {"epochs", "N", "passes over this peer's shard (default: training.epochs)"},
          {"out", "DIR", "output folder (default: out/peer)"},
-         {"token", "TOKEN", "the job token (default: $GOSSAMER_JOB_TOKEN)"},
+         {"token-file", "FILE",
+          "a file holding the job token, one trailing newline stripped (default: "
+          "$GOSSAMER_JOB_TOKEN)"},
          {"job-id", "N", "the job id; peers of other jobs are refused (default 1)"},
          {"checkpoint-every", "N",
           "write OUT/checkpoint-<R>-<S>.bin every N steps (default: "
@@ -107,6 +110,12 @@ std::chrono::milliseconds seconds_option(const ParsedArgs& a, const char* name, 
 }  // namespace
 
 int run_peer(const std::vector<std::string>& args) {
+    // The token is a secret: a flag would show it to every user of the host in ps.
+    for (const auto& arg : args)
+        if (arg == "--token" || arg.rfind("--token=", 0) == 0)
+            throw UsageError(
+                "--token: a job token on the command line shows in ps to every user of the "
+                "host; put it in a file (--token-file FILE) or in GOSSAMER_JOB_TOKEN");
     const auto& p = parser();
     auto a = p.parse(args);
     if (a.help) return std::cout << p.help(), 0;
@@ -147,7 +156,7 @@ int run_peer(const std::vector<std::string>& args) {
     const auto& cfg = job.config;
     job.epochs = static_cast<int>(a.integer("epochs", cfg.epochs, 1, 100000));
     job.out = a.value("out").value_or("out/peer");
-    job.token = a.value("token") ? *a.value("token") : bootstrap::job_token();
+    job.token = bootstrap::job_token(a.value("token-file").value_or(""));
     job.job_id = static_cast<std::uint64_t>(a.integer("job-id", 1, 0, INT64_MAX));
     job.checkpoint_every = a.integer("checkpoint-every", cfg.checkpoint_every, 0, INT64_MAX);
     job.json = a.flag("json");

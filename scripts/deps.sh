@@ -4,7 +4,8 @@
 #   scripts/deps.sh --bench  also the packages benchmark reference programs need
 #   scripts/deps.sh --lab    also Slurm (slurm-wlm), for srun jobs (scripts/lab/slurm.sh), and
 #                            iproute2 (ip, tc) for the network-namespace lab (docs/lab.md)
-#   scripts/deps.sh [--bench] [--lab] --components   print the optional test components those packages
+#   scripts/deps.sh --fuzz   also clang (libFuzzer) for the fuzz targets (scripts/fuzz.sh)
+#   scripts/deps.sh [--bench] [--lab] [--fuzz] --components   print the optional test components those packages
 #                            give (for GOSSAMER_REQUIRE, docs/testing.md); installs nothing
 # Runs as root, or through sudo when it is available.
 set -euo pipefail
@@ -19,23 +20,27 @@ packages=(
 )
 bench_packages=(libopenmpi-dev openmpi-bin ucx-utils)
 lab_packages=(slurm-wlm iproute2)
+fuzz_packages=(clang)
 # The optional components of the test suite (tests/support/optional.hpp) that these packages
 # provide: pybind11 + torch + pytest (python), python3-matplotlib, dataset-fashion-mnist; with
 # --bench OpenMPI (mpi) and ucx-utils (ucx_perftest, ucx_info); with --lab Slurm (slurm: srun,
 # slurmctld and slurmd, started by scripts/lab/slurm.sh as root) and iproute2 (netns: the
-# network-namespace lab also needs root and a kernel that lets it make namespaces, docs/lab.md).
+# network-namespace lab also needs root and a kernel that lets it make namespaces, docs/lab.md);
+# with --fuzz clang and its libFuzzer (fuzz: the libFuzzer runs of scripts/fuzz.sh).
 components=(python matplotlib fashion-mnist)
 bench_components=(mpi ucx-utils)
 lab_components=(slurm netns)
+fuzz_components=(fuzz)
 
 print_components=0
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=("${bench_packages[@]}"); components+=("${bench_components[@]}") ;;
     --lab) packages+=("${lab_packages[@]}"); components+=("${lab_components[@]}") ;;
+    --fuzz) packages+=("${fuzz_packages[@]}"); components+=("${fuzz_components[@]}") ;;
     --components) print_components=1 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "scripts/deps.sh: unknown option '$arg'; use --bench, --lab, --components or --help" >&2
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "scripts/deps.sh: unknown option '$arg'; use --bench, --lab, --fuzz, --components or --help" >&2
        exit 2 ;;
   esac
 done

@@ -151,6 +151,11 @@ ModelFile load_model_file(const std::string& path) {
     if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
         throw ConfigError(path, "", fmt::format("cannot read model file: {}", std::strerror(errno)),
                           "check the file");
+    return parse_model_file(path, bytes);
+}
+
+ModelFile parse_model_file(std::string_view label, std::string_view bytes) {
+    const std::string path(label);
     Reader r(path, bytes);
     if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
         throw ConfigError(path, "", "not a Gossamer model file (bad magic number)",

@@ -27,6 +27,9 @@ std::string range(const Partition& p) {
 }
 
 std::optional<Problem> find_problem(std::span<const Partition> parts, std::size_t total) {
+    // Names seen so far: a set, so that a model file of many partitions is checked in
+    // n log n, not n^2 comparisons (a 1 MB file holds 50,000 partitions).
+    std::set<std::string_view> names;
     for (std::size_t i = 0; i < parts.size(); ++i) {
         const Partition& p = parts[i];
         if (p.name.empty())
@@ -43,12 +46,11 @@ std::optional<Problem> find_problem(std::span<const Partition> parts, std::size_
                                        "keep every range inside [0, {})",
                                        range(p), total, total),
                            i};
-        for (std::size_t j = 0; j < i; ++j)
-            if (parts[j].name == p.name)
-                return Problem{fmt::format("two partitions are named '{}'; give each partition "
-                                           "its own name",
-                                           p.name),
-                               i};
+        if (!names.insert(p.name).second)
+            return Problem{fmt::format("two partitions are named '{}'; give each partition its "
+                                       "own name",
+                                       p.name),
+                           i};
     }
     std::vector<std::size_t> order(parts.size());
     std::iota(order.begin(), order.end(), std::size_t{0});

@@ -91,7 +91,10 @@ class Int8 final : public Compressor {
                     const float v = x[k] / scale;
                     const float down = std::floor(v);
                     float r = down + (rng.uniform() < static_cast<double>(v - down) ? 1.0f : 0.0f);
-                    r = std::clamp(r, -127.0f, 127.0f);
+                    // fmin/fmax, not std::clamp: a NaN (a diverged x - x_hat) becomes -127
+                    // as on the device (core/cuda/src/compress.cu) instead of reaching the
+                    // cast, where it is undefined (found by fuzzing, docs/reliability.md).
+                    r = std::fmin(std::fmax(r, -127.0f), 127.0f);
                     q = static_cast<std::int8_t>(r);
                 }
                 std::memcpy(out.data() + 4 * nb + k, &q, 1);

@@ -111,6 +111,8 @@ std::unique_ptr<JoinedPeer> join(JoinOptions options) {
     if (std::any_of(b.peers.begin(), b.peers.end(), [](const auto& e) { return e.port == 0; }))
         u.local_peers = bootstrap::launcher_local_size().value_or(u.size);
     u.job_id = b.job_id;
+    // Nothing longer than the model's largest message is received (or allocated).
+    if (b.model_size > 0) u.max_payload_bytes = transport::largest_payload_bytes(b.model_size);
     std::unique_ptr<JoinedPeer> me(new JoinedPeer);
     me->relay_ = std::make_shared<JoinedPeer::Relay>();
     u.known_cause = [relay = std::weak_ptr<JoinedPeer::Relay>(me->relay_)](

@@ -88,6 +88,10 @@ TEST_SUITE("bootstrap") {
                        missing + ": cannot read the job token file"));
         auto empty = dir.write("empty", "\n");
         CHECK(contains(config_error([&] { bs::job_token(empty); }), "the job token file is empty"));
+        // A device or a huge file is refused after 4 KiB, not read to its end.
+        CHECK(contains(config_error([&] { bs::job_token("/dev/zero"); }),
+                       "/dev/zero: the job token is longer than 4096 bytes"));
+        CHECK(bs::job_token(dir.write("long", std::string(4096, 'k'))) == std::string(4096, 'k'));
     }
 
     TEST_CASE("job tokens compare by content and length") {

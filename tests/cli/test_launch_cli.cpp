@@ -147,8 +147,8 @@ TEST_CASE("gossamer peer with a bad --eval-interval is one line and exit 2") {
     LaunchJob job;
     for (const std::string value : {"0", "-2", "soon"}) {
         CAPTURE(value);
-        auto r = run(kBin + " peer --rank 0 --token t --topology " + job.topology + " --config " +
-                     job.config + " --out " + (job.dir.path() / "p").string() +
+        auto r = run("GOSSAMER_JOB_TOKEN=t " + kBin + " peer --rank 0 --topology " + job.topology +
+                     " --config " + job.config + " --out " + (job.dir.path() / "p").string() +
                      " --eval-interval " + value);
         CHECK(r.status == 2);
         CHECK(r.err.find("--eval-interval") != std::string::npos);

@@ -124,6 +124,21 @@ TEST_CASE("int8 error stays below one quantisation step of its block, and is unb
         CHECK(std::abs(mean[k] - x[k]) < 5 * (max_abs / 127) / std::sqrt(4.0 * draws));
 }
 
+TEST_CASE("int8 encodes a NaN as the code -127, as the device codec does") {
+    // Found by fuzzing (tests/fuzz/regressions/codec_int8): the NaN reached a float-to-int8
+    // cast, which is undefined (x86 gave 0, the device's fminf/fmaxf give -127).
+    auto c = make(CompressorKind::int8, 0.01, 4);
+    std::vector<float> x = {1.0f, std::nanf(""), -2.0f, 0.5f, 3.0f};
+    std::vector<std::byte> bytes(c->encoded_bytes(x.size()));
+    c->encode(x, {1, 2, 3}, bytes);
+    std::int8_t code = 0;
+    std::memcpy(&code, bytes.data() + 4 * 2 + 1, 1);  // two scales, then the codes
+    CHECK(code == -127);
+    const auto y = roundtrip(*c, x, {1, 2, 3});
+    CHECK(y[1] == doctest::Approx(-2.0f));  // -127 steps of the block's scale, 2 / 127
+    CHECK(y[4] == doctest::Approx(3.0f));
+}
+
 TEST_CASE("top-k keeps exactly the k largest magnitudes, ties broken by index") {
     auto c = make(CompressorKind::topk, 0.1);
     const auto x = randn(1234, 5);

@@ -18,10 +18,14 @@ namespace gossamer::test {
 
 class Process {
   public:
-    /// Starts `argv` (argv[0] is the program path) with stdout and stderr to `log`.
-    Process(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
+    /// Starts `argv` (argv[0] is the program path) with stdout and stderr to `log`, and `env`
+    /// added to this process's environment (a job token travels there, never in argv).
+    Process(const std::vector<std::string>& argv, const std::string& log,
+            const std::vector<std::pair<std::string, std::string>>& env = {})
+        : log_(log) {
         pid_ = fork();
         if (pid_ == 0) {
+            for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
             std::FILE* f = std::fopen(log.c_str(), "w");
             if (f) {
                 dup2(fileno(f), 1);
@@ -42,6 +46,7 @@ class Process {
     Process& operator=(const Process&) = delete;
 
     bool running() const { return pid_ > 0 && status_ == kRunning; }
+    pid_t pid() const { return pid_; }
     void kill(int sig) {
         if (pid_ > 0 && status_ == kRunning) ::kill(pid_, sig);
     }

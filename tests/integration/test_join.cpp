@@ -55,6 +55,9 @@ TEST_SUITE("integration") {
                     me = gp::join(join_options(r, endpoints));
                     CHECK(me->rank() == r);
                     CHECK(me->size() == n);
+                    // Security: nothing longer than the model's largest message is received.
+                    CHECK(me->transport().options().max_payload_bytes ==
+                          tp::largest_payload_bytes(130));
                 } catch (const std::exception& e) {
                     errors[r] = e.what();
                 }

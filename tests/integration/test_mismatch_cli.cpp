@@ -70,27 +70,15 @@ struct Job {
         std::vector<std::string> extra;
     };
     std::unique_ptr<Process> start(int rank, const Args& a) const {
-        std::vector<std::string> argv = {kBin,
-                                         "peer",
-                                         "--topology",
-                                         a.topology,
-                                         "--config",
-                                         a.config,
-                                         "--rank",
-                                         std::to_string(rank),
-                                         "--algorithm",
-                                         a.algorithm,
-                                         "--out",
-                                         out,
-                                         "--token",
-                                         "right",
-                                         "--job-id",
-                                         "9",
-                                         "--join-timeout",
-                                         kJoinTimeout};
+        std::vector<std::string> argv = {
+            kBin,          "peer",      "--topology",     a.topology,
+            "--config",    a.config,    "--rank",         std::to_string(rank),
+            "--algorithm", a.algorithm, "--out",          out,
+            "--job-id",    "9",         "--join-timeout", kJoinTimeout};
         argv.insert(argv.end(), a.extra.begin(), a.extra.end());
-        return std::make_unique<Process>(argv,
-                                         (dir.path() / fmt::format("log-{}.txt", rank)).string());
+        return std::make_unique<Process>(
+            argv, (dir.path() / fmt::format("log-{}.txt", rank)).string(),
+            std::vector<std::pair<std::string, std::string>>{{"GOSSAMER_JOB_TOKEN", "right"}});
     }
 };
 

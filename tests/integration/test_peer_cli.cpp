@@ -30,6 +30,9 @@ using Json = nlohmann::json;
 namespace {
 
 const std::string kBin = GOSSAMER_BINARY;
+// Job tokens no other text of a log or an output contains by chance.
+const std::string kToken = "tok-right-7f3a9c";
+const std::string kWrongToken = "tok-wrong-91c2e4";
 
 // 4 peers on a ring with free ports, synthetic logistic regression (10 steps per epoch and
 // peer), steps padded to `base_time` by the cluster file.
@@ -53,17 +56,22 @@ struct Job {
                                                         base_time, cluster_peers));
         out = (dir.path() / "out").string();
     }
+    // The job token goes through the environment (GOSSAMER_JOB_TOKEN), never argv.
     std::unique_ptr<Process> start(int rank, const std::string& algo,
-                                   const std::string& token = "right",
+                                   const std::string& token = kToken,
                                    const std::vector<std::string>& extra = {}) const {
-        std::vector<std::string> args = {
-            kBin,          "peer",      "--topology", topology, "--config",
-            config,        "--cluster", cluster,      "--rank", std::to_string(rank),
-            "--algorithm", algo,        "--out",      out,      "--token",
-            token,         "--job-id",  "9"};
+        std::vector<std::string> args = {kBin,          "peer",
+                                         "--topology",  topology,
+                                         "--config",    config,
+                                         "--cluster",   cluster,
+                                         "--rank",      std::to_string(rank),
+                                         "--algorithm", algo,
+                                         "--out",       out,
+                                         "--job-id",    "9"};
         args.insert(args.end(), extra.begin(), extra.end());
         return std::make_unique<Process>(
-            args, (dir.path() / fmt::format("log-{}-{}.txt", rank, token)).string());
+            args, (dir.path() / fmt::format("log-{}-{}.txt", rank, token)).string(),
+            std::vector<std::pair<std::string, std::string>>{{"GOSSAMER_JOB_TOKEN", token}});
     }
     std::string metrics(int rank) const { return out + fmt::format("/peer{}.jsonl", rank); }
     // The summary line of a peer's metrics.
@@ -175,21 +183,41 @@ TEST_SUITE("integration") {
     }
 
     TEST_CASE("a peer with the wrong job token is refused while the right peers train on") {
+        // Security (docs/reliability.md): the token travels in the environment or a file
+        // (rank 1: --token-file), and shows in no command line (ps), log, metric or output.
         Job job;
+        const std::string token_file = job.dir.write("token", kToken + "\n");
         std::vector<std::unique_ptr<Process>> peers;
-        for (int r = 0; r < 3; ++r) peers.push_back(job.start(r, "dpsgd"));
-        auto intruder = job.start(3, "dpsgd", "wrong");
+        for (int r = 0; r < 3; ++r)
+            peers.push_back(r == 1
+                                ? job.start(r, "dpsgd", "from-a-file", {"--token-file", token_file})
+                                : job.start(r, "dpsgd"));
+        auto intruder = job.start(3, "dpsgd", kWrongToken);
         const int refused = intruder->wait(20s);
         CHECK(refused == 2);
         const std::string said = intruder->log();
         CHECK_MESSAGE(said.find("job token does not match") != std::string::npos, said);
         CHECK_MESSAGE(lines_of(said) == 1, said);
         peers.push_back(job.start(3, "dpsgd"));
+        for (const auto& p : peers) {
+            const std::string cmdline = read_file(fmt::format("/proc/{}/cmdline", p->pid()));
+            CHECK(cmdline.find("tok-") == std::string::npos);
+        }
         for (int r = 0; r < 4; ++r) {
             CAPTURE(peers[r]->log());
             CHECK(peers[r]->wait(60s) == 0);
         }
         CHECK(job.average()["survivors"].size() == 4);
+        int scanned = 0;
+        for (const auto& e : std::filesystem::recursive_directory_iterator(job.dir.path())) {
+            if (!e.is_regular_file() || e.path().filename() == "token") continue;
+            CAPTURE(e.path().string());
+            const std::string text = read_file(e.path().string());
+            CHECK(text.find(kToken) == std::string::npos);
+            CHECK(text.find(kWrongToken) == std::string::npos);
+            ++scanned;
+        }
+        CHECK(scanned >= 10);  // 5 logs, 4 metric files, average.json, model.bin, ...
     }
 
     TEST_CASE("a peer killed with SIGKILL: gossip finishes without it and all-reduce stops") {
@@ -342,7 +370,7 @@ TEST_SUITE("integration") {
         Job job(20, 0.01, R"("peers": [{"rank": 3, "fail_at": 0.6}],)");
         std::vector<std::unique_ptr<Process>> peers;
         for (int r = 0; r < 4; ++r)
-            peers.push_back(job.start(r, "dpsgd", "right", {"--checkpoint-every", "50"}));
+            peers.push_back(job.start(r, "dpsgd", kToken, {"--checkpoint-every", "50"}));
         for (int r = 0; r < 4; ++r) {
             CAPTURE(r);
             const int status = peers[r]->wait(40s);
@@ -376,12 +404,19 @@ TEST_SUITE("integration") {
              {Case{"--topology " + job.dir.path().string() + "/missing.json --rank 0", "missing"},
               Case{"--topology " + job.topology + " --rank 9", "out of range"},
               Case{"--topology " + job.topology + " --rank 1 --algorithm gosip", "gosip"},
-              Case{"--topology " + job.topology, "no rank given"}}) {
+              Case{"--topology " + job.topology, "no rank given"},
+              // A token flag would show in ps: refused, pointing at the file or the variable.
+              Case{"--topology " + job.topology + " --rank 0 --token " + kToken, "--token-file"},
+              Case{"--topology " + job.topology + " --rank 0 --token=" + kToken, "ps"},
+              Case{"--topology " + job.topology + " --rank 0 --token-file " +
+                       job.dir.path().string() + "/no-token",
+                   "cannot read the job token file"}}) {
             CAPTURE(c.args);
             auto r = cmd(c.args);
             CHECK(r.status == 2);
             CHECK(lines_of(r.err) == 1);
             CHECK_MESSAGE(r.err.find(c.says) != std::string::npos, r.err);
+            CHECK(r.err.find(kToken) == std::string::npos);
             CHECK_FALSE(std::filesystem::exists(job.out));
         }
     }
@@ -404,8 +439,8 @@ TEST_SUITE("integration") {
             CAPTURE(c.out);
             const auto t0 = std::chrono::steady_clock::now();
             // Alone, rank 0 would wait 20 s at the barrier for the others if it got that far.
-            auto r = run(kBin + " peer --topology " + job.topology + " --config " + job.config +
-                         " --rank 0 --token t --join-timeout 20 --out " + c.out);
+            auto r = run("GOSSAMER_JOB_TOKEN=t " + kBin + " peer --topology " + job.topology +
+                         " --config " + job.config + " --rank 0 --join-timeout 20 --out " + c.out);
             CAPTURE(r.err);
             CHECK(r.status == 2);
             CHECK(lines_of(r.err) == 1);

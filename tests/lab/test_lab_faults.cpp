@@ -67,11 +67,13 @@ struct LabJob {
     }
     std::unique_ptr<Process> start(int rank, const std::string& algo) const {
         const auto& h = lab.hosts()[static_cast<std::size_t>(rank)];
+        // The token in the environment, like every launcher passes it (never in argv).
         const std::string cmd = "exec ip netns exec " + h.netns +
-                                " env UCX_TLS=tcp,self UCX_NET_DEVICES=" + h.device + " " +
-                                kGossamer + " peer --topology " + topology + " --config " + config +
-                                " --cluster " + cluster + " --rank " + std::to_string(rank) +
-                                " --algorithm " + algo + " --out " + out + " --token lab-faults";
+                                " env GOSSAMER_JOB_TOKEN=lab-faults UCX_TLS=tcp,self "
+                                "UCX_NET_DEVICES=" +
+                                h.device + " " + kGossamer + " peer --topology " + topology +
+                                " --config " + config + " --cluster " + cluster + " --rank " +
+                                std::to_string(rank) + " --algorithm " + algo + " --out " + out;
         return std::make_unique<Process>(std::vector<std::string>{"/bin/sh", "-c", cmd},
                                          (dir.path() / ("log" + std::to_string(rank))).string());
     }

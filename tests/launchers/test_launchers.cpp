@@ -96,8 +96,9 @@ std::string reference_model(const TempDir& dir) {
         peers.push_back(std::make_unique<Process>(
             std::vector<std::string>{kBin, "peer", "--topology", topology, "--config", kConfig,
                                      "--epochs", "2", "--algorithm", "dpsgd", "--job-id", "18",
-                                     "--rank", std::to_string(r), "--out", out, "--token", "t"},
-            (dir.path() / fmt::format("reference{}.log", r)).string()));
+                                     "--rank", std::to_string(r), "--out", out},
+            (dir.path() / fmt::format("reference{}.log", r)).string(),
+            std::vector<std::pair<std::string, std::string>>{{"GOSSAMER_JOB_TOKEN", "t"}}));
     for (int r = 0; r < 4; ++r) {
         CAPTURE(r);
         const int status = peers[static_cast<std::size_t>(r)]->wait(60s);

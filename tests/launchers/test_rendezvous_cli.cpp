@@ -60,27 +60,12 @@ TEST_SUITE("lab") {
         std::vector<std::unique_ptr<Process>> peers;
         for (int r = 0; r < 3; ++r)
             peers.push_back(std::make_unique<Process>(
-                std::vector<std::string>{kBin,
-                                         "peer",
-                                         "--topology",
-                                         topology,
-                                         "--config",
-                                         kConfig,
-                                         "--epochs",
-                                         "1",
-                                         "--rank",
-                                         std::to_string(r),
-                                         "--rendezvous",
-                                         fmt::format("127.0.0.1:{}", port),
-                                         "--address",
-                                         "127.0.0.1",
-                                         "--out",
-                                         out,
-                                         "--token",
-                                         "t",
-                                         "--join-timeout",
-                                         "20"},
-                (dir.path() / fmt::format("peer{}.log", r)).string()));
+                std::vector<std::string>{
+                    kBin, "peer", "--topology", topology, "--config", kConfig, "--epochs", "1",
+                    "--rank", std::to_string(r), "--rendezvous", fmt::format("127.0.0.1:{}", port),
+                    "--address", "127.0.0.1", "--out", out, "--join-timeout", "20"},
+                (dir.path() / fmt::format("peer{}.log", r)).string(),
+                std::vector<std::pair<std::string, std::string>>{{"GOSSAMER_JOB_TOKEN", "t"}}));
         for (int r = 0; r < 3; ++r) {
             CAPTURE(r);
             const int status = peers[static_cast<std::size_t>(r)]->wait(60s);

@@ -27,21 +27,25 @@ using namespace std::chrono_literals;
 
 inline constexpr std::uint64_t kJob = 0x6a6f62;
 
-inline tr::TransportOptions options(int rank, int n, tr::Duration timeout = 5000ms) {
+inline constexpr std::uint64_t kNoLimit = tr::TransportOptions{}.max_payload_bytes;
+
+inline tr::TransportOptions options(int rank, int n, tr::Duration timeout = 5000ms,
+                                    std::uint64_t max_payload = kNoLimit) {
     tr::TransportOptions o;
     o.rank = rank;
     o.size = n;
     o.job_id = kJob;
     o.default_timeout = timeout;
+    o.max_payload_bytes = max_payload;
     return o;
 }
 
 struct Inproc {
-    static Peers make(int n, tr::Duration timeout = 5000ms) {
+    static Peers make(int n, tr::Duration timeout = 5000ms, std::uint64_t max_payload = kNoLimit) {
         auto fabric = tr::make_inproc_fabric(n);
         Peers p;
         for (int r = 0; r < n; ++r)
-            p.push_back(tr::make_inproc_transport(fabric, options(r, n, timeout)));
+            p.push_back(tr::make_inproc_transport(fabric, options(r, n, timeout, max_payload)));
         return p;
     }
     /// Runs body(transport) for n peers, each on its own thread, which creates its transport.
@@ -63,12 +67,12 @@ struct Inproc {
 /// ErrorHandling::peer (the default); UcxShm below runs without UCX error handling.
 template <tr::ErrorHandling kErrors>
 struct UcxWith {
-    static Peers make(int n, tr::Duration timeout = 5000ms) {
+    static Peers make(int n, tr::Duration timeout = 5000ms, std::uint64_t max_payload = kNoLimit) {
         std::vector<std::unique_ptr<tr::UcxTransport>> u;
         std::map<int, std::vector<std::byte>> addresses;
         for (int r = 0; r < n; ++r) {
             tr::UcxOptions o;
-            static_cast<tr::TransportOptions&>(o) = options(r, n, timeout);
+            static_cast<tr::TransportOptions&>(o) = options(r, n, timeout, max_payload);
             o.mode = tr::ProgressMode::spin;
             o.errors = kErrors;
             u.push_back(tr::make_ucx_transport(o));

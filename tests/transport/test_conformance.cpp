@@ -255,6 +255,39 @@ TEST_CASE_TEMPLATE("messages from a peer this one failed are dropped and counted
     CHECK(tr::to_string(tr::DropReason::not_member) == "from a failed peer");
 }
 
+TEST_CASE_TEMPLATE("a message above the payload limit or from a rank outside the job is dropped", B,
+                   TRANSPORT_BACKENDS) {
+    // Security (docs/reliability.md): a joined peer's limit is the model's largest message
+    // (largest_payload_bytes); a longer one is dropped on its header, before its payload is
+    // received or allocated. A sender field that names no other rank of the job is dropped too.
+    const std::uint64_t limit = tr::largest_payload_bytes(16);  // 192 bytes
+    auto peers = B::make(2, 5000ms, limit);
+    std::vector<tr::Message> got;
+    peers[1]->on_receive([&](tr::Message&& m) { got.push_back(std::move(m)); });
+    const std::vector<float> at_limit(limit / 4, 1.0f), above(limit / 4 + 1, 2.0f);
+    auto encode = [&](int sender) {
+        tr::Message m = header(1, 0, 4);
+        m.sender = sender;
+        std::vector<std::byte> h(tr::kHeaderBytes);
+        tr::encode_header(m, kJob, std::span<std::byte, tr::kHeaderBytes>(h));
+        return h;
+    };
+    const std::vector<float> four(4, 3.0f);
+    Completions c;
+    peers[0]->send(header(1, 0, above.size()), bytes_of(above), c.make(0));
+    peers[0]->send(header(1, 1, at_limit.size()), bytes_of(at_limit), c.make(1));
+    peers[0]->send_raw_for_testing(1, encode(7), bytes_of(four), c.make(2));   // not a rank
+    peers[0]->send_raw_for_testing(1, encode(-1), bytes_of(four), c.make(3));  // not a rank
+    peers[0]->send_raw_for_testing(1, encode(1), bytes_of(four), c.make(4));   // itself
+    REQUIRE(pump(
+        peers, [&] { return c.all_done() && peers[1]->drops().total() == 4 && got.size() == 1; }));
+    const auto& d = peers[1]->drops();
+    CHECK(d[tr::DropReason::bad_size] == 1);
+    CHECK(d[tr::DropReason::wrong_sender] == 3);
+    CHECK(got[0].payload == at_limit);
+    CHECK(c.exactly_once());
+}
+
 TEST_CASE_TEMPLATE("sends to an unknown rank and sends pending at close complete once", B,
                    TRANSPORT_BACKENDS) {
     Completions c;

@@ -91,6 +91,10 @@ void encode_header(const Message& m, std::uint64_t job_id,
     put<std::uint64_t>(o, kSentAt, std::bit_cast<std::uint64_t>(m.sent_at));
 }
 
+std::uint64_t largest_payload_bytes(std::uint64_t parameters) noexcept {
+    return 8 * parameters + 64;
+}
+
 std::uint64_t announced_payload_bytes(std::span<const std::byte> header) noexcept {
     return header.size() < kHeaderBytes ? 0 : get<std::uint64_t>(header.data(), kPayload);
 }

@@ -32,6 +32,9 @@ Bootstrap::Impl::Impl(Options options) : opt(std::move(options)) {
     positive(opt.io_timeout, "io_timeout");
     positive(opt.retry_interval, "retry_interval");
     positive(opt.heartbeat_interval, "heartbeat_interval");
+    if (opt.max_pending < 1)
+        throw ConfigError("", "max_pending",
+                          fmt::format("must be at least 1, got {}", opt.max_pending));
     if (opt.heartbeat_timeout < 2 * opt.heartbeat_interval)
         throw ConfigError(
             "", "heartbeat_timeout",

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 namespace gossamer::bootstrap {
@@ -55,7 +56,7 @@ void Connection::close() {
     socket_.close(ec);
 }
 
-asio::awaitable<Frame> Connection::read(Clock::time_point deadline) {
+asio::awaitable<Frame> Connection::read(Clock::time_point deadline, std::uint32_t max_body) {
     // The timer cancels the read at the deadline; `state` tells the timeout apart from other
     // errors and keeps a late timer handler from cancelling a later read.
     struct State {
@@ -89,10 +90,20 @@ asio::awaitable<Frame> Connection::read(Clock::time_point deadline) {
                               asio::redirect_error(asio::use_awaitable, ec));
     if (!ec) {
         f.header = wire::decode_header(head);
-        f.body.resize(f.header.length);
-        if (f.header.length > 0)
-            co_await asio::async_read(socket_, asio::buffer(f.body),
+        if (f.header.length > max_body)
+            throw wire::Malformed(
+                fmt::format("a frame of kind {} announces {} body bytes, more "
+                            "than the {} this point of the protocol allows",
+                            static_cast<int>(f.header.kind), f.header.length, max_body));
+        // 64 KiB at a time: memory follows the bytes that arrived, not what a header announced.
+        constexpr std::size_t kChunk = 64u << 10;
+        for (std::size_t got = 0; !ec && got < f.header.length;) {
+            const std::size_t step = std::min<std::size_t>(kChunk, f.header.length - got);
+            f.body.resize(got + step);
+            co_await asio::async_read(socket_, asio::buffer(f.body.data() + got, step),
                                       asio::redirect_error(asio::use_awaitable, ec));
+            got += step;
+        }
     }
     if (ec) {
         if (state->expired) ec = asio::error::timed_out;

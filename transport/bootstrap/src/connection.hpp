@@ -36,9 +36,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     void close();
     bool is_open() const { return socket_.is_open(); }
 
-    /// Reads one frame. Throws wire::Malformed for bytes that are not a frame, and
-    /// boost::system::system_error for EOF, resets and asio::error::timed_out at `deadline`.
-    asio::awaitable<Frame> read(Clock::time_point deadline = Clock::time_point::max());
+    /// Reads one frame. Throws wire::Malformed for bytes that are not a frame or a body longer
+    /// than `max_body`, and boost::system::system_error for EOF, resets and
+    /// asio::error::timed_out at `deadline`. The body grows with the bytes that arrive: a
+    /// header alone costs no allocation.
+    asio::awaitable<Frame> read(Clock::time_point deadline = Clock::time_point::max(),
+                                std::uint32_t max_body = wire::kMaxBody);
 
     /// "ip:port" of the other side, as it was when the connection opened.
     const std::string& remote() const { return remote_; }
@@ -47,6 +50,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const std::string& local_address() const { return local_; }
 
     Clock::time_point last_heard = Clock::now();
+    /// Accepted by the listener and not yet past its handshake (rank 0's pending set).
+    bool pending = false;
+    /// Closed by the listener to make room (Options::max_pending): not worth a warning each.
+    bool evicted = false;
 
   private:
     void write_next();

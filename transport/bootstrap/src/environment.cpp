@@ -1,5 +1,7 @@
 #include "gossamer/bootstrap/environment.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -7,6 +9,7 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/log.hpp"
+#include "wire.hpp"
 
 namespace gossamer::bootstrap {
 namespace {
@@ -50,14 +53,20 @@ std::string job_token(const std::string& token_file) {
         if (!in)
             throw ConfigError(token_file, "", "cannot read the job token file",
                               "check the path and its permissions");
-        std::ostringstream text;
-        text << in.rdbuf();
-        std::string token = text.str();
+        // At most one byte past the handshake's limit: a token file that is a device or a
+        // huge file is refused instead of read to its end.
+        std::string token(wire::kMaxToken + 2, '\0');
+        in.read(token.data(), static_cast<std::streamsize>(token.size()));
+        token.resize(static_cast<std::size_t>(in.gcount()));
         if (!token.empty() && token.back() == '\n') token.pop_back();
         if (!token.empty() && token.back() == '\r') token.pop_back();
         if (token.empty())
             throw ConfigError(token_file, "", "the job token file is empty",
                               "write the job's token into it");
+        if (token.size() > wire::kMaxToken)
+            throw ConfigError(token_file, "",
+                              fmt::format("the job token is longer than {} bytes", wire::kMaxToken),
+                              "use a shorter token, e.g. 32 random hex digits");
         return token;
     }
     if (const char* value = std::getenv(kTokenVariable)) return value;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -57,6 +58,7 @@ struct Bootstrap::Impl {
     std::vector<bool> acks;             // rank 0: acknowledgements of `proposal`
     bool quiet_proposal = true;         // rank 0: `proposal` removes only peers that left
     std::vector<std::string> refusals;  // rank 0: why each rank's last handshake was refused
+    std::deque<std::weak_ptr<Connection>> pending;  // accepted, no handshake yet (oldest first)
     // The listener's warnings: kWarningsShown per window, the rest counted and summed up.
     static constexpr int kWarningsShown = 3;
     int warnings_shown = 0;
@@ -77,15 +79,18 @@ struct Bootstrap::Impl {
     void shutdown();
     void crash();
 
-    // rendezvous.cpp
+    // listener.cpp
     asio::awaitable<void> accept_loop();
-    asio::awaitable<void> serve(std::shared_ptr<Connection> conn);
-    std::optional<wire::Notice> check(const wire::Hello& hello) const;
-    void refuse(Connection& conn, int rank, wire::Notice notice);
+    void admit_pending(const std::shared_ptr<Connection>& conn);
     void refuse_garbage(Connection& conn, const std::string& why);
     void warn_listener(std::string line);
     void open_warn_window();  // arms warn_timer; its end calls close_warn_window(false)
     void close_warn_window(bool final);
+
+    // rendezvous.cpp
+    asio::awaitable<void> serve(std::shared_ptr<Connection> conn);
+    std::optional<wire::Notice> check(const wire::Hello& hello) const;
+    void refuse(Connection& conn, int rank, wire::Notice notice);
     void start_as_root(Blob address);
     void maybe_release();
     void give_up_join();

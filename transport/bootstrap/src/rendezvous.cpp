@@ -28,72 +28,6 @@ bool is_wildcard(const std::string& host) {
 
 }  // namespace
 
-asio::awaitable<void> Bootstrap::Impl::accept_loop() {
-    for (;;) {
-        boost::system::error_code ec;
-        tcp::socket socket =
-            co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
-        if (stopping || !acceptor.is_open()) co_return;
-        if (ec) {
-            // Out of descriptors and the like: say so, breathe, keep serving.
-            warn_listener(fmt::format("{}: accept failed: {}", name(opt.rank), ec.message()));
-            asio::steady_timer pause(io, std::chrono::milliseconds(100));
-            co_await pause.async_wait(asio::use_awaitable);
-            continue;
-        }
-        spawn(io, serve(std::make_shared<Connection>(std::move(socket))), "a handshake");
-    }
-}
-
-void Bootstrap::Impl::refuse_garbage(Connection& conn, const std::string& why) {
-    std::uint64_t count = 0;
-    {
-        std::lock_guard lock(mu);
-        count = ++stats.malformed;
-    }
-    warn_listener(fmt::format("{} refused a connection from {}: {} ({} malformed so far)",
-                              name(opt.rank), conn.remote(), why, count));
-    conn.close();
-}
-
-// The first few warnings of a window are shown; the others are counted and summed up in one
-// line when the window closes. A window that held some back is followed by another, so a
-// steady flood gives one line per warn_interval; a quiet window resets the budget.
-void Bootstrap::Impl::warn_listener(std::string line) {
-    if (warnings_shown < kWarningsShown) {
-        ++warnings_shown;
-        log::warn("{}", line);
-    } else {
-        ++warnings_held;
-        last_held = std::move(line);
-    }
-    if (!warn_window_open && !stopping) open_warn_window();
-}
-
-void Bootstrap::Impl::open_warn_window() {
-    warn_window_open = true;
-    warn_timer.expires_after(opt.warn_interval);
-    warn_timer.async_wait([this](boost::system::error_code ec) {
-        if (!ec) close_warn_window(false);
-    });
-}
-
-void Bootstrap::Impl::close_warn_window(bool final) {
-    warn_window_open = false;
-    if (final) warn_timer.cancel();
-    if (warnings_held == 0) {
-        warnings_shown = 0;
-        return;
-    }
-    log::warn("{}: {} more listener warning{} in the last {} not shown (the latest: {})",
-              name(opt.rank), warnings_held, warnings_held == 1 ? "" : "s",
-              seconds(opt.warn_interval), last_held);
-    warnings_held = 0;
-    if (final || stopping) return;
-    warnings_shown = kWarningsShown;  // still busy: the next window only sums up
-    open_warn_window();
-}
-
 void Bootstrap::Impl::refuse(Connection& conn, int rank, wire::Notice notice) {
     {
         std::lock_guard lock(mu);
@@ -177,12 +111,15 @@ std::optional<wire::Notice> Bootstrap::Impl::check(const wire::Hello& h) const {
 asio::awaitable<void> Bootstrap::Impl::serve(std::shared_ptr<Connection> conn) {
     Frame f;
     try {
-        f = co_await conn->read(Clock::now() + opt.io_timeout);
+        f = co_await conn->read(Clock::now() + opt.io_timeout, wire::kMaxHello);
+        conn->pending = false;
     } catch (const wire::Malformed& e) {
+        conn->pending = false;
         refuse_garbage(*conn, e.what());
         co_return;
     } catch (const boost::system::system_error& e) {
-        if (stopping) co_return;
+        conn->pending = false;
+        if (stopping || conn->evicted) co_return;
         refuse_garbage(*conn,
                        e.code() == asio::error::timed_out
                            ? "sent no complete handshake within " + seconds(opt.io_timeout)

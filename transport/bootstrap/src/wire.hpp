@@ -29,6 +29,11 @@ inline constexpr std::uint32_t kMaxSettings = 256;    // settings in one hello
 inline constexpr std::uint32_t kMaxField = 256;       // one setting's field name
 inline constexpr std::uint32_t kMaxValue = 4096;      // one setting's description
 inline constexpr std::uint32_t kMaxHost = 255;        // a host name or address (DNS's limit)
+// The largest hello decode_hello accepts (every field at its limit): the most a connection
+// that has not yet shaken hands may make rank 0 read.
+inline constexpr std::uint32_t kMaxHello =
+    4 + 4 + 4 * 8 + (4 + kMaxToken) + (4 + kMaxText) + (4 + kMaxBlob) + 4 +
+    kMaxSettings * (4 + kMaxField + 8 + 4 + kMaxValue) + (4 + kMaxHost) + 4;
 
 enum class Kind : std::uint8_t {
     hello = 1,      // joiner -> rank 0: who I am, what I run, my blob

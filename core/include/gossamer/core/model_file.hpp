@@ -34,4 +34,8 @@ void save_model_file(const std::string& path, std::string_view model, std::int64
 /// wrong magic number or version, a truncated file, an invalid layout or a checksum mismatch.
 ModelFile load_model_file(const std::string& path);
 
+/// Checks and decodes the bytes of a model file (what load_model_file does once it has read
+/// them); `label` names the file in errors. Throws ConfigError as load_model_file.
+ModelFile parse_model_file(std::string_view label, std::string_view bytes);
+
 }  // namespace gossamer

@@ -71,6 +71,14 @@ struct HeaderCheck {
 HeaderCheck decode_header(std::span<const std::byte> header, const HeaderExpectation& expect,
                           std::int64_t arrived_bytes, Message& m);
 
+/// The largest payload a peer of a model of `parameters` values ever sends, in bytes: what a
+/// joined peer sets TransportOptions::max_payload_bytes to, so that a longer announcement is
+/// dropped before a byte of it is received or allocated (docs/reliability.md, "Security").
+/// Twice a raw model (top-k at fraction 1 sends an index with every value; int8, fp16, a raw
+/// model and the exact average's model and mass all take less) plus 64 bytes for the
+/// protocols' control messages.
+std::uint64_t largest_payload_bytes(std::uint64_t parameters) noexcept;
+
 /// Payload bytes a header announces (no checks; 0 for a short header).
 std::uint64_t announced_payload_bytes(std::span<const std::byte> header) noexcept;
 

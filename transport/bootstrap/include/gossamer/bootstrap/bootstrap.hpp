@@ -58,6 +58,11 @@ struct Options {
     /// The listener warns about the first few refused connections, then sums up the others in
     /// one line per warn_interval (a port scan or a flood must not flood the log).
     Millis warn_interval{10000};
+    /// Connections that have not sent their handshake yet, at most (docs/reliability.md,
+    /// "Security"): past it the oldest is closed, so idle connections (a slow-loris) hold no
+    /// more than this many descriptors and buffers and never keep a peer of the job out. Each
+    /// also has io_timeout to send its handshake.
+    int max_pending = 64;
 };
 
 /// A peer that left: no heartbeat for heartbeat_timeout, a reset connection, or a goodbye.
@@ -92,6 +97,7 @@ enum class Standing {
 struct ListenerStats {
     std::uint64_t malformed = 0;  ///< connections that sent bytes that are not a handshake
     std::uint64_t refused = 0;    ///< well-formed handshakes that did not match
+    std::uint64_t evicted = 0;    ///< closed without a handshake: past Options::max_pending
 };
 
 /// Faults a test can inject into one peer (Bootstrap::inject_fault).
