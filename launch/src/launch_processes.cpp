@@ -166,6 +166,9 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
                                          "--eval-samples",
                                          std::to_string(job.eval_samples)};
         if (cluster) argv.insert(argv.end(), {"--cluster", *cluster});
+        if (job.trace)
+            argv.insert(argv.end(), {"--trace", peer_trace_path(job, algo, r).string(),
+                                     "--trace-limit", fmt::format("{}", job.trace_limit / 1e6)});
         auto peer_env = env;
         if (script) {  // the same facts through the environment (gossamer.launched())
             argv = {job.python, *script};

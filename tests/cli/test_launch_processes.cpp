@@ -2,12 +2,14 @@
 // seconds each (tests/cli/launch_job.hpp). No ',' in test names: doctest's --test-case filter,
 // which labels the tests, splits at commas.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -147,6 +149,36 @@ TEST_SUITE("integration") {
               std::string::npos);
         CHECK(r.err.find("    ") != std::string::npos);
         CHECK(read_json(out / "result.json")["algorithms"][0]["ok"] == false);
+    }
+
+    TEST_CASE("launch --trace merges the timelines of the peer processes into one file") {
+        LaunchJob job;
+        const auto out = job.dir.path() / "launch";
+        const auto file = out / "trace.json";
+        auto r = job.launch("--algorithms dpsgd --timeout 60 --out " + out.string() + " --trace " +
+                            file.string());
+        CAPTURE(r.err);
+        REQUIRE(r.status == 0);
+        const auto doc = read_json(file);
+        std::map<int, std::pair<double, double>> traced;  // rank -> (steps, waits) seconds
+        for (const auto& e : doc["traceEvents"]) {
+            const std::string cat = e.value("cat", "");
+            if (cat == "step") traced[e["pid"].get<int>()].first += e["dur"].get<double>() / 1e6;
+            if (cat == "wait") traced[e["pid"].get<int>()].second += e["dur"].get<double>() / 1e6;
+        }
+        CHECK(traced.size() == 4);
+        CHECK(doc["otherData"]["files"].size() == 4);
+        for (int rank = 0; rank < 4; ++rank) {
+            CAPTURE(rank);
+            Json summary;
+            std::ifstream in(out / "dpsgd" / fmt::format("peer{}.jsonl", rank));
+            for (std::string line; std::getline(in, line);)
+                if (line.find("\"summary\"") != std::string::npos) summary = Json::parse(line);
+            REQUIRE(summary.is_object());
+            const double busy = summary["busy"].get<double>(), idle = summary["idle"].get<double>();
+            CHECK(std::abs(traced[rank].first - busy) <= 0.01 * busy);
+            CHECK(std::abs(traced[rank].second - idle) <= 0.01 * std::max(idle, 1e-3));
+        }
     }
 
     TEST_CASE("a healthy launch prints no endpoint errors and no warnings at the end of the job") {
