@@ -154,6 +154,9 @@ int run_launch(const std::vector<std::string>& args) {
           "docs/trace.md); several algorithms: FILE-<algorithm>.json each"},
          {"trace-limit", "MB",
           "bound on each peer's trace events (default 64); past it whole steps are sampled"},
+         {"live", "",
+          "show a per-peer table (steps, s/step, idle, whom each waits for most) while the "
+          "peer processes run, redrawn in place on a terminal; not with --inproc"},
          {"json", "", "print the summary as JSON"}},
         0);
     auto a = p.parse(args);
@@ -192,6 +195,7 @@ int run_launch(const std::vector<std::string>& args) {
     job.trace = a.value("trace");
     job.trace_limit = trace_limit_bytes(a);
     job.trace_per_algorithm = algorithms.size() > 1;
+    job.live = a.flag("live");
     if (job.trace) trace::check_writable(*job.trace, "--trace");
     job.target = cfg.target_accuracy;
     if (a.value("target")) job.target = a.number("target", 0);
@@ -203,6 +207,10 @@ int run_launch(const std::vector<std::string>& args) {
         throw UsageError(
             fmt::format("--hosts: \"{}\" is not a kind of host; use local or netns", hosts));
     const bool netns = hosts == "netns";
+    if (job.live && inproc)
+        throw UsageError(
+            "--live: the live table follows peer processes, not --inproc threads; leave out "
+            "--inproc or --live");
     if (with_ddp && inproc)
         throw UsageError(
             "--algorithms: ddp runs torch processes (bench/ddp_ref.py), not --inproc threads; "

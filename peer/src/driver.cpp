@@ -239,13 +239,15 @@ bool Loop::deliver_one() {
         result_.busy += d->took;
         result_.step_log.push_back({d->step, t, d->loss, d->took});
         if (options_.on_step) options_.on_step(result_.step_log.back());
-        trace_.step(t, d->took, d->step, d->loss);
+        const StepWait w = trace_.step(t, d->took, d->step, d->loss);
         if (metrics_)
             metrics_->write({{"rank", result_.rank},
                              {"step", d->step},
                              {"time", t},
                              {"loss", d->loss},
-                             {"step_seconds", d->took}});
+                             {"step_seconds", d->took},
+                             {"wait", w.seconds},
+                             {"waited_for", w.peer}});
         protocol_.step_finished(t, d->loss, a);
     } else if (!deadlines_.empty() && deadlines_.top().first <= seconds(Clock::now() - start_)) {
         const auto id = deadlines_.top().second;

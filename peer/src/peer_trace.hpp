@@ -1,6 +1,7 @@
 #pragma once
 // A real peer's hooks into a trace::Recorder (docs/trace.md), called by the driver's
-// communication loop only; each is a no-op when the peer records no trace.
+// communication loop only. Without a trace it still follows what ended each wait (cheap), for
+// the metrics line's "wait" and "waited_for" (gossamer launch's live view); the rest is a no-op.
 //
 // Steps come from the compute thread's records (their end when the loop took them, their
 // duration as measured, padding included); the waits are the gaps between them, so step and
@@ -16,6 +17,12 @@
 #include "gossamer/transport/message.hpp"
 
 namespace gossamer::peer {
+
+/// The wait before a step: its seconds and the neighbour whose message ended it (-1: none).
+struct StepWait {
+    double seconds = 0;
+    int peer = -1;
+};
 
 class PeerTracer {
   public:
@@ -38,27 +45,30 @@ class PeerTracer {
         if (r_) r_->send(rank_, now, m.receiver, m.wire_bytes(), m.round, static_cast<int>(m.kind));
     }
     void receive(double now, const transport::Message& m) {
-        if (!r_) return;
-        r_->receive(rank_, now, m.sender, m.wire_bytes(), m.round, static_cast<int>(m.kind));
         cause_ = {trace::WaitCause::message, m.sender, m.round};
+        if (r_)
+            r_->receive(rank_, now, m.sender, m.wire_bytes(), m.round, static_cast<int>(m.kind));
     }
     /// The loop asks for a step: what ended the wait before it is the event just delivered.
     void starting() noexcept {
         wait_cause_ = last_end_ > 0 ? cause_ : trace::WaitCause{trace::WaitCause::start};
     }
     /// A step of `took` seconds the loop took at `now`.
-    void step(double now, double took, std::int64_t step, double loss) {
-        if (!r_) return;
+    StepWait step(double now, double took, std::int64_t step, double loss) {
         const double start = std::max(last_end_, now - took);
-        r_->wait(rank_, last_end_, start, wait_cause_);
-        r_->step(rank_, start, now, step, loss);
+        const StepWait w{start - last_end_,
+                         wait_cause_.kind == trace::WaitCause::message ? wait_cause_.peer : -1};
+        if (r_) {
+            r_->wait(rank_, last_end_, start, wait_cause_);
+            r_->step(rank_, start, now, step, loss);
+        }
         last_end_ = now;
         cause_ = {};
+        return w;
     }
     void peer_failed(double now, int dead) {
-        if (!r_) return;
-        r_->peer_failed(rank_, now, dead);
         cause_ = {trace::WaitCause::failure, dead, -1};
+        if (r_) r_->peer_failed(rank_, now, dead);
     }
     /// An evaluation line of the peer's evaluator ({"at", "accuracy", "loss"}).
     void evaluation(const json::Json& line) {

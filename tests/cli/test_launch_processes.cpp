@@ -181,6 +181,63 @@ TEST_SUITE("integration") {
         }
     }
 
+    // Peer 2 computes four times slower (30 steps of 80 ms against 20 ms): its neighbours 1 and
+    // 3 wait for it.
+    constexpr const char* kStraggler2 = R"({"defaults": {"base_time": 0.02},
+        "peers": [{"rank": 2, "factor": 4}], "network": {"latency": 1e-5, "bandwidth": 1e9}})";
+
+    TEST_CASE("launch --live prints a per-peer table naming the slowest peer when not a terminal") {
+        LaunchJob job;
+        job.cluster = job.dir.write("straggler.json", kStraggler2);
+        const auto out = job.dir.path() / "launch";
+        auto r = job.launch("--algorithms dpsgd --timeout 60 --live --out " + out.string());
+        CAPTURE(r.err);
+        REQUIRE(r.status == 0);
+        CHECK(r.err.find("waits most for") != std::string::npos);
+        CHECK(r.err.find("slowest peer 2 at 30 steps") != std::string::npos);
+        const bool edge = r.err.find("most waited on: 2->1") != std::string::npos ||
+                          r.err.find("most waited on: 2->3") != std::string::npos;
+        CHECK(edge);
+        CHECK(r.err.find("\x1b[") == std::string::npos);  // plain lines
+        r = job.launch("--algorithms dpsgd --inproc --live --out " + out.string());
+        CHECK(r.status == 2);
+        CHECK(r.err.find("--live") != std::string::npos);
+    }
+
+    TEST_CASE(
+        "launch --live on a terminal (tmux) shows the slowest peer of a run with a straggler") {
+        if (!gossamer::test::have_component("tmux",
+                                            gossamer::test::missing_program("tmux", "tmux")))
+            return;
+        LaunchJob job;
+        job.cluster = job.dir.write("straggler.json", kStraggler2);
+        const auto out = job.dir.path() / "launch";
+        const std::string session = fmt::format("gossamer-live-{}", ::getpid());
+        struct Kill {  // the session goes however the test ends
+            std::string name;
+            ~Kill() { std::system(("tmux kill-session -t " + name + " 2>/dev/null").c_str()); }
+        } kill{session};
+        const std::string cmd = kBin + " launch --no-plots --topology " + job.topology +
+                                " --config " + job.config + " --cluster " + job.cluster +
+                                " --algorithms dpsgd --timeout 60 --live --out " + out.string() +
+                                "; echo launch-exit=$?; sleep 60";
+        REQUIRE(run("tmux new-session -d -x 160 -y 40 -s " + session + " '" + cmd + "'").status ==
+                0);
+        std::string screen;
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (std::chrono::steady_clock::now() < until) {
+            screen = run("tmux capture-pane -p -t " + session).out;
+            if (screen.find("launch-exit=") != std::string::npos) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        CAPTURE(screen);
+        CHECK(screen.find("launch-exit=0") != std::string::npos);
+        CHECK(screen.find("waits most for") != std::string::npos);
+        CHECK(screen.find("slowest peer 2") != std::string::npos);
+        // Redrawn in place: the table's header is on the screen once.
+        CHECK(screen.find("waits most for") == screen.rfind("waits most for"));
+    }
+
     TEST_CASE("a healthy launch prints no endpoint errors and no warnings at the end of the job") {
         LaunchJob job;
         const auto out = job.dir.path() / "healthy";

@@ -56,6 +56,9 @@ struct LaunchJob {
     std::optional<std::string> trace;
     bool trace_per_algorithm = false;
     std::size_t trace_limit = 64'000'000;  ///< bytes, per peer
+    /// --live: a per-peer table (steps, s/step, idle, whom it waits for most) on stderr while
+    /// the peer processes run, redrawn in place on a terminal (docs/report.md, "Live view").
+    bool live = false;
 };
 
 /// One algorithm's outcome: a row of the table and OUT/<algorithm>/result.json.
