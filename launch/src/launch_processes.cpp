@@ -274,8 +274,8 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     if (job.live) {  // the table as the peers left it
         for (auto& f : follow) f.read();
         auto lines = live_table(follow);
-        lines.insert(lines.begin(), fmt::format("{}: done, {}, {:.1f} s", algo,
-                                                live_fragment(follow), row.wall));
+        lines.insert(lines.begin(),
+                     fmt::format("{}: done, {}, {:.1f} s", algo, live_fragment(follow), row.wall));
         live.show(lines, row.wall, true);
     }
 
