@@ -201,6 +201,21 @@ std::vector<Algo> read_launch(const fs::path& run, const Json& result, std::stri
         a.acc_time.name = a.loss_time.name = a.acc_bytes.name = a.name;
         algos.push_back(std::move(a));
     }
+    // The merged timelines (--trace FILE inside RUN): listed first, by the folder of the peer
+    // files they merged.
+    for (const auto& e : fs::directory_iterator(run)) {
+        const auto& p = e.path();
+        if (!e.is_regular_file() || p.extension() != ".json" ||
+            p.filename().string().find("trace") == std::string::npos)
+            continue;
+        const auto doc = json_file(p);
+        if (!doc || !doc->contains("otherData") || !(*doc)["otherData"].contains("files")) continue;
+        const auto& files = (*doc)["otherData"]["files"];
+        if (files.empty()) continue;
+        const auto algo = fs::path(files[0].value("file", "")).parent_path().filename().string();
+        for (auto& a : algos)
+            if (a.name == algo) a.traces.insert(a.traces.begin(), p.string());
+    }
     return algos;
 }
 

@@ -116,7 +116,8 @@ TEST_CASE("the report of a launch run draws the recorded topology and links the 
     CHECK(count(html, "<tr><td>dpsgd</td>") == 1);
     CHECK(count(html, "class=\"node\"") == 4);  // the topology launch recorded
     CHECK(count(html, "class=\"bar\"") == 4);
-    CHECK(count(html, "class=\"trace\"") == 4);  // one timeline per peer
+    CHECK(count(html, "class=\"trace\"") == 5);  // the merged one, one per peer
+    CHECK(count(html, "class=\"trace\" href=\"launch/trace.json\"") == 1);
     CHECK(count(html, "class=\"cell\"") == 16);
 }
 
