@@ -135,6 +135,13 @@ TEST_CASE("bad --trace and --trace-limit values are refused with one line and ex
             job.config + " --trace " + job.dir.path().string());
     CHECK(r.status == 2);
     CHECK(r.err.find("--trace") != std::string::npos);
+    // A peer refuses it before it joins (the others would wait for it in vain).
+    r = run(kBin + " peer --topology " + job.topology + " --config " + job.config +
+            " --rank 0 --join-timeout 5 --out " + (job.dir.path() / "p").string() + " --trace " +
+            job.dir.path().string());
+    CHECK(r.status == 2);
+    const bool ucx = r.err.find("no UCX backend") == std::string::npos;  // -DGOSSAMER_USE_UCX=OFF
+    if (ucx) CHECK(r.err.find("--trace") != std::string::npos);
 }
 
 TEST_CASE("launch --inproc --trace merges the peers' timelines into one file") {
