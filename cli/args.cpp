@@ -116,4 +116,12 @@ std::string ArgParser::help() const {
     return out;
 }
 
+std::size_t trace_limit_bytes(const ParsedArgs& a) {
+    const double mb = a.number("trace-limit", 64);
+    if (!(mb >= 0.01) || mb > 1e6)
+        throw UsageError(
+            fmt::format("--trace-limit: {} is not a size in MB between 0.01 and 1000000", mb));
+    return static_cast<std::size_t>(mb * 1e6);
+}
+
 }  // namespace gossamer::cli

@@ -64,4 +64,7 @@ class ArgParser {
     bool variadic_;
 };
 
+/// --trace-limit MB (default 64) in bytes: the bound on a trace's events (docs/trace.md).
+std::size_t trace_limit_bytes(const ParsedArgs& a);
+
 }  // namespace gossamer::cli

@@ -13,6 +13,7 @@
 #include "gossamer/core/units.hpp"
 #include "mix.hpp"
 #include "mix_device.hpp"
+#include "trace_cost.hpp"
 #ifdef GOSSAMER_HAVE_UCX
 #include "allreduce.hpp"
 #include "calibrate.hpp"
@@ -29,6 +30,29 @@ void print_and_save(const ParsedArgs& a, const json::Json& j, const std::string&
         out << j.dump(2) << "\n";
         if (!out) throw UsageError(fmt::format("--save: cannot write {}", *path));
     }
+}
+
+int run_trace_bench(const std::vector<std::string>& args) {
+    ArgParser p("gossamer bench trace", "[options]",
+                "The cost of recording one timeline event (--trace, docs/trace.md): waits, "
+                "steps, sends and receives of 8 peers in turn, beside writing one metrics line "
+                "(a peer's per-step record, flushed), alternated in the same run, best of "
+                "--repeats. Target: one event costs less than a tenth of a metrics line.",
+                {{"events", "N", "events recorded per repeat (default 2000000)"},
+                 {"lines", "N", "metrics lines per repeat (default 20000)"},
+                 {"repeats", "K", "alternated repeats (default 5)"},
+                 {"json", "", "print JSON"},
+                 {"save", "FILE", "also write the JSON to FILE"}},
+                0);
+    auto a = p.parse(args);
+    if (a.help) return std::cout << p.help(), 0;
+    bench::TraceCostOptions o;
+    o.events = a.integer("events", o.events, 1000, 1'000'000'000);
+    o.lines = a.integer("lines", o.lines, 100, 100'000'000);
+    o.repeats = static_cast<int>(a.integer("repeats", o.repeats, 1, 1000));
+    const auto r = bench::run_trace_cost(o);
+    print_and_save(a, r.to_json(), r.to_text());
+    return 0;
 }
 
 int run_mix_bench(const std::vector<std::string>& args) {
@@ -331,6 +355,7 @@ benchmarks:
   transport UCX point-to-point bandwidth and latency beside ucx_perftest
   allreduce ring all-reduce between real processes beside OpenMPI's MPI_Allreduce
   calibrate measure step time and link speed, write a cluster file for gossamer sim
+  trace     the cost of recording one timeline event beside writing one metrics line
 
 Each prints a ratio against a reference measured in the same run. scripts/bench.sh runs them all.
 )";
@@ -341,6 +366,7 @@ Each prints a ratio against a reference measured in the same run. scripts/bench.
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "compute") return run_compute_bench(rest);
     if (args[0] == "mix") return run_mix_bench(rest);
+    if (args[0] == "trace") return run_trace_bench(rest);
 #ifdef GOSSAMER_HAVE_UCX
     if (args[0] == "transport") return run_transport_bench(rest);
     if (args[0] == "allreduce") return run_allreduce_bench(rest);
@@ -351,8 +377,8 @@ Each prints a ratio against a reference measured in the same run. scripts/bench.
             fmt::format("gossamer bench {}: built without UCX (GOSSAMER_USE_UCX=OFF)", args[0]));
 #endif
     throw UsageError(fmt::format(
-        "gossamer bench: unknown benchmark '{}'; use compute, mix, transport, allreduce or "
-        "calibrate",
+        "gossamer bench: unknown benchmark '{}'; use compute, mix, transport, allreduce, "
+        "calibrate or trace",
         args[0]));
 }
 

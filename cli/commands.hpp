@@ -15,5 +15,6 @@ int run_launch(const std::vector<std::string>& args);
 int run_peer(const std::vector<std::string>& args);
 int run_eval(const std::vector<std::string>& args);
 int run_lab(const std::vector<std::string>& args);
+int run_report(const std::vector<std::string>& args);
 
 }  // namespace gossamer::cli

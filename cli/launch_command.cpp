@@ -23,6 +23,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/output_dir.hpp"
 #include "gossamer/core/progress.hpp"
+#include "gossamer/core/trace.hpp"
 #include "gossamer/lab/from_cluster.hpp"
 #include "gossamer/lab/lab.hpp"
 #include "gossamer/lab/system.hpp"
@@ -148,6 +149,14 @@ int run_launch(const std::vector<std::string>& args) {
           "(GOSSAMER_STEP_TIME)"},
          {"script-args", "ARGS", "arguments of every --script peer (split at spaces)"},
          {"no-plots", "", "do not run scripts/plot.py"},
+         {"trace", "FILE",
+          "record each peer's timeline and merge them into FILE (Chrome trace / Perfetto JSON, "
+          "docs/trace.md); several algorithms: FILE-<algorithm>.json each"},
+         {"trace-limit", "MB",
+          "bound on each peer's trace events (default 64); past it whole steps are sampled"},
+         {"live", "",
+          "show a per-peer table (steps, s/step, idle, whom each waits for most) while the "
+          "peer processes run, redrawn in place on a terminal; not with --inproc"},
          {"json", "", "print the summary as JSON"}},
         0);
     auto a = p.parse(args);
@@ -183,6 +192,11 @@ int run_launch(const std::vector<std::string>& args) {
             fmt::format("gossamer launch: --timeout {}: give seconds > 0", *a.value("timeout")));
     job.eval_interval = eval_interval_option(a);
     job.eval_samples = a.integer("eval-samples", 2000, 1, INT64_MAX);
+    job.trace = a.value("trace");
+    job.trace_limit = trace_limit_bytes(a);
+    job.trace_per_algorithm = algorithms.size() > 1;
+    job.live = a.flag("live");
+    if (job.trace) trace::check_writable(*job.trace, "--trace");
     job.target = cfg.target_accuracy;
     if (a.value("target")) job.target = a.number("target", 0);
     if (job.target && !(*job.target > 0 && *job.target <= 1))
@@ -193,6 +207,10 @@ int run_launch(const std::vector<std::string>& args) {
         throw UsageError(
             fmt::format("--hosts: \"{}\" is not a kind of host; use local or netns", hosts));
     const bool netns = hosts == "netns";
+    if (job.live && inproc)
+        throw UsageError(
+            "--live: the live table follows peer processes, not --inproc threads; leave out "
+            "--inproc or --live");
     if (with_ddp && inproc)
         throw UsageError(
             "--algorithms: ddp runs torch processes (bench/ddp_ref.py), not --inproc threads; "
@@ -303,6 +321,8 @@ int run_launch(const std::vector<std::string>& args) {
             return 128 + stop.signal;
         }
         if (!row.ok) status = 1;
+        if (const auto merged = launch::merge_peer_traces(job, algo))
+            progress(fmt::format("{}: trace {}", algo, *merged), true);
         auto record = launch::to_json(row);
         const auto path = job.out / algo / "result.json";
         std::ofstream f(path);

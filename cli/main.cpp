@@ -35,6 +35,7 @@ commands:
   peer      run one real peer of a job over UCX (one process per rank; mpirun, srun)
   lab       network-namespace lab: check, up, down, clean (root; docs/lab.md)
   eval      test accuracy and loss of a saved model (model.bin, a checkpoint)
+  report    one self-contained HTML page from a run folder of sim or launch
   bench     benchmarks with a reference measured in the same run (compute)
 
 'gossamer COMMAND --help' describes a command. Exit status: 0 success, 1 internal error,
@@ -74,6 +75,7 @@ int dispatch(const std::vector<std::string>& args) {
     if (cmd == "launch") return gossamer::cli::run_launch(rest);
     if (cmd == "peer") return gossamer::cli::run_peer(rest);
     if (cmd == "eval") return gossamer::cli::run_eval(rest);
+    if (cmd == "report") return gossamer::cli::run_report(rest);
     if (cmd == "lab") return gossamer::cli::run_lab(rest);
     throw gossamer::cli::UsageError(
         fmt::format("gossamer: unknown command '{}'; see 'gossamer --help'", cmd));

@@ -24,6 +24,7 @@
 #include "gossamer/core/compute_model.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/output_dir.hpp"
+#include "gossamer/core/trace.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/peer/cluster_options.hpp"
@@ -84,6 +85,10 @@ const ArgParser& parser() {
          {"average-timeout", "S",
           "seconds for the final average, waiting for the survivors "
           "still training included (default 600)"},
+         {"trace", "FILE",
+          "write this peer's timeline (Chrome trace / Perfetto JSON, docs/trace.md) to FILE"},
+         {"trace-limit", "MB",
+          "bound on the trace's events (default 64); past it whole steps are sampled"},
          {"json", "",
           "print a JSON summary on stdout at the end (with the average on the rank "
           "that evaluates it)"}},
@@ -190,6 +195,11 @@ int run_peer(const std::vector<std::string>& args) {
     job.driver.stall_timeout = job.stall_timeout;
     // A short --timeout still shows the watchdog's line (what the peer waits for) first.
     job.driver.watchdog = std::min(job.driver.watchdog, job.stall_timeout);
+    if (const auto trace = a.value("trace")) {
+        trace::check_writable(*trace, "--trace");
+        job.driver.trace_path = *trace;
+    }
+    job.driver.trace_limit = trace_limit_bytes(a);
     // Every file this peer may write is checked before it joins (a refusal after the start-up
     // barrier would leave the others waiting for it). The peers of a job share the folder:
     // nothing in it is removed, each peer overwrites its own files (docs/cli.md).

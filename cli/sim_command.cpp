@@ -17,6 +17,7 @@
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/output_dir.hpp"
 #include "gossamer/core/progress.hpp"
+#include "gossamer/core/trace.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/straggler.hpp"
 #include "gossamer/optimizers/training_config.hpp"
@@ -147,6 +148,12 @@ int run_sim(const std::vector<std::string>& args) {
                  {"peer-metrics", "M",
                   "peers.jsonl records: all, sample K (about K peers, evenly spread) or none "
                   "(default: all up to 4096 peers, else sample 1024)"},
+                 {"trace", "FILE",
+                  "write the timeline (Chrome trace / Perfetto JSON, docs/trace.md) to FILE; "
+                  "several algorithms or seeds: FILE-<algorithm>-seed<k>.json each"},
+                 {"trace-limit", "MB",
+                  "bound on each trace's events (default 64); past it whole steps are sampled "
+                  "and the file says so"},
                  {"json", "", "print the summary as JSON"},
                  {"save", "FILE", "also write the JSON summary to FILE"}},
                 0);
@@ -202,6 +209,9 @@ int run_sim(const std::vector<std::string>& args) {
             a.integer("model-size", static_cast<std::int64_t>(size), 1, INT64_MAX));
     }
     base.peer_records_every = peer_records_every(a.value("peer-metrics"), topo.n());
+    const auto trace_file = a.value("trace");
+    const auto trace_limit = trace_limit_bytes(a);
+    if (trace_file) trace::check_writable(*trace_file, "--trace");
     // A plain double (NaN = none): GCC 12 warns wrongly about std::optional<double> here.
     double goal = cfg && cfg->target_accuracy ? *cfg->target_accuracy : std::nan("");
     if (a.value("target")) goal = a.number("target", 0);
@@ -260,8 +270,25 @@ int run_sim(const std::vector<std::string>& args) {
             }
             s.progress = [&](std::string_view line) { progress(line); };
             progress(fmt::format("{} seed {}/{}", algo, k + 1, seeds), true);
+            std::optional<trace::Recorder> rec;
+            if (trace_file) {
+                rec.emplace("virtual", trace_limit);
+                rec->set_info("algorithm", algo);
+                rec->set_info("seed", s.seed);
+                s.trace = &*rec;
+            }
             const auto r = sim::simulate(s);
             write_run(out / algo / fmt::format("seed{}", k), r);
+            if (rec) {
+                const bool one = algorithms.size() == 1 && seeds == 1;
+                const std::string path =
+                    one ? *trace_file
+                        : trace::tagged_path(*trace_file, fmt::format("{}-seed{}", algo, k));
+                rec->write(path);
+                progress(fmt::format("trace: {} ({} events, every {} step{})", path, rec->events(),
+                                     rec->every(), rec->every() > 1 ? "s" : ""),
+                         true);
+            }
             progress(
                 fmt::format("{} seed {}: {} events in {:.1f} s ({:.0f} events/s)", algo, k + 1,
                             r.events, r.wall_seconds, r.events / std::max(r.wall_seconds, 1e-9)),

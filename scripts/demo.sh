@@ -4,7 +4,9 @@
 # Fashion-MNIST MLP, with peer 0 four times slower than the others (examples/clusters/
 # straggler8.json pads every step to 40 ms, peer 0's to 160 ms), and compares wait-free gossip
 # with straggler-aware weights (async), synchronous gossip (dpsgd) and the all-reduce baseline:
-# a printed table, out/demo/result.json and the plots out/demo/loss.png, accuracy.png, idle.png.
+# a printed table, out/demo/result.json and the plots out/demo/loss.png, accuracy.png, idle.png,
+# the timelines out/demo/trace-<algorithm>.json (docs/trace.md) and the page out/demo/report.html
+# (gossamer report, docs/report.md).
 # The table's first column is the time to 85% test accuracy (the peers evaluate their own
 # models every 2 s); the final accuracy is that of the exact average of all models at the end.
 #
@@ -30,5 +32,11 @@ echo "   (wall-clock time; the same hyperparameters and data order for every alg
 start=$SECONDS
 "$g" launch --topology examples/topologies/ring8.json \
   --cluster examples/clusters/straggler8.json --config examples/launch/fashion_mlp8.json \
-  --algorithms async,dpsgd,allreduce --out "$out"
+  --algorithms async,dpsgd,allreduce --out "$out" --trace "$out/trace.json"
 echo "training part: $((SECONDS - start)) s; plots: $out/loss.png, $out/accuracy.png, $out/idle.png"
+echo "timelines (Perfetto / chrome://tracing): $out/trace-async.json, trace-dpsgd.json, trace-allreduce.json"
+
+echo
+echo "== The report page: table, plots, topology, bytes per edge, links to the timelines =="
+"$g" report "$out"
+echo "open $out/report.html in a browser (it loads nothing from the network)"

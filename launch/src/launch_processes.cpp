@@ -24,6 +24,7 @@
 #include "gossamer/launch/local_ports.hpp"
 #include "gossamer/peer/job.hpp"
 #include "lab_hosts.hpp"
+#include "live.hpp"
 #include "metrics_follow.hpp"
 
 namespace gossamer::launch {
@@ -166,6 +167,9 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
                                          "--eval-samples",
                                          std::to_string(job.eval_samples)};
         if (cluster) argv.insert(argv.end(), {"--cluster", *cluster});
+        if (job.trace)
+            argv.insert(argv.end(), {"--trace", peer_trace_path(job, algo, r).string(),
+                                     "--trace-limit", fmt::format("{}", job.trace_limit / 1e6)});
         auto peer_env = env;
         if (script) {  // the same facts through the environment (gossamer.launched())
             argv = {job.python, *script};
@@ -214,6 +218,7 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     row.algorithm = algo;
     bool timed_out = false;
     std::vector<bool> stopped(static_cast<std::size_t>(n));  // by this launcher
+    LiveTable live;
     for (;;) {
         kids.poll();
         for (auto& f : follow) f.read();
@@ -250,19 +255,29 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
             break;
         }
         std::int64_t done = 0;
-        int slowest = 0;
-        for (int r = 0; r < n; ++r) {
-            done += follow[r].steps;
-            if (follow[r].steps < follow[slowest].steps) slowest = r;
+        for (int r = 0; r < n; ++r) done += follow[r].steps;
+        const std::string line =
+            fmt::format("{}: {}/{} peers running, {}/~{} steps, {}, {:.1f} s", algo, running.size(),
+                        n, done, job.total_steps, live_fragment(follow), wall);
+        if (job.live) {
+            if (live.tty()) progress.done();  // the table takes the terminal's last lines
+            auto lines = live_table(follow);
+            lines.insert(lines.begin(), line);
+            live.show(lines, wall);
+        } else {
+            progress(line);
         }
-        progress(fmt::format(
-            "{}: {}/{} peers running, {}/~{} steps, slowest peer {} at {} "
-            "steps, {:.1f} s",
-            algo, running.size(), n, done, job.total_steps, slowest, follow[slowest].steps, wall));
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     row.wall = elapsed();
     progress.done();
+    if (job.live) {  // the table as the peers left it
+        for (auto& f : follow) f.read();
+        auto lines = live_table(follow);
+        lines.insert(lines.begin(),
+                     fmt::format("{}: done, {}, {:.1f} s", algo, live_fragment(follow), row.wall));
+        live.show(lines, row.wall, true);
+    }
 
     // Gather: exit statuses, summaries, rank 0's average.
     double bytes = 0, idle = 0;

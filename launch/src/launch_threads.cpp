@@ -81,6 +81,10 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
     if (job.eval_samples > 0)
         for (int r = 0; r < n; ++r) models.push_back(optim::build_model(*job.config, data.train));
     lt.attach = [&](int r, const proto::Protocol& protocol, peer::DriverOptions& o) {
+        if (job.trace) {
+            o.trace_path = peer_trace_path(job, algo, r).string();
+            o.trace_limit = job.trace_limit;
+        }
         if (job.eval_samples <= 0) return;
         const auto i = static_cast<std::size_t>(r);
         auto& ev = evals[i].emplace(*models[i], subset, job.config->eval_batch, r,

@@ -28,6 +28,9 @@ struct Follower {
     std::int64_t steps = 0;
     std::optional<json::Json> summary;
     std::map<std::int64_t, std::pair<double, double>> evals;  // tick -> (time, accuracy)
+    // The live view (live.hpp): from the step lines.
+    double time = 0, busy = 0, idle = 0;  // seconds: the last step's end, steps, waits
+    std::map<int, double> waited;         // neighbour -> seconds of waits its message ended
 
     void read() {
         std::ifstream in(path, std::ios::binary);
@@ -50,8 +53,20 @@ struct Follower {
                                                             j["accuracy"].get<double>()};
             } else if (line.find("\"step\"") != std::string::npos) {
                 ++steps;
+                step_line(line);
             }
         }
+    }
+
+  private:
+    void step_line(const std::string& line) {
+        const auto j = json::Json::parse(line, nullptr, false);
+        if (!j.is_object()) return;
+        time = j.value("time", time);
+        busy += j.value("step_seconds", 0.0);
+        const double w = j.value("wait", 0.0);
+        idle += w;
+        if (const int from = j.value("waited_for", -1); from >= 0) waited[from] += w;
     }
 };
 

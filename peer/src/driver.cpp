@@ -18,6 +18,7 @@
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/ranks_text.hpp"
 #include "gossamer/optimizers/allreduce.hpp"
+#include "peer_trace.hpp"
 
 namespace gossamer::peer {
 namespace {
@@ -70,6 +71,7 @@ class Loop {
           transport_(t),
           options_(o),
           start_(Clock::now()),
+          trace_(p.rank(), o.trace_path, o.trace_limit, std::chrono::system_clock::now()),
           compute_(w, o.declared_step_time, [&t] { t.wake(); }),
           comm_thread_(std::this_thread::get_id()) {
         result_.rank = p.rank();
@@ -113,7 +115,8 @@ class Loop {
     DriverResult result_;
     bool ended_ = false;
     bool gave_up_settling_ = false;  // settle_timeout passed
-    ComputeThread compute_;          // last: its thread stops before the rest goes
+    PeerTracer trace_;
+    ComputeThread compute_;  // last: its thread stops before the rest goes
     const std::thread::id comm_thread_;
 };
 
@@ -140,6 +143,7 @@ void Loop::apply(proto::Actions& a) {
             inbox_->borrowed.emplace(id, s.borrowed);
         else if (m.payload.size() != m.elements)  // cost-only: a transport carries `elements`
             m.payload.resize(m.elements);
+        trace_.send(last_, m);
         const double release = pace(m);
         if (release > last_)
             held_.emplace(release, id);
@@ -147,6 +151,7 @@ void Loop::apply(proto::Actions& a) {
             send(id);
     }
     for (const auto& d : a.deadlines) deadlines_.emplace(std::max(d.at, last_), d.id);
+    if (a.start_step) trace_.starting();
     if (a.start_step) compute_.start_on_comm(next_step_++, last_, protocol_.compute_point());
     if (a.done && !ended_) {
         ended_ = true;
@@ -156,8 +161,10 @@ void Loop::apply(proto::Actions& a) {
 
 void Loop::write_extra() {
     if (!options_.extra_metrics) return;
-    for (const auto& line : options_.extra_metrics())
+    for (const auto& line : options_.extra_metrics()) {
+        trace_.evaluation(line);
         if (metrics_) metrics_->write(line);
+    }
 }
 
 void Loop::send(std::uint64_t id) {
@@ -207,6 +214,7 @@ void Loop::deliver(Event& e, proto::Actions& a) {
     const double t = now();
     if (auto* m = std::get_if<Arrived>(&e)) {
         heard_[m->msg.sender] = {m->msg.round, t};
+        trace_.receive(t, m->msg);
         protocol_.message_arrived(t, std::move(m->msg), a);
     } else if (auto* s = std::get_if<SendDone>(&e)) {
         if (!s->status.ok())
@@ -220,6 +228,7 @@ void Loop::deliver(Event& e, proto::Actions& a) {
         const int dead = f->status.peer;
         failures_[dead] = f->status.reason;
         result_.failed_peers.push_back(dead);
+        trace_.peer_failed(t, dead);
         log::warn("rank {}: peer {} failed: {}", result_.rank, dead, f->status.reason);
         // A done protocol that still settles waits for nothing more from a failed peer.
         if (!protocol_.done() || !protocol_.settled()) protocol_.peer_failed(t, dead, a);
@@ -247,17 +256,21 @@ bool Loop::deliver_one() {
         result_.busy += d->took;
         result_.step_log.push_back({d->step, t, d->loss, d->took});
         if (options_.on_step) options_.on_step(result_.step_log.back());
+        const StepWait w = trace_.step(t, d->took, d->step, d->loss);
         if (metrics_)
             metrics_->write({{"rank", result_.rank},
                              {"step", d->step},
                              {"time", t},
                              {"loss", d->loss},
-                             {"step_seconds", d->took}});
+                             {"step_seconds", d->took},
+                             {"wait", w.seconds},
+                             {"waited_for", w.peer}});
         protocol_.step_finished(t, d->loss, a);
     } else if (!deadlines_.empty() && deadlines_.top().first <= seconds(Clock::now() - start_)) {
         const auto id = deadlines_.top().second;
         deadlines_.pop();
         if (protocol_.done()) return true;
+        trace_.cause({trace::WaitCause::deadline});
         protocol_.deadline_reached(now(), id, a);
     } else if (!inbox_->events.empty()) {
         Event e = std::move(inbox_->events.front());
@@ -337,6 +350,7 @@ void Loop::finish() {
     result_.stats = protocol_.stats();
     result_.edges = protocol_.edge_metrics();
     write_extra();
+    trace_.finish(result_.end_time, result_.failed);
     if (!metrics_) return;
     const auto& st = result_.stats;
     metrics_->write({{"summary", true},

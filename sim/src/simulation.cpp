@@ -15,6 +15,7 @@
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/sim/event_queue.hpp"
 #include "gossamer/sim/network.hpp"
+#include "sim_trace.hpp"
 
 namespace gossamer::sim {
 namespace {
@@ -56,7 +57,7 @@ struct Peer {
     std::int64_t started = 0;
     // Data messages in flight by receiver, for protocols that bound them to one per edge.
     std::vector<std::pair<int, int>> edge_busy;
-    Time busy = 0, idle = 0, idle_since = 0, step_end = 0;
+    Time busy = 0, idle = 0, idle_since = 0, step_start = 0, step_end = 0;
 };
 
 class Engine {
@@ -93,6 +94,7 @@ class Engine {
     proto::Actions actions_;
     std::vector<transport::Message> messages_;
     std::vector<std::uint32_t> free_messages_;
+    SimTracer trace_;
 };
 
 Engine::Engine(const SimSetup& s)
@@ -100,7 +102,8 @@ Engine::Engine(const SimSetup& s)
       n_(s.topology->n()),
       compute_(*s.cluster, s.seed),
       network_(*s.cluster),
-      peers_(static_cast<std::size_t>(n_)) {
+      peers_(static_cast<std::size_t>(n_)),
+      trace_(s.trace) {
     if (s.cluster->n() != n_)
         throw Error(fmt::format("the cluster has {} peers, the topology {}", s.cluster->n(), n_));
     const bool math = s.mode == Mode::math;
@@ -197,6 +200,7 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
             ++pending_;
             queue_.push(tr.sent, SendDone{rank, data ? to : -1, send.id});
         }
+        trace_.send(rank, now, send.msg);
         ++pending_;
         queue_.push(tr.arrival, Arrival{to, hold(std::move(send.msg))});
     }
@@ -206,7 +210,9 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
     }
     if (a.start_step) {
         if (!p.stepping) p.idle += now - p.idle_since;
+        if (!p.stepping) trace_.wait(rank, p.idle_since, now);
         p.stepping = true;
+        p.step_start = now;
         const double loss =
             p.worker->math() ? p.worker->compute_gradient(p.protocol->compute_point()) : 0.0;
         const Time end = compute_.step_end(rank, p.started++, now);
@@ -219,6 +225,7 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
         p.done = true;
         if (p.alive) --active_;
         if (!p.stepping) p.idle += now - p.idle_since;
+        if (!p.stepping) trace_.wait(rank, p.idle_since, now, {trace::WaitCause::finish});
         result_.end_time = std::max(result_.end_time, now);
     }
 }
@@ -230,6 +237,8 @@ void Engine::handle(Time now, Event& e) {
         if (!p.alive) return;
         p.stepping = false;
         p.idle_since = now;
+        trace_.step(d->rank, p.step_start, now, p.started - 1, d->loss);
+        trace_.cause({});
         ++peer_steps_;
         result_.samples += s_.mode == Mode::math ? s_.config->batch_size : 1;
         p.protocol->step_finished(now, d->loss, a);
@@ -238,11 +247,14 @@ void Engine::handle(Time now, Event& e) {
         Peer& p = peers_[static_cast<std::size_t>(m->rank)];
         transport::Message msg = take(m->message);
         if (!p.alive) return;  // lost with a dead peer (push-sum counts it as lost mass)
+        trace_.receive(m->rank, now, msg);
+        trace_.cause_message(msg);
         p.protocol->message_arrived(now, std::move(msg), a);
         apply(m->rank, now, a);
     } else if (auto* dl = std::get_if<DeadlineEvent>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(dl->rank)];
         if (!p.alive || p.done) return;
+        trace_.cause({trace::WaitCause::deadline});
         p.protocol->deadline_reached(now, dl->id, a);
         apply(dl->rank, now, a);
     } else if (auto* f = std::get_if<Failure>(&e)) {
@@ -255,6 +267,9 @@ void Engine::handle(Time now, Event& e) {
             p.busy -= p.step_end - now;  // the running step is lost with the peer
         else
             p.idle += now - p.idle_since;
+        if (p.stepping) trace_.step(f->rank, p.step_start, now, p.started - 1, 0.0);
+        if (!p.stepping) trace_.wait(f->rank, p.idle_since, now, {});
+        trace_.failure(f->rank, now);
         for (int r = 0; r < n_; ++r) {
             if (r == f->rank) continue;
             ++pending_;
@@ -270,6 +285,8 @@ void Engine::handle(Time now, Event& e) {
     } else if (auto* fn = std::get_if<FailureNotice>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(fn->rank)];
         if (!p.alive || p.done) return;
+        trace_.peer_failed(fn->rank, now, fn->dead);
+        trace_.cause({trace::WaitCause::failure, fn->dead, -1});
         p.protocol->peer_failed(now, fn->dead, a);
         apply(fn->rank, now, a);
     }
@@ -330,6 +347,7 @@ void Engine::evaluate(Time now, bool final) {
         }
     }
     ep.consensus = std::sqrt(spread / static_cast<double>(models.size()));
+    trace_.evaluation(now, ep.accuracy, ep.loss);
     result_.evals.push_back(ep);
 }
 
@@ -345,6 +363,7 @@ SimResult Engine::run() {
     const bool math = s_.mode == Mode::math;
     active_ = n_;
     if (math && s_.eval_interval > 0) queue_.push(0.0, Evaluate{});
+    trace_.cause({trace::WaitCause::start});
     for (int r = 0; r < n_; ++r) {
         proto::Actions& a = fresh_actions();
         peers_[static_cast<std::size_t>(r)].protocol->start(0.0, a);

@@ -267,3 +267,19 @@ TEST_CASE("bench calibrate writes a cluster file that gossamer sim reads") {
                    config + " --algorithms allreduce --out " + (dir.path() / "sim").string());
     CHECK(sim.status == 0);
 }
+
+TEST_CASE("bench trace prices one recorded event against one metrics line of the same run") {
+    const auto r = run(kBin + " bench trace --events 20000 --lines 500 --repeats 2 --json");
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    const double record = j["record_ns_per_event"], line = j["metrics_line_ns"];
+    CHECK(record > 0);
+    CHECK(line > 0);
+    CHECK(j["ratio_record_to_metrics_line"].get<double>() == doctest::Approx(record / line));
+    CHECK(j["events"] == 20000);
+    CHECK(j["bytes_per_event"].get<double>() < 256);  // trace::kMaxEventBytes
+    const auto bad = run(kBin + " bench trace --events 5");
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("--events") != std::string::npos);
+}

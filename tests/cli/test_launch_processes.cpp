@@ -2,12 +2,14 @@
 // seconds each (tests/cli/launch_job.hpp). No ',' in test names: doctest's --test-case filter,
 // which labels the tests, splits at commas.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -147,6 +149,93 @@ TEST_SUITE("integration") {
               std::string::npos);
         CHECK(r.err.find("    ") != std::string::npos);
         CHECK(read_json(out / "result.json")["algorithms"][0]["ok"] == false);
+    }
+
+    TEST_CASE("launch --trace merges the timelines of the peer processes into one file") {
+        LaunchJob job;
+        const auto out = job.dir.path() / "launch";
+        const auto file = out / "trace.json";
+        auto r = job.launch("--algorithms dpsgd --timeout 60 --out " + out.string() + " --trace " +
+                            file.string());
+        CAPTURE(r.err);
+        REQUIRE(r.status == 0);
+        const auto doc = read_json(file);
+        std::map<int, std::pair<double, double>> traced;  // rank -> (steps, waits) seconds
+        for (const auto& e : doc["traceEvents"]) {
+            const std::string cat = e.value("cat", "");
+            if (cat == "step") traced[e["pid"].get<int>()].first += e["dur"].get<double>() / 1e6;
+            if (cat == "wait") traced[e["pid"].get<int>()].second += e["dur"].get<double>() / 1e6;
+        }
+        CHECK(traced.size() == 4);
+        CHECK(doc["otherData"]["files"].size() == 4);
+        for (int rank = 0; rank < 4; ++rank) {
+            CAPTURE(rank);
+            Json summary;
+            std::ifstream in(out / "dpsgd" / fmt::format("peer{}.jsonl", rank));
+            for (std::string line; std::getline(in, line);)
+                if (line.find("\"summary\"") != std::string::npos) summary = Json::parse(line);
+            REQUIRE(summary.is_object());
+            const double busy = summary["busy"].get<double>(), idle = summary["idle"].get<double>();
+            CHECK(std::abs(traced[rank].first - busy) <= 0.01 * busy);
+            CHECK(std::abs(traced[rank].second - idle) <= 0.01 * std::max(idle, 1e-3));
+        }
+    }
+
+    // Peer 2 computes four times slower (30 steps of 80 ms against 20 ms): its neighbours 1 and
+    // 3 wait for it.
+    constexpr const char* kStraggler2 = R"({"defaults": {"base_time": 0.02},
+        "peers": [{"rank": 2, "factor": 4}], "network": {"latency": 1e-5, "bandwidth": 1e9}})";
+
+    TEST_CASE("launch --live prints a per-peer table naming the slowest peer when not a terminal") {
+        LaunchJob job;
+        job.cluster = job.dir.write("straggler.json", kStraggler2);
+        const auto out = job.dir.path() / "launch";
+        auto r = job.launch("--algorithms dpsgd --timeout 60 --live --out " + out.string());
+        CAPTURE(r.err);
+        REQUIRE(r.status == 0);
+        CHECK(r.err.find("waits most for") != std::string::npos);
+        CHECK(r.err.find("slowest peer 2 at 30 steps") != std::string::npos);
+        const bool edge = r.err.find("most waited on: 2->1") != std::string::npos ||
+                          r.err.find("most waited on: 2->3") != std::string::npos;
+        CHECK(edge);
+        CHECK(r.err.find("\x1b[") == std::string::npos);  // plain lines
+        r = job.launch("--algorithms dpsgd --inproc --live --out " + out.string());
+        CHECK(r.status == 2);
+        CHECK(r.err.find("--live") != std::string::npos);
+    }
+
+    TEST_CASE(
+        "launch --live on a terminal (tmux) shows the slowest peer of a run with a straggler") {
+        if (!gossamer::test::have_component("tmux",
+                                            gossamer::test::missing_program("tmux", "tmux")))
+            return;
+        LaunchJob job;
+        job.cluster = job.dir.write("straggler.json", kStraggler2);
+        const auto out = job.dir.path() / "launch";
+        const std::string session = fmt::format("gossamer-live-{}", ::getpid());
+        struct Kill {  // the session goes however the test ends
+            std::string name;
+            ~Kill() { std::system(("tmux kill-session -t " + name + " 2>/dev/null").c_str()); }
+        } kill{session};
+        const std::string cmd = kBin + " launch --no-plots --topology " + job.topology +
+                                " --config " + job.config + " --cluster " + job.cluster +
+                                " --algorithms dpsgd --timeout 60 --live --out " + out.string() +
+                                "; echo launch-exit=$?; sleep 60";
+        REQUIRE(run("tmux new-session -d -x 160 -y 40 -s " + session + " '" + cmd + "'").status ==
+                0);
+        std::string screen;
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (std::chrono::steady_clock::now() < until) {
+            screen = run("tmux capture-pane -p -t " + session).out;
+            if (screen.find("launch-exit=") != std::string::npos) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        CAPTURE(screen);
+        CHECK(screen.find("launch-exit=0") != std::string::npos);
+        CHECK(screen.find("waits most for") != std::string::npos);
+        CHECK(screen.find("slowest peer 2") != std::string::npos);
+        // Redrawn in place: the table's header is on the screen once.
+        CHECK(screen.find("waits most for") == screen.rfind("waits most for"));
     }
 
     TEST_CASE("a healthy launch prints no endpoint errors and no warnings at the end of the job") {

@@ -75,3 +75,50 @@ TEST_CASE("a negative eval interval is one ConfigError line naming the field") {
     CHECK_THROWS_WITH_AS(Peer(o, p), doctest::Contains("PeerOptions::eval_interval: -1 s"),
                          ConfigError);
 }
+
+TEST_CASE("a peer with a trace path writes its timeline adding up to its busy and idle times") {
+    test::TempDir dir;
+    const int n = 2;
+    const auto path = topology_file(dir, "ring", n, topology::WeightRule::uniform);
+    auto job = make_inproc_job(n);
+    const auto file = [&](int r, const char* ext) {
+        return (dir.path() / ("peer" + std::to_string(r) + ext)).string();
+    };
+    auto out = run_loops(n, [&](int r, LoopOutcome& me) {
+        auto o = inproc_options(path, r, "dpsgd", 20, job);
+        o.metrics_path = file(r, ".jsonl");
+        o.trace_path = file(r, ".trace.json");
+        std::vector<float> p(6, 1.0f);
+        Peer peer(o, p);
+        do {
+            std::this_thread::sleep_for(std::chrono::milliseconds(r == 0 ? 4 : 1));
+            p[0] -= 0.01f;
+        } while (peer.step(1.0));
+        me.metrics = peer.finish();
+    });
+    for (int r = 0; r < n; ++r) {
+        CAPTURE(r);
+        REQUIRE(out[static_cast<std::size_t>(r)].error == "");
+        Json summary;
+        std::ifstream in(file(r, ".jsonl"));
+        for (std::string line; std::getline(in, line);) {
+            const auto j = Json::parse(line);
+            if (j.contains("summary")) summary = j;
+            if (j.contains("step")) CHECK(j.contains("waited_for"));
+        }
+        REQUIRE(summary.is_object());
+        std::ifstream tf(file(r, ".trace.json"));
+        const auto doc = Json::parse(tf);
+        double busy = 0, idle = 0;
+        int steps = 0;
+        for (const auto& e : doc["traceEvents"]) {
+            CHECK(e["pid"] == r);  // one track: this peer's
+            if (e.value("cat", "") == "step") busy += e["dur"].get<double>() / 1e6, ++steps;
+            if (e.value("cat", "") == "wait") idle += e["dur"].get<double>() / 1e6;
+        }
+        CHECK(steps == summary["steps"].get<int>());
+        CHECK(busy == doctest::Approx(summary["busy"].get<double>()).epsilon(0.01));
+        CHECK(idle == doctest::Approx(summary["idle"].get<double>()).epsilon(0.01));
+        CHECK(doc["otherData"]["clock"] == "steady");
+    }
+}

@@ -51,6 +51,14 @@ struct LaunchJob {
     /// namespace, at its lab address, UCX over TCP on its veth, links shaped by the kernel and
     /// not by the peer. Null: local processes on this machine's addresses.
     const lab::Lab* lab = nullptr;
+    /// --trace FILE: each peer records OUT/<algorithm>/peer<r>.trace.json and the launcher
+    /// merges them into this file (several algorithms: FILE-<algorithm>.json each).
+    std::optional<std::string> trace;
+    bool trace_per_algorithm = false;
+    std::size_t trace_limit = 64'000'000;  ///< bytes, per peer
+    /// --live: a per-peer table (steps, s/step, idle, whom it waits for most) on stderr while
+    /// the peer processes run, redrawn in place on a terminal (docs/report.md, "Live view").
+    bool live = false;
 };
 
 /// One algorithm's outcome: a row of the table and OUT/<algorithm>/result.json.
@@ -73,6 +81,12 @@ struct LaunchRow {
 struct Interrupted {
     int signal;
 };
+
+/// OUT/<algorithm>/peer<r>.trace.json, rank r's own timeline.
+std::filesystem::path peer_trace_path(const LaunchJob& job, const std::string& algorithm, int r);
+/// Merges the peers' timelines of `algorithm` (those that wrote one) into the job's trace file;
+/// returns its path, or nothing without --trace or when no peer wrote one.
+std::optional<std::string> merge_peer_traces(const LaunchJob& job, const std::string& algorithm);
 
 /// Runs `algorithm` as n `gossamer peer` processes writing into OUT/<algorithm>/.
 LaunchRow launch_processes(const LaunchJob& job, const std::string& algorithm, Progress& progress);

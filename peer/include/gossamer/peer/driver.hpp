@@ -64,6 +64,10 @@ struct DriverOptions {
     double fail_at = std::numeric_limits<double>::infinity();
     /// JSON-lines metrics file (step, time, loss per step; a summary at the end); "" for none.
     std::string metrics_path;
+    /// The peer's timeline (Chrome trace JSON, docs/trace.md), written when run() ends; "" none.
+    std::string trace_path;
+    /// Bound on the trace's events in bytes; past it whole steps are sampled.
+    std::size_t trace_limit = 64'000'000;
     /// Called on the communication thread after each finished local step (a launcher's
     /// progress line); with several peers in one process it must be thread-safe. Empty: none.
     std::function<void(const StepRecord&)> on_step;

@@ -20,6 +20,10 @@
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/topology/schedule.hpp"
 
+namespace gossamer::trace {
+class Recorder;
+}
+
 namespace gossamer::sim {
 
 /// real math: every virtual peer trains the real model on its shard; cost: no values, only
@@ -52,6 +56,8 @@ struct SimSetup {
     /// Per-peer records with the protocol's edge metrics: for ranks r with r % every == 0
     /// (1: all; 0: none). The scalar summary of every peer is kept either way.
     int peer_records_every = 1;
+    /// Records the run's timeline here (docs/trace.md) when set; it outlives simulate().
+    trace::Recorder* trace = nullptr;
 };
 
 struct EvalPoint {

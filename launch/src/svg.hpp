@@ -1,0 +1,35 @@
+#pragma once
+// Inline SVG drawings for gossamer report (docs/report.md): line charts, bar charts, a heatmap
+// and a topology drawing, each a self-contained <svg> element (no script, no external font).
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gossamer::launch::svg {
+
+struct Series {
+    std::string name;
+    std::vector<std::pair<double, double>> points;  ///< (x, y), x ascending
+};
+
+/// A line chart of the series (one colour each, a legend); an empty chart says "no data".
+std::string line_chart(const std::string& title, const std::string& x_label,
+                       const std::string& y_label, const std::vector<Series>& series);
+
+/// Grouped bars: values[g][i] is group g's bar for category i (peers); one colour per group.
+std::string bar_chart(const std::string& title, const std::string& y_label,
+                      const std::vector<std::string>& groups,
+                      const std::vector<std::vector<double>>& values);
+
+/// A matrix as coloured cells (row: sender, column: receiver), the values in the tooltips.
+std::string heatmap(const std::string& title, const std::string& unit,
+                    const std::vector<std::vector<double>>& m);
+
+/// Peers on a circle, directed edges as arrows (a pair both ways as one line).
+std::string graph(const std::string& title, int n, const std::vector<std::pair<int, int>>& edges);
+
+/// Text with <, >, &, " escaped for HTML and SVG.
+std::string escape(const std::string& s);
+
+}  // namespace gossamer::launch::svg

@@ -1,0 +1,136 @@
+// gossamer report as a user runs it (docs/report.md): the page of a sim run and of a launch run
+// parses as HTML, holds the table and the plots and references nothing outside itself; bad
+// folders are refused with one line and exit 2. (The page in headless Chromium is not tested
+// here: no Chromium on the build machine, docs/report.md.)
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "launch_job.hpp"
+
+using gossamer::test::kBin;
+using gossamer::test::LaunchJob;
+using gossamer::test::run;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::size_t count(const std::string& s, const std::string& what) {
+    std::size_t n = 0;
+    for (auto i = s.find(what); i != std::string::npos; i = s.find(what, i + 1)) ++n;
+    return n;
+}
+
+// Whether every element is closed in order (void elements and <x/> need no end tag): the page
+// parses as HTML without the parser's error recovery. Returns "" or what is wrong.
+std::string check_tags(const std::string& html) {
+    std::vector<std::string> open;
+    const std::vector<std::string> voids = {"meta", "br", "hr", "img", "input", "link"};
+    for (std::size_t i = html.find('<'); i != std::string::npos; i = html.find('<', i + 1)) {
+        const auto end = html.find('>', i);
+        if (end == std::string::npos) return "an unclosed <";
+        const std::string tag = html.substr(i + 1, end - i - 1);
+        if (tag.empty() || tag[0] == '!') continue;  // <!DOCTYPE html>
+        const bool closing = tag[0] == '/';
+        const auto name_end = tag.find_first_of(" />", closing ? 1 : 0);
+        const std::string name = tag.substr(closing ? 1 : 0, name_end - (closing ? 1 : 0));
+        if (closing) {
+            if (open.empty() || open.back() != name)
+                return "</" + name + "> closes <" + (open.empty() ? "" : open.back()) + ">";
+            open.pop_back();
+        } else if (tag.back() != '/' &&
+                   std::find(voids.begin(), voids.end(), name) == voids.end()) {
+            open.push_back(name);
+        }
+    }
+    return open.empty() ? "" : "<" + open.back() + "> never closed";
+}
+
+void check_self_contained(const std::string& html) {
+    CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+    CHECK(check_tags(html) == "");
+    CHECK(html.find("<script") == std::string::npos);
+    CHECK(html.find("<link") == std::string::npos);
+    CHECK(html.find("src=") == std::string::npos);
+    CHECK(html.find("href=\"http") == std::string::npos);
+    CHECK(html.find("url(http") == std::string::npos);
+    CHECK(html.find("@import") == std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("the report of a sim run holds the table and the plots and loads nothing") {
+    LaunchJob job;
+    const auto out = job.dir.path() / "sim";
+    auto r = run(kBin + " sim --topology " + job.topology + " --config " + job.config +
+                 " --cluster " + job.cluster + " --algorithms dpsgd,sgp --out " + out.string() +
+                 " --trace " + (out / "trace.json").string());
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    r = run(kBin + " report " + out.string() + " --topology " + job.topology);
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("report.html") != std::string::npos);
+    const auto html = slurp(out / "report.html");
+    check_self_contained(html);
+    CHECK(count(html, "<table id=\"summary\">") == 1);
+    CHECK(count(html, "<tr><td>dpsgd</td>") == 1);
+    CHECK(count(html, "<tr><td>sgp</td>") == 1);
+    // accuracy/time, loss/time, accuracy/bytes, idle, topology, a heatmap per algorithm
+    CHECK(count(html, "<svg") == 7);
+    CHECK(count(html, "<svg") == count(html, "</svg>"));
+    CHECK(count(html, "class=\"series\"") == 6);
+    CHECK(count(html, "class=\"bar\"") == 8);
+    CHECK(count(html, "class=\"node\"") == 4);
+    CHECK(count(html, "class=\"cell\"") == 2 * 16);
+    CHECK(count(html, "class=\"trace\" href=\"trace-dpsgd-seed0.json\"") == 1);
+}
+
+TEST_CASE("the report of a launch run draws the recorded topology and links the timelines") {
+    LaunchJob job;
+    const auto out = job.dir.path() / "launch";
+    auto r = run(kBin + " launch --inproc --no-plots --topology " + job.topology + " --config " +
+                 job.config + " --cluster " + job.cluster + " --algorithms dpsgd --out " +
+                 out.string() + " --trace " + (out / "trace.json").string() + " --timeout 60");
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    r = run(kBin + " report " + out.string() + " --out " + (job.dir.path() / "page.html").string() +
+            " --json");
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("\"kind\": \"launch\"") != std::string::npos);
+    const auto html = slurp(job.dir.path() / "page.html");
+    check_self_contained(html);
+    CHECK(count(html, "<tr><td>dpsgd</td>") == 1);
+    CHECK(count(html, "class=\"node\"") == 4);  // the topology launch recorded
+    CHECK(count(html, "class=\"bar\"") == 4);
+    CHECK(count(html, "class=\"trace\"") == 5);  // the merged one, one per peer
+    CHECK(count(html, "class=\"trace\" href=\"launch/trace.json\"") == 1);
+    CHECK(count(html, "class=\"cell\"") == 16);
+}
+
+TEST_CASE("report refuses what is not a run folder with one line and exit 2") {
+    LaunchJob job;
+    auto r = run(kBin + " report " + (job.dir.path() / "missing").string());
+    CHECK(r.status == 2);
+    CHECK(r.err.find("not a folder") != std::string::npos);
+    fs::create_directories(job.dir.path() / "empty");
+    r = run(kBin + " report " + (job.dir.path() / "empty").string());
+    CHECK(r.status == 2);
+    CHECK(r.err.find("not a run folder") != std::string::npos);
+    CHECK(!fs::exists(job.dir.path() / "empty" / "report.html"));
+    r = run(kBin + " report");
+    CHECK(r.status == 2);
+}
