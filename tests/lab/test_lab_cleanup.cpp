@@ -2,7 +2,10 @@
 // cleans), after SIGKILL of the holder itself (then `gossamer lab clean`), after Ctrl-C and
 // after `gossamer lab down`.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -32,6 +35,16 @@ int start_up(Child& up) {
     return slot;
 }
 
+// Whether slot `slot`'s lock is held by someone (a live holder), tried as the next job would.
+bool slot_locked(int slot) {
+    const std::string path = std::string(lab::kStateDir) + "/" + lab::job_name(slot) + ".lock";
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+    ::close(fd);  // releases it if this call took it
+    return held;
+}
+
 pid_t holder_pid_of(const std::string& seen) {
     const auto at = seen.find("holder pid ");
     return at == std::string::npos ? -1 : std::stoi(seen.substr(at + 11));
@@ -40,6 +53,27 @@ pid_t holder_pid_of(const std::string& seen) {
 }  // namespace
 
 TEST_SUITE("lab") {
+    TEST_CASE("cleanup: a live lab's slot stays locked, so no other job takes and tears it down") {
+        if (!have_netns()) return;
+        // `gossamer lab up` opens its lock as fd 3 and its pipe as fds 4 and 5: the holder
+        // once moved the pipe onto 3 and lost the lock, and another job then removed this lab.
+        // Descriptors 3 to 9 closed first, as in a shell: the lab's own files take 3, 4, 5.
+        Child up({"/bin/sh", "-c",
+                  "exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; exec '" + kGossamer +
+                      "' lab up --peers 2 --rate 100mbit --for 60"});
+        const int slot = start_up(up);
+        CHECK(slot_locked(slot));
+        lab::LabSpec s;
+        s.peers = {{0, 0}, {0, 0}};
+        auto other = lab::Lab::create(s);  // the next job: another slot, this lab untouched
+        CHECK(other.slot() != slot);
+        CHECK(slot_locked(other.slot()));
+        CHECK(lab::job_netns(slot).size() == 3);
+        other.stop();
+        ::kill(up.pid(), SIGINT);
+        CHECK(eventually([&] { return !slot_locked(slot) && job_gone(slot); }, 15));
+    }
+
     TEST_CASE("cleanup: a stopped lab leaves no namespace, veth or qdisc of its job") {
         if (!have_netns()) return;
         lab::LabSpec s;

@@ -49,8 +49,15 @@ extern "C" void on_holder_signal(int) {
     // keep whoever reads them waiting.
     const int null = ::open("/dev/null", O_RDWR);
     if (null >= 0) ::dup2(null, 0), ::dup2(null, 1);
-    ::dup2(control_fd, 3);
-    ::dup2(lock_fd, 4);
+    // Both first moved above 4: the owner's lock fd is often 3 and the pipe's 4 (the first
+    // free numbers in `gossamer lab up`), and dup2(pipe, 3) would then close the lock before
+    // it is kept, leaving the slot unlocked while the lab lives, free for the next job to
+    // take and to tear this lab down as a dead holder's leftovers.
+    const int control = ::fcntl(control_fd, F_DUPFD, 5);
+    const int lock = ::fcntl(lock_fd, F_DUPFD, 5);
+    if (control < 0 || lock < 0) ::_exit(3);  // the owner's create() then fails: no lock
+    ::dup2(control, 3);
+    ::dup2(lock, 4);
     ::close_range(5, ~0U, 0);
     while (!g_holder_stop) {
         pollfd p{3, POLLIN, 0};
