@@ -26,6 +26,7 @@ struct Algo {
     svg::Series acc_time, loss_time, acc_bytes;
     std::vector<double> idle;                     // idle share per peer
     std::vector<std::vector<double>> edge_bytes;  // [sender][receiver], from a timeline
+    std::vector<std::vector<svg::Span>> lanes;    // steps and waits per peer, from a timeline
     std::vector<std::string> traces;
 };
 
@@ -65,6 +66,25 @@ void add_edge_bytes(const Json& doc, std::vector<std::vector<double>>& m) {
         m.resize(n);
         for (auto& row : m) row.resize(n);
         m[from][to] += e["args"].value("bytes", 0.0);
+    }
+}
+
+// Steps and waits per peer from a timeline (the first 64 peers, at most 20,000 bars: a page,
+// not a trace viewer; the file itself has everything).
+void add_lanes(const Json& doc, std::vector<std::vector<svg::Span>>& lanes) {
+    if (!doc.contains("traceEvents")) return;
+    std::size_t bars = 0;
+    for (const auto& lane : lanes) bars += lane.size();
+    for (const auto& e : doc["traceEvents"]) {
+        if (e.value("ph", "") != "X" || !e.contains("pid") || !e["pid"].is_number()) continue;
+        const std::string cat = e.value("cat", "");
+        if (cat != "step" && cat != "wait") continue;
+        const auto peer = e["pid"].get<std::size_t>();
+        if (peer >= 64 || ++bars > 20'000) continue;
+        if (lanes.size() <= peer) lanes.resize(peer + 1);
+        const double start = e.value("ts", 0.0) / 1e6, dur = e.value("dur", 0.0) / 1e6;
+        lanes[peer].push_back({start, start + dur, cat == "step" ? 0 : 1,
+                               fmt::format("{} ({:.3f} s)", e.value("name", cat), dur)});
     }
 }
 
@@ -128,6 +148,7 @@ std::vector<Algo> read_sim(const fs::path& run, std::string& table) {
             if (a.name == algo) {
                 a.traces.push_back(p.string());
                 if (a.edge_bytes.empty()) add_edge_bytes(*doc, a.edge_bytes);
+                if (a.lanes.empty()) add_lanes(*doc, a.lanes);
             }
     }
     return algos;
@@ -164,6 +185,7 @@ std::vector<Algo> read_launch(const fs::path& run, const Json& result, std::stri
             if (const auto doc = json_file(trace)) {
                 a.traces.push_back(trace.string());
                 add_edge_bytes(*doc, a.edge_bytes);
+                add_lanes(*doc, a.lanes);
                 for (const auto& e : (*doc)["traceEvents"])
                     if (e.value("cat", "") == "send")
                         sent.emplace_back(e["ts"].get<double>() / 1e6,
@@ -329,7 +351,13 @@ ReportSummary write_report(const ReportOptions& o) {
             "<p>No timeline in this folder: run with <code>--trace</code> for bytes per edge.</p>";
         sum.notes.push_back("bytes per edge: no timeline in the folder (run with --trace)");
     }
-    body += "</div>\n<h2>Timelines</h2>\n<ul>";
+    body += "</div>\n<h2>Timelines</h2>\n";
+    for (const auto& a : algos)
+        if (!a.lanes.empty()) {
+            body += svg::timeline(fmt::format("{}: steps and waits per peer", a.name), a.lanes);
+            ++sum.charts;
+        }
+    body += "<ul>";
     for (const auto& a : algos)
         for (const auto& t : a.traces) {
             body += fmt::format("<li><a class=\"trace\" href=\"{0}\">{0}</a> ({1})</li>",

@@ -203,4 +203,43 @@ std::string graph(const std::string& title, int n, const std::vector<std::pair<i
     return out + "</svg>";
 }
 
+std::string timeline(const std::string& title, const std::vector<std::vector<Span>>& lanes) {
+    constexpr double kWidth = 1100, kRow = 12, kLeft = 48, kTop = 28, kBottom = 34;
+    double end = 0;
+    for (const auto& lane : lanes)
+        for (const auto& s : lane) end = std::max(end, s.end);
+    const double h = kTop + kRow * static_cast<double>(lanes.size()) + kBottom;
+    std::string out = open(title, kWidth, h);
+    if (end <= 0) return out + "<text x=\"20\" y=\"50\">no data</text></svg>\n";
+    const double plot = kWidth - kLeft - 16;
+    const auto x = [&](double t) { return kLeft + plot * t / end; };
+    constexpr const char* kFill[] = {"#1f77b4", "#ff7f0e"};
+    for (std::size_t r = 0; r < lanes.size(); ++r) {
+        const double y = kTop + kRow * static_cast<double>(r);
+        out += fmt::format(
+            "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\" text-anchor=\"end\">{}</text>",
+            kLeft - 4, y + kRow - 3, r);
+        for (const auto& s : lanes[r]) {
+            const double w = std::max(0.5, x(s.end) - x(s.start));
+            out += fmt::format(
+                "<rect class=\"span\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" "
+                "height=\"{:.1f}\" fill=\"{}\"><title>{}</title></rect>",
+                x(s.start), y + 1, w, kRow - 2, kFill[s.kind == 0 ? 0 : 1], escape(s.label));
+        }
+    }
+    const double axis = kTop + kRow * static_cast<double>(lanes.size()) + 4;
+    for (int k = 0; k <= 4; ++k) {
+        const double t = end * k / 4;
+        out += fmt::format(
+            "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\">{} "
+            "s</text>",
+            x(t), axis + 12, num(t));
+    }
+    out += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\"><tspan fill=\"{}\">&#9632; "
+        "step</tspan> <tspan fill=\"{}\">&#9632; wait</tspan> (row: peer)</text>",
+        kLeft, axis + 26, kFill[0], kFill[1]);
+    return out + "</svg>\n";
+}
+
 }  // namespace gossamer::launch::svg

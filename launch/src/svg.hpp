@@ -29,6 +29,16 @@ std::string heatmap(const std::string& title, const std::string& unit,
 /// Peers on a circle, directed edges as arrows (a pair both ways as one line).
 std::string graph(const std::string& title, int n, const std::vector<std::pair<int, int>>& edges);
 
+/// One bar of a timeline: [start, end) in seconds, a kind (0 step, 1 wait) and a tooltip.
+struct Span {
+    double start = 0, end = 0;
+    int kind = 0;
+    std::string label;
+};
+
+/// A timeline: one row per peer (lanes[r]), steps and waits as bars on one time axis.
+std::string timeline(const std::string& title, const std::vector<std::vector<Span>>& lanes);
+
 /// Text with <, >, &, " escaped for HTML and SVG.
 std::string escape(const std::string& s);
 

@@ -100,7 +100,7 @@ TEST_CASE("the report page loads in headless Chromium without a console message,
     REQUIRE(r.status == 0);
     CHECK(r.err.find(":CONSOLE") == std::string::npos);
     CHECK(count(r.out, "<table id=\"summary\">") == 1);
-    CHECK(count(r.out, "<svg") == 7);  // the browser built every chart
+    CHECK(count(r.out, "<svg") == 9);  // the browser built every chart and both timelines
     const auto shot = job.dir.path() / "shot.png";
     r = chromium("--hide-scrollbars --window-size=1280,2400 --screenshot=" + shot.string(),
                  out / "report.html");
@@ -132,8 +132,15 @@ TEST_CASE("the report of a sim run holds the table and the plots and loads nothi
     CHECK(count(html, "<table id=\"summary\">") == 1);
     CHECK(count(html, "<tr><td>dpsgd</td>") == 1);
     CHECK(count(html, "<tr><td>sgp</td>") == 1);
-    // accuracy/time, loss/time, accuracy/bytes, idle, topology, a heatmap per algorithm
-    CHECK(count(html, "<svg") == 7);
+    // accuracy/time, loss/time, accuracy/bytes, idle, topology, a heatmap and a timeline per
+    // algorithm
+    CHECK(count(html, "<svg") == 9);
+    // The timelines: one bar per step and per wait of the traces (4 peers; a wait also before
+    // the first step of a peer that starts late), in seconds on the page's axis.
+    CHECK(count(html, "steps and waits per peer") == 2 * 2);  // title and heading
+    CHECK(count(html, "<rect class=\"span\"") >= 2 * 4 * 2);
+    CHECK(count(html, "<title>step (") > 0);
+    CHECK(count(html, "<title>wait for peer ") > 0);
     CHECK(count(html, "<svg") == count(html, "</svg>"));
     CHECK(count(html, "class=\"series\"") == 6);
     CHECK(count(html, "class=\"bar\"") == 8);
@@ -163,6 +170,9 @@ TEST_CASE("the report of a launch run draws the recorded topology and links the 
     CHECK(count(html, "class=\"trace\"") == 5);  // the merged one, one per peer
     CHECK(count(html, "class=\"trace\" href=\"launch/trace.json\"") == 1);
     CHECK(count(html, "class=\"cell\"") == 16);
+    // The peers' own timelines drawn as one: a row per peer, steps and waits.
+    CHECK(count(html, "dpsgd: steps and waits per peer") == 2);  // title and heading
+    CHECK(count(html, "<title>step (") > 0);
 }
 
 TEST_CASE("report refuses what is not a run folder with one line and exit 2") {
