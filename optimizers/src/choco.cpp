@@ -118,7 +118,7 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
         static_cast<PartitionChannel&>(c) = std::move(spec);
         c.q = c.compressor ? c.compressor.get() : compressor_.get();
         c.slot = static_cast<std::uint32_t>(channels_.size());
-        if (c.chunk == 0) first_chunk_.push_back(channels_.size());
+        index_.add(c, channels_.size());
         channels_.push_back(std::move(c));
     }
     // The codec streams hold the channel in bits 48..62 (key()).
@@ -130,12 +130,8 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
 }
 
 Choco::Channel* Choco::channel_of(const Message& msg) {
-    if (msg.partition >= first_chunk_.size()) return nullptr;
-    const std::size_t slot = first_chunk_[msg.partition] + msg.chunk;
-    if (slot >= channels_.size() || channels_[slot].id != msg.partition ||
-        channels_[slot].chunk != msg.chunk)
-        return nullptr;
-    return &channels_[slot];
+    const auto slot = index_.find(msg.partition, msg.chunk);
+    return slot ? &channels_[*slot] : nullptr;
 }
 
 bool Choco::due(const Channel& c) const {
@@ -429,7 +425,7 @@ void Choco::on_message(Time now, Message msg, Actions& out) {
         throw Error(
             fmt::format("choco: a message from peer {} for partition {} chunk {}; this peer "
                         "gossips {} partition(s) in {} channel(s)",
-                        j, msg.partition, msg.chunk, first_chunk_.size(), channels_.size()));
+                        j, msg.partition, msg.chunk, index_.partitions(), channels_.size()));
     Channel& c = *cp;
     if (msg.kind == MessageKind::control) {
         answer_resync(now, c, j, msg.edge_seq, out);

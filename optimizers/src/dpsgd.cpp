@@ -75,7 +75,7 @@ Dpsgd::Dpsgd(PeerContext ctx, DpsgdOptions options) : Protocol(std::move(ctx)), 
         Channel c;
         static_cast<PartitionChannel&>(c) = std::move(spec);
         c.slot = static_cast<std::uint32_t>(channels_.size());
-        if (c.chunk == 0) first_chunk_.push_back(channels_.size());
+        index_.add(c, channels_.size());
         channels_.push_back(std::move(c));
     }
     // The codec streams hold the channel in bits 48..63 (stream()).
@@ -127,12 +127,8 @@ ReplicaReceiver& Dpsgd::receiver(Channel& c, int j) {
 }
 
 Dpsgd::Channel* Dpsgd::channel_of(const Message& msg) {
-    if (msg.partition >= first_chunk_.size()) return nullptr;
-    const std::size_t slot = first_chunk_[msg.partition] + msg.chunk;
-    if (slot >= channels_.size() || channels_[slot].id != msg.partition ||
-        channels_[slot].chunk != msg.chunk)
-        return nullptr;
-    return &channels_[slot];
+    const auto slot = index_.find(msg.partition, msg.chunk);
+    return slot ? &channels_[*slot] : nullptr;
 }
 
 void Dpsgd::on_start(Time now, Actions& out) {
@@ -322,7 +318,7 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
                 throw Error(fmt::format(
                     "dpsgd: a message from peer {} for partition {} chunk {}; this "
                     "peer gossips {} partition(s) in {} channel(s)",
-                    j, msg.partition, msg.chunk, first_chunk_.size(), channels_.size()));
+                    j, msg.partition, msg.chunk, index_.partitions(), channels_.size()));
             ReplicaReceiver& r = receiver(*c, j);
             r.accept(std::move(msg));
             // Absorbed as it arrives (even while a step runs: replicas are the protocol's), up

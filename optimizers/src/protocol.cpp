@@ -69,6 +69,19 @@ void Protocol::send(Actions& out, Message msg) {
     out.sends.push_back(Send{std::move(msg), next_send_id_++});
 }
 
+void ChannelIndex::add(const PartitionChannel& c, std::size_t slot) {
+    if (c.chunk == 0) {
+        first_.push_back(slot);
+        count_.push_back(0);
+    }
+    ++count_.back();
+}
+
+std::optional<std::size_t> ChannelIndex::find(std::uint32_t partition, std::uint32_t chunk) const {
+    if (partition >= first_.size() || chunk >= count_[partition]) return std::nullopt;
+    return first_[partition] + chunk;
+}
+
 std::uint64_t Protocol::send_borrowed(Actions& out, Message msg, std::span<const float> values) {
     assert(zero_copy_ && msg.payload.empty() && values.size() == msg.elements);
     send(out, std::move(msg));

@@ -171,7 +171,7 @@ class Choco final : public Protocol {
     std::int64_t sent_ = 0;      // rounds sent
     bool grad_pending_ = false;  // delayed: a finished step's gradient is not applied yet
     std::vector<Channel> channels_;
-    std::vector<std::size_t> first_chunk_;  // per partition id: its chunk 0's slot
+    ChannelIndex index_;  // (partition, chunk) -> slot in channels_
     /// The channel of (partition, chunk) on the wire, or nullptr.
     Channel* channel_of(const Message& msg);
     std::vector<int> base_out_;  // shared mode: out-neighbours of the union over the period

@@ -157,7 +157,7 @@ class Dpsgd final : public Protocol {
     std::int64_t sent_ = 0;      // rounds sent
     bool grad_pending_ = false;  // delayed: a finished step's gradient is not applied yet
     std::vector<Channel> channels_;
-    std::vector<std::size_t> first_chunk_;  // per partition id: its chunk 0's slot
+    ChannelIndex index_;  // (partition, chunk) -> slot in channels_
     std::set<int> dead_;
     std::uint64_t next_deadline_ = 1, armed_deadline_ = 0;
     std::uint64_t stale_deadline_ = 0;  // reweight: the wait of round stale_round_ is over

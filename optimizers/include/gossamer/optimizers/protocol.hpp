@@ -91,6 +91,20 @@ struct PartitionChannel {
 std::vector<PartitionChannel> partition_channels(const LocalWorker& worker,
                                                  std::uint64_t chunk_values = 0);
 
+/// Where each (partition, chunk) of partition_channels' output sits in it: the channel a
+/// message's `partition` and `chunk` name, found without a search.
+class ChannelIndex {
+  public:
+    /// Appends channel c, at position slot (in partition_channels' order).
+    void add(const PartitionChannel& c, std::size_t slot);
+    /// The slot of (partition, chunk), or nullopt when this peer has no such channel.
+    std::optional<std::size_t> find(std::uint32_t partition, std::uint32_t chunk) const;
+    std::size_t partitions() const noexcept { return first_.size(); }
+
+  private:
+    std::vector<std::size_t> first_, count_;  // per partition id: chunk 0's slot, chunks
+};
+
 /// A worker with no values: every call is free. Message sizes still count size() floats.
 class CostOnlyWorker final : public LocalWorker {
   public:
