@@ -214,6 +214,52 @@ TEST_SUITE("lab") {
     }
 
     TEST_CASE(
+        "faults: an edge cut for 15 s between two peers other than rank 0 under async: the send "
+        "timeout is reported, rank 0 declares one end lost, and the job writes one result") {
+        // Heartbeats cannot see this cut (both ends still reach rank 0); before failures seen
+        // only by a transport were reported, the two ends failed each other, the survivor sets
+        // differed and the exact average never completed (docs/bootstrap.md, "Transport
+        // failures").
+        if (!have_netns()) return;
+        LabJob job(R"({"name": "mlp", "hidden": [32]})", 60, 0.02);
+        auto peers = job.start_all("async");
+        wait_training(job, peers, 1, 100);
+        job.cut(1, 2, true);
+        const auto cut_at = std::chrono::steady_clock::now();
+        // The send timeout (10 s for this model), one heartbeat interval of grace, the decision.
+        std::smatch m;
+        const std::regex declared(R"(rank ([12]) \([0-9.]+:29700\) declared lost: rank ([12]) )"
+                                  R"(\([0-9.]+:29700\)'s transport failed it)");
+        std::string log0;
+        CHECK(eventually(
+            [&] {
+                log0 = peers[0]->log();
+                return std::regex_search(log0, m, declared);
+            },
+            25));
+        std::this_thread::sleep_until(cut_at + 15s);
+        job.cut(1, 2, false);
+        REQUIRE_MESSAGE(std::regex_search(log0, m, declared), log0);
+        const int lost = std::stoi(m[1].str()), reporter = std::stoi(m[2].str());
+        MESSAGE("rank " << reporter << " reported rank " << lost << "; rank 0 declared it lost");
+        CHECK(lost != reporter);
+        std::vector<int> survivors;
+        for (int r = 0; r < 4; ++r) {
+            if (r == lost) continue;
+            survivors.push_back(r);
+            const auto& p = *peers[static_cast<std::size_t>(r)];
+            CHECK(peers[static_cast<std::size_t>(r)]->wait(60s) == 0);
+            CAPTURE(p.log());
+            CHECK(p.log().find("lost peers: 1 (rank " + std::to_string(lost)) != std::string::npos);
+        }
+        // The expelled end writes nothing and says why (peer.md, membership).
+        CHECK(peers[static_cast<std::size_t>(lost)]->wait(60s) == 4);
+        const Json avg = job.average();
+        REQUIRE(avg.is_object());
+        CHECK(avg["survivors"] == Json(survivors));
+    }
+
+    TEST_CASE(
         "faults: an edge cut under allreduce stops the job within the heartbeat timeout "
         "naming the unreachable rank") {
         if (!have_netns()) return;
