@@ -84,6 +84,7 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
         if (job.trace) {
             o.trace_path = peer_trace_path(job, algo, r).string();
             o.trace_limit = job.trace_limit;
+            o.clock_offset = bootstrap::ClockOffset{};  // threads of one process: one clock
         }
         if (job.eval_samples <= 0) return;
         const auto i = static_cast<std::size_t>(r);

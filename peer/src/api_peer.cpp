@@ -152,6 +152,7 @@ void Peer::Impl::run_comm() {
         d.metrics_path = options.metrics_path;
         d.trace_path = options.trace_path;
         d.trace_limit = options.trace_limit;
+        d.clock_offset = conn->clock_offset();
         d.settle = options.exact_average;  // only a mass-weighted average needs the last shares
         d.poll = [this, c = conn.get()] {
             if (leave) throw Error(fmt::format("rank {} left the job early", rank));
