@@ -232,9 +232,6 @@ TEST_SUITE("integration") {
                           r.err.find("most waited on: 2->3") != std::string::npos;
         CHECK(edge);
         CHECK(r.err.find("\x1b[") == std::string::npos);  // plain lines
-        r = job.launch("--algorithms dpsgd --inproc --live --out " + out.string());
-        CHECK(r.status == 2);
-        CHECK(r.err.find("--live") != std::string::npos);
     }
 
     TEST_CASE(
