@@ -2,8 +2,10 @@
 // the flows in flight (docs/cluster-format.md, "Timing"), alone and inside the simulator.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -176,6 +178,100 @@ TEST_CASE("fair network: stale updates, one settle per instant, zero-byte flows,
     CHECK_THROWS_AS(net.start(0, 0, 8, 1.0), Error);
     CHECK_THROWS_AS(net.start(0, 3, 8, 1.0), Error);
     CHECK_THROWS_AS(net.start(-1, 1, 8, 1.0), Error);
+}
+
+namespace {
+
+// Max-min fair rates from scratch (progressive filling over every flow), the reference for the
+// incremental recomputation. flows: (from, to); links: caps by (from, to).
+std::vector<double> reference_rates(const Cluster& c,
+                                    const std::vector<std::pair<int, int>>& flows) {
+    const int n = c.n();
+    std::vector<double> left;
+    for (const auto& p : c.peers) left.push_back(p.uplink);
+    for (const auto& p : c.peers) left.push_back(p.downlink);
+    std::map<std::pair<int, int>, int> link;
+    std::vector<std::vector<int>> uses(flows.size());
+    for (std::size_t k = 0; k < flows.size(); ++k) {
+        const auto [a, b] = flows[k];
+        uses[k] = {a, n + b};
+        const double cap = c.link(a, b).bandwidth;
+        if (cap < std::min(c.peers[a].uplink, c.peers[b].downlink)) {
+            auto [it, fresh] = link.try_emplace({a, b}, static_cast<int>(left.size()));
+            if (fresh) left.push_back(cap);
+            uses[k].push_back(it->second);
+        }
+    }
+    std::vector<double> rate(flows.size(), -1);
+    for (std::size_t fixed = 0; fixed < flows.size();) {
+        std::vector<int> count(left.size(), 0);
+        for (std::size_t k = 0; k < flows.size(); ++k)
+            if (rate[k] < 0)
+                for (int r : uses[k]) ++count[r];
+        int best = -1;
+        for (std::size_t r = 0; r < left.size(); ++r)
+            if (count[r] > 0 && (best < 0 || left[r] / count[r] < left[best] / count[best]))
+                best = static_cast<int>(r);
+        const double share = left[best] / count[best];
+        for (std::size_t k = 0; k < flows.size(); ++k) {
+            if (rate[k] >= 0 || std::find(uses[k].begin(), uses[k].end(), best) == uses[k].end())
+                continue;
+            rate[k] = share;
+            ++fixed;
+            for (int r : uses[k]) left[r] -= share;
+        }
+    }
+    return rate;
+}
+
+}  // namespace
+
+TEST_CASE("fair network: random starts and ends give the max-min rates computed from scratch") {
+    std::mt19937 rng(7);
+    for (int trial = 0; trial < 20; ++trial) {
+        CAPTURE(trial);
+        const int n = 6;
+        Cluster c = homogeneous_cluster(n, 0.1, 0.0, 1000.0);
+        const double caps[] = {100, 250, 400, 1000};
+        for (auto& p : c.peers) {
+            p.uplink = caps[rng() % 4];
+            p.downlink = caps[rng() % 4];
+        }
+        for (int k = 0; k < 3; ++k) {
+            const int a = static_cast<int>(rng() % n),
+                      b = static_cast<int>((a + 1 + rng() % (n - 1)) % n);
+            c.links[{a, b}] = LinkSpec{0.0, 20.0 + static_cast<double>(rng() % 200)};
+        }
+        FairNetwork net(c);
+        std::map<std::uint32_t, std::pair<int, int>> active;
+        Updates u;
+        Time now = 0;
+        for (int op = 0; op < 60; ++op) {
+            // A burst of one to three changes at one instant, then one settle.
+            for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) {
+                if (!active.empty() && rng() % 3 == 0) {
+                    auto it = std::next(active.begin(), static_cast<long>(rng() % active.size()));
+                    net.finish(it->first, now);
+                    active.erase(it);
+                } else {
+                    const int a = static_cast<int>(rng() % n);
+                    const int b = static_cast<int>((a + 1 + rng() % (n - 1)) % n);
+                    active[net.start(a, b, 1 + rng() % 100000, now)] = {a, b};
+                }
+            }
+            net.settle(now, u);
+            u.clear();
+            std::vector<std::pair<int, int>> flows;
+            for (const auto& [id, f] : active) flows.push_back(f);
+            const auto want = reference_rates(c, flows);
+            std::size_t k = 0;
+            for (const auto& [id, f] : active) {
+                CAPTURE(op);
+                CHECK(net.rate_of(id) == doctest::Approx(want[k++]).epsilon(1e-6));
+            }
+            now += 0.125;
+        }
+    }
 }
 
 namespace {
