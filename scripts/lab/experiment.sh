@@ -41,11 +41,18 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument \"$1\"; see --help" ;;
   esac
 done
-[[ "$seeds" =~ ^[0-9]+$ ]] && [ "$seeds" -ge 1 ] && [ "$seeds" -le 20 ] ||
+if ! [[ "$seeds" =~ ^[0-9]+$ ]] || [ "$seeds" -lt 1 ] || [ "$seeds" -gt 20 ]; then
   die "--seeds $seeds: use a whole number from 1 to 20"
-[[ "$samples" =~ ^[0-9]+$ ]] && [ "$samples" -ge 1 ] || die "--eval-samples $samples: use a whole number >= 1"
-[[ "$interval" =~ ^[0-9]*\.?[0-9]+$ ]] || die "--eval-interval $interval: use seconds, e.g. 5"
-[[ "$timeout" =~ ^[0-9]+$ ]] && [ "$timeout" -ge 1 ] || die "--timeout $timeout: use whole seconds >= 1"
+fi
+if ! [[ "$samples" =~ ^[0-9]+$ ]] || [ "$samples" -lt 1 ]; then
+  die "--eval-samples $samples: use a whole number >= 1"
+fi
+if ! [[ "$interval" =~ ^[0-9]*\.?[0-9]+$ ]] || [[ "$interval" =~ ^0*\.?0*$ ]]; then
+  die "--eval-interval $interval: use seconds > 0, e.g. 5"
+fi
+if ! [[ "$timeout" =~ ^[0-9]+$ ]] || [ "$timeout" -lt 1 ]; then
+  die "--timeout $timeout: use whole seconds >= 1"
+fi
 IFS=, read -ra list <<<"$algos"
 [ ${#list[@]} -gt 0 ] || die "--algorithms is empty; name some of:$known"
 for a in "${list[@]}"; do
