@@ -39,10 +39,11 @@ TEST_SUITE("lab") {
         const std::string out = (dir.path() / "o").string();
         for (const std::string args :
              {"--seeds 0", "--seeds x", "--algorithms dpsgd,gossipx", "--frobnicate",
-              "--eval-interval soon", "--timeout 0", "--seeds"}) {
+              "--eval-interval soon", "--eval-interval 0", "--timeout 0", "--seeds"}) {
             CAPTURE(args);
-            const auto r =
-                run("GOSSAMER=" GOSSAMER_BINARY " " + kScript + " --out " + out + " " + args);
+            // Bounded even if a bad flag got through: the script would then start a lab.
+            const auto r = run("GOSSAMER=" GOSSAMER_BINARY " timeout 60 " + kScript + " --out " +
+                               out + " " + args);
             CHECK(r.status == 2);
             CHECK(lines(r.err) == 1);
             CHECK(r.err.rfind("scripts/lab/experiment.sh: ", 0) == 0);
