@@ -13,7 +13,7 @@
 #                             [--eval-samples N] [--timeout S] [--quick]
 #
 # --seeds N: runs per cluster and algorithm, seeds 1..N (default 3). --quick: a smoke run of a
-# minute or two (a tiny MLP on 2,048 images, allreduce and async, one seed). Time of the full
+# minute or two (a tiny MLP on 2,048 images, one seed; allreduce and async unless --algorithms). Time of the full
 # run: hours on a 2-core machine (docs/lab.md); run one seed first. Needs root and iproute2
 # (`scripts/deps.sh --lab`), and python3-torch for ddp. GOSSAMER=path/to/gossamer picks the
 # binary (default: build the release preset).
@@ -25,14 +25,14 @@ die() {
   exit 2
 }
 
-seeds=3 quick=0 out=out/lab-experiment interval=5 samples=500 timeout=3600
+seeds=3 quick=0 chosen=0 out=out/lab-experiment interval=5 samples=500 timeout=3600
 algos=ddp,allreduce,dpsgd,sgp,async,choco,multirate
 known=" ddp allreduce dpsgd sgp async choco multirate "
 while [ $# -gt 0 ]; do
   case "$1" in
     --seeds) [ $# -ge 2 ] || die "--seeds needs a count"; seeds=$2; shift 2 ;;
     --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift 2 ;;
-    --algorithms) [ $# -ge 2 ] || die "--algorithms needs a list"; algos=$2; shift 2 ;;
+    --algorithms) [ $# -ge 2 ] || die "--algorithms needs a list"; algos=$2; chosen=1; shift 2 ;;
     --eval-interval) [ $# -ge 2 ] || die "--eval-interval needs seconds"; interval=$2; shift 2 ;;
     --eval-samples) [ $# -ge 2 ] || die "--eval-samples needs a count"; samples=$2; shift 2 ;;
     --timeout) [ $# -ge 2 ] || die "--timeout needs seconds"; timeout=$2; shift 2 ;;
@@ -70,7 +70,7 @@ fi
 
 if [ "$quick" = 1 ]; then
   seeds=1 interval=0.5 samples=500 timeout=180
-  list=(allreduce async)
+  [ "$chosen" = 1 ] || list=(allreduce async)
 fi
 if [[ " ${list[*]} " == *" ddp "* ]] && ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   die "ddp needs python3-torch (scripts/deps.sh --bench installs it); or leave it out: --algorithms ${algos/ddp,/}"
@@ -94,17 +94,23 @@ config_mr=examples/lab/experiment8_slow_gossip.json
 mkdir -p "$out"
 if [ "$quick" = 1 ]; then
   # A tiny job: the whole run is about how the script works, not about the figures.
-  /usr/bin/python3 - "$out/quick.json" <<'EOF'
+  /usr/bin/python3 - "$out/quick.json" "$out/quick_multirate.json" <<'EOF'
 import json, sys
-json.dump({"description": "scripts/lab/experiment.sh --quick: a smoke run", "seed": 1,
-           "data": {"name": "fashion-mnist", "train_limit": 2048},
-           "model": {"name": "mlp", "hidden": [64]},
-           "optimizer": {"name": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True},
-           "training": {"epochs": 2, "batch_size": 64, "target_accuracy": 0.5},
-           "sharding": {"mode": "iid"},
-           "algorithms": {"async": {"straggler_aware": True}}}, open(sys.argv[1], "w"))
+job = {"description": "scripts/lab/experiment.sh --quick: a smoke run", "seed": 1,
+       "data": {"name": "fashion-mnist", "train_limit": 2048},
+       "model": {"name": "mlp", "hidden": [64]},
+       "optimizer": {"name": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True},
+       "training": {"epochs": 2, "batch_size": 64, "target_accuracy": 0.5},
+       "sharding": {"mode": "iid"},
+       "algorithms": {"dpsgd": {"mode": "atc"}, "async": {"straggler_aware": True},
+                      "choco": {"gamma": 0.2, "compressor": {"name": "topk", "fraction": 0.1}}}}
+json.dump(job, open(sys.argv[1], "w"))
+job.update({"partitions": {"fast": ["fc2"], "slow": ["*"]},
+            "multirate": {"partitions": {"slow": {"period": 1, "gossip_period": 4}}},
+            "algorithms": {"dpsgd": {"mode": "atc"}}})
+json.dump(job, open(sys.argv[2], "w"))
 EOF
-  config=$out/quick.json
+  config=$out/quick.json config_mr=$out/quick_multirate.json
 fi
 
 real_algos=() sim_algos=()
