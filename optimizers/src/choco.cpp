@@ -56,8 +56,7 @@ ChocoOptions parse_choco_options(const json::Node* options) {
     if (!options) return o;
     options->expect_object(
         {"gamma", "compressor", "resync_timeout", "replicas", "delay", "chunk_bytes"});
-    if (auto chunk = options->find("chunk_bytes"))
-        o.chunk_bytes = static_cast<std::uint64_t>(chunk->as_int(4, INT64_MAX));
+    if (auto chunk = options->find("chunk_bytes")) o.chunk_bytes = parse_chunk_bytes(*chunk);
     if (auto delay = options->find("delay")) o.delay = static_cast<int>(delay->as_int(0, 1));
     if (auto gamma = options->find("gamma")) {
         o.gamma = gamma->as_double();
@@ -113,7 +112,10 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
         for (std::int64_t t = 0; t < *period; ++t)
             if (!balanced(*topo->at(t), rank()))
                 throw TopologyError(unbalanced_message(*topo->at(t), t, topo->describe(), rank()));
-    for (PartitionChannel& spec : partition_channels(worker(), options_.chunk_bytes / 4)) {
+    // One size for the whole job: receivers cut the model into the same channels as senders.
+    const std::uint64_t chunk_bytes =
+        job_chunk_bytes(options_.chunk_bytes, context().cluster.get(), *topo);
+    for (PartitionChannel& spec : partition_channels(worker(), chunk_bytes / 4)) {
         Channel c;
         static_cast<PartitionChannel&>(c) = std::move(spec);
         c.q = c.compressor ? c.compressor.get() : compressor_.get();
@@ -123,10 +125,10 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
     }
     // The codec streams hold the channel in bits 48..62 (key()).
     if (channels_.size() > (1u << 15))
-        throw ConfigError("", "chunk_bytes",
-                          fmt::format("{} bytes cut the model into {} chunks", options_.chunk_bytes,
-                                      channels_.size()),
-                          "use chunks of at least 1/32768 of the model");
+        throw ConfigError(
+            "", "chunk_bytes",
+            fmt::format("{} bytes cut the model into {} chunks", chunk_bytes, channels_.size()),
+            "use chunks of at least 1/32768 of the model, or \"auto\"");
 }
 
 Choco::Channel* Choco::channel_of(const Message& msg) {

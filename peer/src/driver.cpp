@@ -18,6 +18,7 @@
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/ranks_text.hpp"
 #include "gossamer/optimizers/allreduce.hpp"
+#include "gossamer/optimizers/in_flight.hpp"
 #include "peer_trace.hpp"
 
 namespace gossamer::peer {
@@ -68,6 +69,7 @@ class Loop {
   public:
     Loop(proto::Protocol& p, proto::LocalWorker& w, transport::Transport& t, const DriverOptions& o)
         : protocol_(p),
+          worker_(w),
           transport_(t),
           options_(o),
           start_(Clock::now()),
@@ -93,6 +95,7 @@ class Loop {
     void write_extra();
 
     proto::Protocol& protocol_;
+    proto::LocalWorker& worker_;
     transport::Transport& transport_;
     const DriverOptions& options_;
     const Clock::time_point start_;
@@ -106,7 +109,7 @@ class Loop {
     std::map<int, double> link_free_;  // destination -> when its emulated link is free
     // Protocols with one data message in flight per edge: the count per receiver, and the
     // receiver of each such send until its completion is delivered.
-    std::map<int, int> edge_busy_;
+    proto::EdgeInFlight edge_busy_;
     std::map<std::uint64_t, int> bounded_;
     std::int64_t next_step_ = 0;
     std::map<int, std::pair<std::int64_t, double>> heard_;  // peer -> (round, time) last heard
@@ -130,7 +133,7 @@ void Loop::apply(proto::Actions& a) {
     for (auto& s : a.sends) {
         const std::uint64_t id = s.id;
         if (protocol_.one_in_flight_per_edge() && s.msg.kind != transport::MessageKind::control) {
-            if (edge_busy_[s.msg.receiver]++ > 0)
+            if (!edge_busy_.sent(s.msg))
                 throw Error(fmt::format(
                     "{}: rank {} sent a second {} on edge {} -> {} while one is in flight; the "
                     "protocol keeps at most one in flight per edge",
@@ -220,7 +223,7 @@ void Loop::deliver(Event& e, proto::Actions& a) {
         if (!s->status.ok())
             log::debug("rank {}: a send failed: {}", result_.rank, s->status.reason);
         if (auto it = bounded_.find(s->id); it != bounded_.end()) {
-            --edge_busy_[it->second];
+            edge_busy_.completed(it->second);
             bounded_.erase(it);
         }
         protocol_.send_completed(t, s->id, s->status.ok(), a);
@@ -265,6 +268,13 @@ bool Loop::deliver_one() {
                              {"step_seconds", d->took},
                              {"wait", w.seconds},
                              {"waited_for", w.peer}});
+        // The compute side reports no partition during the step yet (docs/protocols.md,
+        // "Partition-ready"): the later partitions are declared final now, in the order a
+        // backward pass finishes them, just before the step ends.
+        if (protocol_.takes_partition_ready())
+            if (const auto* parts = worker_.partitions())
+                for (std::size_t id = parts->count(); id-- > 1;)
+                    protocol_.partition_ready(t, static_cast<std::uint32_t>(id), a);
         protocol_.step_finished(t, d->loss, a);
     } else if (!deadlines_.empty() && deadlines_.top().first <= seconds(Clock::now() - start_)) {
         const auto id = deadlines_.top().second;

@@ -47,6 +47,7 @@
 #include "gossamer/optimizers/compressor.hpp"
 #include "gossamer/optimizers/device.hpp"
 #include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/share_chunks.hpp"
 
 namespace gossamer::proto {
 
@@ -66,7 +67,8 @@ struct ChocoOptions {
     int delay = 0;
     /// Chunked sends: 0, or the most bytes of values one message carries (>= 4; each chunk
     /// its own channel, absorbed as it arrives: docs/protocols.md, "Chunked sends").
-    std::uint64_t chunk_bytes = 0;
+    /// Or "auto": one size for the job from the cluster file's links (share_chunks.hpp).
+    ChunkBytes chunk_bytes;
 };
 
 /// Reads {"gamma": 0.5, "compressor": {...}, "resync_timeout": 5.0} (compressor.hpp); nullptr
