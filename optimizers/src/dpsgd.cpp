@@ -34,9 +34,11 @@ DpsgdOptions parse_dpsgd_options(const json::Node* options) {
     }
     if (auto ready = options->find("partition_ready")) {
         o.partition_ready = ready->as_bool();
-        if (o.partition_ready && o.delay != 1)
-            ready->fail("partition_ready is built for the delayed rule only",
-                        "add \"mode\": \"atc\", \"delay\": 1, or drop partition_ready");
+        if (o.partition_ready && options->find("reweight"))
+            ready->fail(
+                "partition_ready does not combine with reweight (a reweighted mix waits "
+                "for a deadline, not for a partition)",
+                "drop one of \"partition_ready\" and \"reweight\"");
     }
     if (auto timeout = options->find("resync_timeout")) {
         o.resync_timeout = timeout->as_double();
@@ -162,6 +164,7 @@ void Dpsgd::send_round(Time now, Actions& out) {
     const std::span<const float> x = params();
     for (Channel& c : channels_)
         if (due(c) && !sent_early(c)) send_channel(now, c, x, out);
+    reset_ready();  // the step's round is out: the next step starts afresh
 }
 
 void Dpsgd::send_channel(Time now, Channel& c, std::span<const float> x, Actions& out) {
@@ -312,7 +315,6 @@ void Dpsgd::after_delayed_mix(Time now, Actions& out) {
     grad_pending_ = false;
     worker().apply_gradient(params(), worker().gradient());  // the partitions not stepped early
     send_round(now, out);  // round t_ = the step just finished (every earlier one is mixed)
-    reset_ready();
     if (sent_ < context().max_steps) {
         stage_ = Stage::stepping;  // at h_t, unmixed: round t travels meanwhile
         out.start_step = true;

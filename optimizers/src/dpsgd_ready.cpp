@@ -1,9 +1,9 @@
-// dpsgd's partition-ready path (docs/protocols.md, "Partition-ready"), delayed atc: while step
-// t runs, a channel whose partitions the compute side has declared ready is mixed with round
-// t - 1 (once that round is in), the ready partitions take their optimizer step, and a channel
-// whose partitions have all stepped leaves as round t's message, all before the step ends. The
-// step end does the rest exactly as without the event, so the values are the same; only the
-// sends are earlier.
+// dpsgd's partition-ready path (docs/protocols.md, "Partition-ready"): while step t runs, a
+// channel whose partitions the compute side has declared ready is mixed (cta: round t; delayed
+// atc: round t - 1; plain atc mixes only after it sent) once that round is in, the ready
+// partitions take their optimizer step, and a channel whose partitions have all stepped leaves
+// as the next round's message (cta: t + 1; atc: t), all before the step ends. The step end does
+// the rest exactly as without the event, so the values are the same; only sends are earlier.
 #include <algorithm>
 
 #include "gossamer/core/error.hpp"
@@ -79,8 +79,13 @@ void Dpsgd::advance_ready(Time now, Actions& out) {
         early_sent_.assign(channels_.size(), 0);
         stepped_.assign(parts.count(), 0);
     }
-    // Round sent_ - 1 waits to be mixed at this step's end (none before the first step).
-    const bool mix_pending = sent_ > t_;
+    // What this step's end mixes before its optimizer step: cta round t (x_t, which the compute
+    // side reads until a partition is ready), delayed round t - 1 (none before the first step);
+    // plain atc steps first and mixes after it sent.
+    const bool cta = options_.mode == DpsgdMode::cta;
+    const bool mix_pending = cta || (options_.delay > 0 && sent_ > t_);
+    // cta sends round t + 1 early only if there is a step t + 1 to mix it.
+    if (cta && t_ + 1 >= context().max_steps) return;
     for (Channel& c : channels_) {
         if (!mix_pending || early_mixed_[c.slot] || !range_ready(c.offset, c.size)) continue;
         if (mix_ready(c)) early_mixed_[c.slot] = 1;
@@ -101,7 +106,8 @@ void Dpsgd::advance_ready(Time now, Actions& out) {
         for (std::size_t p = channel_parts_[c.slot].first; p <= channel_parts_[c.slot].second; ++p)
             stepped = stepped && stepped_[p];
         if (!stepped) continue;
-        // Round sent_: the one this step's end would send (send_round increments sent_ first).
+        // The round this step's end would send: c.round, which the early mix advanced as the
+        // step-end mix would have.
         send_channel(now, c, x, out);
         early_sent_[c.slot] = 1;
         ++early_sends_;

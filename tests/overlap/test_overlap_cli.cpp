@@ -50,7 +50,8 @@ TEST_CASE("sim runs delayed dpsgd and choco and push-sum with outboxes") {
 
 TEST_CASE("sim runs every gossip algorithm with chunked sends, fixed and \"auto\"") {
     TempDir dir;
-    const auto cfg = config(dir, R"({"dpsgd": {"chunk_bytes": "auto", "delay": 1, "partition_ready": true},
+    const auto cfg =
+        config(dir, R"({"dpsgd": {"chunk_bytes": "auto", "delay": 1, "partition_ready": true},
         "choco": {"chunk_bytes": 16}, "sgp": {"chunk_bytes": 32, "outbox": true},
         "async": {"chunk_bytes": "auto"}})");
     const auto r = sim(dir, cfg, "dpsgd,choco,sgp,async");
@@ -96,7 +97,8 @@ TEST_CASE("sim: a bad delay or outbox is one line naming the option, exit 2, not
         {R"({"async": {"chunk_bytes": 2}})", "algorithms.async.chunk_bytes"},
         {R"({"async": {"chunk_bytes": 1.5}})", "algorithms.async.chunk_bytes"},
         {R"({"choco": {"chunk_bytes": "AUTO"}})", "algorithms.choco.chunk_bytes"},
-        {R"({"dpsgd": {"partition_ready": true}})", "algorithms.dpsgd.partition_ready"},
+        {R"({"dpsgd": {"partition_ready": true, "reweight": {}}})",
+         "algorithms.dpsgd.partition_ready"},
         {R"({"dpsgd": {"delay": 1, "partition_ready": "yes"}})",
          "algorithms.dpsgd.partition_ready"},
     };

@@ -78,9 +78,9 @@ struct DpsgdOptions {
     /// replica as it arrives (docs/protocols.md, "Chunked sends").
     /// Or "auto": one size for the job from the cluster file's links (share_chunks.hpp).
     ChunkBytes chunk_bytes;
-    /// Delayed atc only: act on partition_ready events (docs/protocols.md, "Partition-ready"):
-    /// a channel whose partitions are all ready is mixed, stepped and sent before the step
-    /// ends; the same values as without, earlier.
+    /// Act on partition_ready events (docs/protocols.md, "Partition-ready"), in every mode but
+    /// reweight: a channel whose partitions are all ready is mixed (cta, delayed), stepped and
+    /// sent before the step ends; the same values as without, earlier.
     bool partition_ready = false;
 };
 
