@@ -1,8 +1,9 @@
 // The partition-ready event (docs/protocols.md, "Partition-ready"): a compute side declares a
 // partition of the running step final, the protocol owns it from then on (a gradient changed
-// after all stops the step with the partition named), and dpsgd (cta, atc, delayed atc) mixes,
-// steps and sends the ready partitions' channels before the step ends: the same model bit for
-// bit as without the event, in the simulator and with inproc peers, and sooner on a slow network.
+// after all stops the step with the partition named), and dpsgd (cta, atc, delayed atc) and
+// choco (plain, delayed) mix, step and send the ready partitions' channels before the step
+// ends: the same model bit for bit as without the event, in the simulator and with inproc
+// peers, and sooner on a slow network.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -11,6 +12,7 @@
 
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
+#include "gossamer/optimizers/choco.hpp"
 #include "gossamer/optimizers/dpsgd.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/peer/local.hpp"
@@ -73,10 +75,11 @@ optim::TrainingConfig mlp_config() {
                                                          "mlp.json"));
 }
 
-sim::SimResult simulate(const std::string& options, const Cluster& cluster,
-                        const optim::TrainingConfig& cfg, const optim::TrainingData& data) {
+sim::SimResult simulate(const std::string& algorithm, const std::string& options,
+                        const Cluster& cluster, const optim::TrainingConfig& cfg,
+                        const optim::TrainingData& data) {
     sim::SimSetup s;
-    s.algorithm = "dpsgd";
+    s.algorithm = algorithm;
     s.options = json::Node(json::parse_text(options, "options.json"));
     s.topology = ring(4);
     s.cluster = &cluster;
@@ -128,17 +131,18 @@ TEST_CASE("partition ready: a partition belongs to the protocol once declared, c
     }
 }
 
-TEST_CASE("partition ready: dpsgd sends early in every mode, the same model, sim = inproc peers") {
+TEST_CASE("partition ready: dpsgd and choco send early, the same model, sim = inproc peers") {
     const auto cfg = mlp_config();
     const auto data = optim::load_training_data(cfg);
     // A slow network: a round's messages take about a step, so sending sooner finishes sooner.
     auto cluster = homogeneous_cluster(4, 0.01, 1e-3, 2e5);
     for (auto& p : cluster.peers) p.jitter = {JitterKind::uniform, 0, 0.5};
     // Real peers (the driver declares partitions at the step's end): the simulator's model.
-    const auto real = [&](const std::string& text, std::atomic<std::uint64_t>& early) {
+    const auto real = [&](const std::string& algorithm, const std::string& text,
+                          std::atomic<std::uint64_t>& early) {
         const json::Node options(json::parse_text(text, "options.json"));
         peer::LocalTraining t;
-        t.algorithm = "dpsgd";
+        t.algorithm = algorithm;
         t.algorithm_options = &options;
         t.topology = ring(4);
         t.config = &cfg;
@@ -154,8 +158,10 @@ TEST_CASE("partition ready: dpsgd sends early in every mode, the same model, sim
         };
         t.attach = [&early](int, const proto::Protocol& p, peer::DriverOptions& o) {
             o.on_step = [&early, &p](const peer::StepRecord&) {
-                const auto& d = dynamic_cast<const proto::Dpsgd&>(p);
-                if (d.early_sends() > 0) early.fetch_add(1, std::memory_order_relaxed);
+                const auto* d = dynamic_cast<const proto::Dpsgd*>(&p);
+                const auto* c = dynamic_cast<const proto::Choco*>(&p);
+                if ((d ? d->early_sends() : c->early_sends()) > 0)
+                    early.fetch_add(1, std::memory_order_relaxed);
             };
         };
         const auto res = peer::run_local_training(t);
@@ -166,12 +172,19 @@ TEST_CASE("partition ready: dpsgd sends early in every mode, the same model, sim
         REQUIRE(res.loss);
         return *res.loss;
     };
-    for (const std::string mode : {R"("delay": 1)", R"("mode": "cta")", R"("mode": "atc")"}) {
+    const std::pair<const char*, const char*> jobs[] = {{"dpsgd", R"("delay": 1)"},
+                                                        {"dpsgd", R"("mode": "cta")"},
+                                                        {"dpsgd", R"("mode": "atc")"},
+                                                        {"choco", R"("delay": 1)"},
+                                                        {"choco", R"("gamma": 0.5)"}};
+    for (const auto& [algorithm_text, mode_text] : jobs) {
+        const std::string algorithm = algorithm_text, mode = mode_text;
+        CAPTURE(algorithm);
         CAPTURE(mode);
         const std::string plain = "{" + mode + R"(, "chunk_bytes": 256})";
         const std::string ready = "{" + mode + R"(, "chunk_bytes": 256, "partition_ready": true})";
-        const auto a = simulate(plain, cluster, cfg, data);
-        const auto b = simulate(ready, cluster, cfg, data);
+        const auto a = simulate(algorithm, plain, cluster, cfg, data);
+        const auto b = simulate(algorithm, ready, cluster, cfg, data);
         CHECK(std::isfinite(a.evals.back().loss));
         CHECK(a.evals.back().loss < 0.9 * a.evals.front().loss);  // it trains
         CHECK(b.evals.back().loss == a.evals.back().loss);        // the same values, bit for bit
@@ -184,8 +197,8 @@ TEST_CASE("partition ready: dpsgd sends early in every mode, the same model, sim
         else
             CHECK(b.end_time <= a.end_time);
         std::atomic<std::uint64_t> none{0}, some{0};
-        CHECK(real(plain, none) == a.evals.back().loss);
-        CHECK(real(ready, some) == a.evals.back().loss);
+        CHECK(real(algorithm, plain, none) == a.evals.back().loss);
+        CHECK(real(algorithm, ready, some) == a.evals.back().loss);
         CHECK(none.load() == 0);
         CHECK(some.load() > 0);  // channels left before their step's end
     }
