@@ -67,6 +67,17 @@ void Protocol::check_ready_unchanged() const {
                 name(), ctx_.rank, id, parts[id].name));
 }
 
+std::vector<double> backward_ready_fractions(const PartitionLayout& parts, std::size_t size) {
+    std::vector<double> f(parts.count(), 1.0);
+    const double all = static_cast<double>(std::max<std::size_t>(size, 1));
+    double later = 0;
+    for (std::size_t id = parts.count(); id-- > 1;) {
+        later += static_cast<double>(parts[id].size);
+        f[id] = std::min(1.0, 1.0 / 3.0 + 2.0 / 3.0 * later / all);
+    }
+    return f;
+}
+
 bool Protocol::range_ready(std::size_t offset, std::size_t size) const {
     if (!stepping_) return true;
     const PartitionLayout* parts = ctx_.worker->partitions();

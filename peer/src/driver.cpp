@@ -88,6 +88,7 @@ class Loop {
     double pace(const Message& m);
     void release_due();
     bool deliver_one();
+    void plan_ready();
     void deliver(Event& e, proto::Actions& a);
     std::string waiting_for();
     void watch();
@@ -106,6 +107,10 @@ class Loop {
     using Pending = std::pair<double, std::uint64_t>;
     std::priority_queue<Pending, std::vector<Pending>, std::greater<>> deadlines_;
     std::priority_queue<Pending, std::vector<Pending>, std::greater<>> held_;  // paced sends
+    // Partition-ready events of the running step: (time, partition id), and that step.
+    std::priority_queue<Pending, std::vector<Pending>, std::greater<>> ready_;
+    std::int64_t running_step_ = -1;
+    double step_start_ = 0;
     std::map<int, double> link_free_;  // destination -> when its emulated link is free
     // Protocols with one data message in flight per edge: the count per receiver, and the
     // receiver of each such send until its completion is delivered.
@@ -155,7 +160,12 @@ void Loop::apply(proto::Actions& a) {
     }
     for (const auto& d : a.deadlines) deadlines_.emplace(std::max(d.at, last_), d.id);
     if (a.start_step) trace_.starting();
-    if (a.start_step) compute_.start_on_comm(next_step_++, last_, protocol_.compute_point());
+    if (a.start_step) {
+        running_step_ = next_step_;
+        step_start_ = last_;
+        ready_ = {};
+        compute_.start_on_comm(next_step_++, last_, protocol_.compute_point());
+    }
     if (a.done && !ended_) {
         ended_ = true;
         result_.end_time = last_;
@@ -249,9 +259,22 @@ bool progress(const proto::Actions& a) {
     });
 }
 
+void Loop::plan_ready() {
+    // The gradient is final and the compute thread pads the step: declare the later partitions
+    // at their points of the declared step, as the simulator does (backward_ready_fractions).
+    const auto computed = compute_.take_computed_on_comm();
+    if (!computed || computed->step != running_step_ || !protocol_.takes_partition_ready()) return;
+    const auto* parts = worker_.partitions();
+    if (!parts || parts->count() < 2) return;
+    const auto f = proto::backward_ready_fractions(*parts, worker_.size());
+    for (std::size_t id = parts->count(); id-- > 1;)
+        ready_.emplace(step_start_ + computed->took * f[id], id);
+}
+
 bool Loop::deliver_one() {
     proto::Actions a;
     bool moved = false;
+    plan_ready();
     if (auto d = compute_.take_done_on_comm()) {
         moved = true;
         const double t = now();
@@ -268,9 +291,10 @@ bool Loop::deliver_one() {
                              {"step_seconds", d->took},
                              {"wait", w.seconds},
                              {"waited_for", w.peer}});
-        // The compute side reports no partition during the step yet (docs/protocols.md,
-        // "Partition-ready"): the later partitions are declared final now, in the order a
-        // backward pass finishes them, just before the step ends.
+        // Partitions not declared during the padding (an unpadded step, or a step that took
+        // longer than declared) are declared now, in the order a backward pass finishes them,
+        // just before the step ends (declaring one twice counts once).
+        ready_ = {};
         if (protocol_.takes_partition_ready())
             if (const auto* parts = worker_.partitions())
                 for (std::size_t id = parts->count(); id-- > 1;)
@@ -282,6 +306,11 @@ bool Loop::deliver_one() {
         if (protocol_.done()) return true;
         trace_.cause({trace::WaitCause::deadline});
         protocol_.deadline_reached(now(), id, a);
+    } else if (!ready_.empty() && ready_.top().first <= seconds(Clock::now() - start_)) {
+        const auto id = static_cast<std::uint32_t>(ready_.top().second);
+        ready_.pop();
+        if (!compute_.busy()) return true;
+        protocol_.partition_ready(now(), id, a);
     } else if (!inbox_->events.empty()) {
         Event e = std::move(inbox_->events.front());
         inbox_->events.pop_front();
@@ -407,6 +436,7 @@ DriverResult Loop::run() {
         }
     } detach{transport_};
     next_watch_ = seconds(options_.watchdog);
+    compute_.wake_when_computed(protocol_.takes_partition_ready());
     {
         proto::Actions a;
         protocol_.start(now(), a);
@@ -433,6 +463,7 @@ DriverResult Loop::run() {
                            : std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
                                        seconds(options_.run_timeout), options_.fail_at});
         if (!deadlines_.empty()) until = std::min(until, deadlines_.top().first);
+        if (!ready_.empty()) until = std::min(until, ready_.top().first);
         if (!held_.empty()) until = std::min(until, held_.top().first);
         const double wait = std::clamp(until - t, 0.0, 1.0);
         transport_.wait(Millis(static_cast<std::int64_t>(std::ceil(wait * 1000))));

@@ -306,20 +306,16 @@ void Engine::handle(Time now, Event& e) {
 }
 
 void Engine::schedule_ready(int rank, Time start, Time end) {
-    // The step as forward (a third of its time) then backward (two thirds), layers finishing
-    // in reverse order, each partition's share of the backward pass its share of the values:
-    // partition p is final at start + (1/3 + 2/3 * (values in partitions >= p) / all) of the
-    // step. Partition 0 is final when the step ends (step_finished says so).
+    // Partition p is final at its point of the backward pass (backward_ready_fractions: a third
+    // of forward, then the partitions in reverse order by their share of the values); partition
+    // 0 at the end, which step_finished says.
     const Peer& p = peers_[static_cast<std::size_t>(rank)];
     const PartitionLayout* parts = p.worker->partitions();
     if (!parts || parts->count() < 2) return;
-    const double all = static_cast<double>(p.worker->size());
-    double later = 0;
+    const auto f = proto::backward_ready_fractions(*parts, p.worker->size());
     for (std::size_t id = parts->count() - 1; id >= 1; --id) {
-        later += static_cast<double>((*parts)[id].size);
-        const double f = 1.0 / 3.0 + 2.0 / 3.0 * later / all;
         ++pending_;
-        queue_.push(start + (end - start) * std::min(f, 1.0),
+        queue_.push(start + (end - start) * f[id],
                     PartitionReady{rank, static_cast<std::uint32_t>(id), p.started - 1});
     }
 }

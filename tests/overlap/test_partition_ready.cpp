@@ -137,9 +137,11 @@ TEST_CASE("partition ready: dpsgd and choco send early, the same model, sim = in
     // A slow network: a round's messages take about a step, so sending sooner finishes sooner.
     auto cluster = homogeneous_cluster(4, 0.01, 1e-3, 2e5);
     for (auto& p : cluster.peers) p.jitter = {JitterKind::uniform, 0, 0.5};
-    // Real peers (the driver declares partitions at the step's end): the simulator's model.
+    // Real peers (the driver declares partitions while it pads a step to its declared time):
+    // the simulator's model. `early` counts steps after which channels had left early,
+    // `during` first steps that had sent some before they ended.
     const auto real = [&](const std::string& algorithm, const std::string& text,
-                          std::atomic<std::uint64_t>& early) {
+                          std::atomic<std::uint64_t>& early, std::atomic<std::uint64_t>& during) {
         const json::Node options(json::parse_text(text, "options.json"));
         peer::LocalTraining t;
         t.algorithm = algorithm;
@@ -156,12 +158,14 @@ TEST_CASE("partition ready: dpsgd and choco send early, the same model, sim = in
             o.declared_step_time = [pad](std::int64_t, double) { return pad; };
             return o;
         };
-        t.attach = [&early](int, const proto::Protocol& p, peer::DriverOptions& o) {
-            o.on_step = [&early, &p](const peer::StepRecord&) {
+        t.attach = [&early, &during](int, const proto::Protocol& p, peer::DriverOptions& o) {
+            o.on_step = [&early, &during, &p](const peer::StepRecord& s) {
+                // Called when the step is over, before partitions left undeclared are declared.
                 const auto* d = dynamic_cast<const proto::Dpsgd*>(&p);
                 const auto* c = dynamic_cast<const proto::Choco*>(&p);
-                if ((d ? d->early_sends() : c->early_sends()) > 0)
-                    early.fetch_add(1, std::memory_order_relaxed);
+                if ((d ? d->early_sends() : c->early_sends()) == 0) return;
+                early.fetch_add(1, std::memory_order_relaxed);
+                if (s.step == 0) during.fetch_add(1, std::memory_order_relaxed);
             };
         };
         const auto res = peer::run_local_training(t);
@@ -196,11 +200,13 @@ TEST_CASE("partition ready: dpsgd and choco send early, the same model, sim = in
             CHECK(b.end_time < a.end_time);
         else
             CHECK(b.end_time <= a.end_time);
-        std::atomic<std::uint64_t> none{0}, some{0};
-        CHECK(real(algorithm, plain, none) == a.evals.back().loss);
-        CHECK(real(algorithm, ready, some) == a.evals.back().loss);
+        std::atomic<std::uint64_t> none{0}, none_during{0}, some{0}, some_during{0};
+        CHECK(real(algorithm, plain, none, none_during) == a.evals.back().loss);
+        CHECK(real(algorithm, ready, some, some_during) == a.evals.back().loss);
         CHECK(none.load() == 0);
         CHECK(some.load() > 0);  // channels left before their step's end
+        // ... while the first step ran (cta's first step waits for its neighbours' x_0 first)
+        if (mode.find("cta") == std::string::npos) CHECK(some_during.load() > 0);
     }
 }
 

@@ -106,6 +106,12 @@ struct PartitionChannel {
 std::vector<PartitionChannel> partition_channels(const LocalWorker& worker,
                                                  std::uint64_t chunk_values = 0);
 
+/// When, as a fraction of a step, a backward pass has finished each partition of `parts` (a
+/// model of `size` values), for drivers that declare partitions ready (partition_ready): a
+/// forward pass of a third of the step, then a backward pass that finishes partitions in
+/// reverse order, each taking its share of the values. Partition 0's is 1: the step's end.
+std::vector<double> backward_ready_fractions(const PartitionLayout& parts, std::size_t size);
+
 /// Where each (partition, chunk) of partition_channels' output sits in it: the channel a
 /// message's `partition` and `chunk` name, found without a search.
 class ChannelIndex {
