@@ -49,8 +49,16 @@ void check_algorithms(const std::vector<std::string>& algorithms,
                              proto::PeerContext{0, topology->n(), topology, &probe, 1});
         if (config && train) {
             const auto model = optim::build_model(*config, *train);
-            optim::check_multirate_algorithm(
-                optim::build_multirate(*config, optim::build_partitions(*config, *model)), algo);
+            const auto rates =
+                optim::build_multirate(*config, optim::build_partitions(*config, *model));
+            optim::check_multirate_algorithm(rates, algo);
+            // dpsgd refuses it too when built; here the line names the file and the path.
+            const auto ready = options ? options->find("partition_ready") : std::nullopt;
+            if (ready && ready->value().is_boolean() && ready->as_bool() && rates.active())
+                ready->fail(
+                    "partition_ready does not follow the multirate partitions' own round "
+                    "counters",
+                    "drop partition_ready or the multirate section");
         }
     }
 }

@@ -175,8 +175,8 @@ int run_peer(const std::vector<std::string>& args) {
     check_algorithms({job.algorithm}, &cfg, &job.data.train, job.topology.schedule, 0);
     job.worker = peer::make_training_worker(cfg, job.data.train, job.rank, n, job.epochs);
     const auto options = cfg.algorithm_options(job.algorithm);
-    proto::PeerContext ctx{job.rank, n, job.topology.schedule, job.worker.trainer.get(),
-                           job.worker.steps};
+    proto::PeerContext ctx{
+        job.rank, n, job.topology.schedule, job.worker.trainer.get(), job.worker.steps, cluster};
     job.protocol = proto::make_protocol(job.algorithm, options ? &*options : nullptr, ctx);
     // What the handshake compares, one digest per field (docs/bootstrap.md).
     using peer::SettingSource;

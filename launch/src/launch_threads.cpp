@@ -62,6 +62,7 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
     lt.train = &data.train;
     lt.test = &data.test;
     lt.epochs = job.epochs;
+    lt.cluster = job.cluster;
     std::atomic<std::int64_t> steps_done{0};
     std::atomic<double> last_loss{std::nan("")};
     const auto path_of = [&](int r) { return (dir / fmt::format("peer{}.jsonl", r)).string(); };

@@ -26,7 +26,8 @@ AsyncGossip::AsyncGossip(PeerContext ctx, AsyncOptions options)
       options_(std::move(options)),
       rng_(options_.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank())),
       self_share_(options_.self_base()),
-      math_(worker()) {
+      math_(worker()),
+      assembler_(worker().size(), worker().math()) {
     const auto& topo = context().topology;
     if (!topo) throw Error("async needs a topology");
     if (topo->n() != n())
@@ -43,6 +44,7 @@ AsyncGossip::AsyncGossip(PeerContext ctx, AsyncOptions options)
     for (int j : base.out_neighbors(rank())) neighbour(j).e.out = true;
     for (int j : base.in_neighbors(rank())) neighbour(j).e.in = true;
     collect_live_out();
+    check_share_chunks(options_.chunk_bytes, worker().size());
 }
 
 AsyncGossip::Neighbour& AsyncGossip::neighbour(int j) {
@@ -303,11 +305,10 @@ void AsyncGossip::push_shares(Actions& out) {
 }
 
 void AsyncGossip::post(Actions& out, Message m) {
-    const int to = m.receiver;
-    if (!options_.outbox) return send(out, std::move(m));
-    if (!outbox_.free(to)) return outbox_.hold(std::move(m));
-    send(out, std::move(m));
-    outbox_.sent(to, out.sends.back().id);
+    const std::uint64_t bytes =
+        chunk_bytes_for(options_.chunk_bytes, context().cluster.get(), rank(), m.receiver);
+    post_share(out, std::move(m), bytes / 4, options_.outbox ? &outbox_ : nullptr,
+               [&](Message c) { send(out, std::move(c)); });
 }
 
 void AsyncGossip::on_send_completed(Time, std::uint64_t id, bool, Actions& out) {
@@ -415,6 +416,12 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     if (msg.kind != MessageKind::mass_share)
         throw Error(fmt::format("async: unexpected {} message from peer {}",
                                 transport::to_string(msg.kind), j));
+    if (!assembler_.whole(msg)) {
+        // A chunk (chunk_bytes): its share counts, and moves mass, once every chunk is here.
+        auto share = assembler_.add(std::move(msg));
+        if (!share) return;
+        msg = std::move(*share);
+    }
     if (worker().math() && msg.payload.size() != worker().size())
         throw Error(fmt::format("async: a share from peer {} carries {} values, expected {}", j,
                                 msg.payload.size(), worker().size()));

@@ -22,7 +22,7 @@ AsyncOptions parse_async_options(const json::Node* options) {
     options->expect_object({"targets", "straggler_aware", "beta", "base_self", "target_power",
                             "edge_bound", "rate_window", "report_every", "balance", "step",
                             "follow_schedule", "deadline_percentile", "deadline_cap", "seed",
-                            "outbox", "silence", "silence_factor"});
+                            "outbox", "silence", "silence_factor", "chunk_bytes"});
     if (auto v = options->find("targets")) o.targets = static_cast<int>(v->as_int(1, 1024));
     if (auto v = options->find("straggler_aware")) o.straggler_aware = v->as_bool();
     if (auto v = options->find("beta")) o.beta = checked_double(*v, 0, 100, true, "(0, 100]");
@@ -52,6 +52,7 @@ AsyncOptions parse_async_options(const json::Node* options) {
         o.silence = checked_double(*v, 0, 1e9, false, "[0, 1e9]");
     if (auto v = options->find("silence_factor"))
         o.silence_factor = checked_double(*v, 1, 1e9, false, "[1, 1e9]");
+    if (auto v = options->find("chunk_bytes")) o.chunk_bytes = parse_chunk_bytes(*v);
     return o;
 }
 

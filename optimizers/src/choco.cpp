@@ -54,10 +54,10 @@ std::span<std::byte> bytes_of(std::vector<float>& words) {
 ChocoOptions parse_choco_options(const json::Node* options) {
     ChocoOptions o;
     if (!options) return o;
-    options->expect_object(
-        {"gamma", "compressor", "resync_timeout", "replicas", "delay", "chunk_bytes"});
-    if (auto chunk = options->find("chunk_bytes"))
-        o.chunk_bytes = static_cast<std::uint64_t>(chunk->as_int(4, INT64_MAX));
+    options->expect_object({"gamma", "compressor", "resync_timeout", "replicas", "delay",
+                            "chunk_bytes", "partition_ready"});
+    if (auto ready = options->find("partition_ready")) o.partition_ready = ready->as_bool();
+    if (auto chunk = options->find("chunk_bytes")) o.chunk_bytes = parse_chunk_bytes(*chunk);
     if (auto delay = options->find("delay")) o.delay = static_cast<int>(delay->as_int(0, 1));
     if (auto gamma = options->find("gamma")) {
         o.gamma = gamma->as_double();
@@ -113,7 +113,10 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
         for (std::int64_t t = 0; t < *period; ++t)
             if (!balanced(*topo->at(t), rank()))
                 throw TopologyError(unbalanced_message(*topo->at(t), t, topo->describe(), rank()));
-    for (PartitionChannel& spec : partition_channels(worker(), options_.chunk_bytes / 4)) {
+    // One size for the whole job: receivers cut the model into the same channels as senders.
+    const std::uint64_t chunk_bytes =
+        job_chunk_bytes(options_.chunk_bytes, context().cluster.get(), *topo);
+    for (PartitionChannel& spec : partition_channels(worker(), chunk_bytes / 4)) {
         Channel c;
         static_cast<PartitionChannel&>(c) = std::move(spec);
         c.q = c.compressor ? c.compressor.get() : compressor_.get();
@@ -123,10 +126,11 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
     }
     // The codec streams hold the channel in bits 48..62 (key()).
     if (channels_.size() > (1u << 15))
-        throw ConfigError("", "chunk_bytes",
-                          fmt::format("{} bytes cut the model into {} chunks", options_.chunk_bytes,
-                                      channels_.size()),
-                          "use chunks of at least 1/32768 of the model");
+        throw ConfigError(
+            "", "chunk_bytes",
+            fmt::format("{} bytes cut the model into {} chunks", chunk_bytes, channels_.size()),
+            "use chunks of at least 1/32768 of the model, or \"auto\"");
+    check_ready_option();
 }
 
 Choco::Channel* Choco::channel_of(const Message& msg) {
@@ -233,7 +237,7 @@ Message Choco::encode(Channel& c, Slot& slot, int receiver) {
         m.kind = MessageKind::full_model;
         m.elements = n;
         if (math) {
-            const auto x = params().subspan(c.offset, n);
+            const auto x = x_of(c);
             if (Device* d = worker().device()) {
                 if (slot.xhat.dev.size() != n) slot.xhat.dev = DeviceVector(*d, n);
                 d->copy(slot.xhat.dev.data(), x.data(), n);
@@ -250,7 +254,7 @@ Message Choco::encode(Channel& c, Slot& slot, int receiver) {
     const auto k = key(c, rank(), receiver, m.edge_seq);
     if (Device* d = worker().device()) {
         if (dscratch_.size() < n) dscratch_ = DeviceVector(*d, worker().size());
-        d->delta(dscratch_.data(), params().data() + c.offset, slot.xhat.dev.data(), n);
+        d->delta(dscratch_.data(), x_of(c).data(), slot.xhat.dev.data(), n);
         m.payload.resize(m.elements);
         d->encode(*c.q, dscratch_.data(), n, k, bytes_of(m.payload));
         d->decode_add(*c.q, std::as_bytes(std::span<const float>(m.payload)), k,
@@ -258,7 +262,7 @@ Message Choco::encode(Channel& c, Slot& slot, int receiver) {
         return m;
     }
     scratch_.resize(n);
-    gossamer::delta(scratch_, params().subspan(c.offset, n), slot.xhat.host);
+    gossamer::delta(scratch_, x_of(c), slot.xhat.host);
     m.payload.resize(m.elements);
     c.q->encode(scratch_, k, bytes_of(m.payload));
     // x_hat moves by the decoded message, exactly as the receiver's copy will.
@@ -268,43 +272,46 @@ Message Choco::encode(Channel& c, Slot& slot, int receiver) {
 
 void Choco::send_round(Time now, Actions& out) {
     ++sent_;
-    for (Channel& c : channels_) {
-        if (!due(c)) continue;
-        const auto round = context().topology->at(c.round);
-        const auto outs = round->graph.out_neighbors(rank());
-        auto sent = [&](OutEdge& e, std::uint64_t seq) {
-            e.recent.emplace_back(seq, now);
-            if (e.recent.size() > kRecentSends) e.recent.pop_front();
-        };
-        if (shared_) {
-            // One compression per round for every out-neighbour of the period (and x_hat_i moves
-            // even with none: it is also the x_hat_i of the mix). Every holder of x_hat_i must
-            // see every message, so on a time-varying topology all of the union's out-neighbours
-            // get it.
-            Message m = encode(c, c.own, -1);
-            for (int j : base_out_) {
-                if (dead_.contains(j)) continue;
-                OutEdge& e = c.out[j];
-                e.slot.next_seq = c.own.next_seq;
-                e.slot.last_round = c.round;
-                sent(e, m.edge_seq);
-                Message copy = m;
-                copy.receiver = j;
-                send(out, std::move(copy));
-            }
-            continue;
-        }
-        if (!balanced(*round, rank()))
-            throw TopologyError(
-                unbalanced_message(*round, c.round, context().topology->describe(), rank()));
-        for (int j : outs) {
+    for (Channel& c : channels_)
+        if (due(c) && !sent_early(c)) send_channel(now, c, out);
+    reset_ready();  // the step's round is out: the next step starts afresh
+}
+
+void Choco::send_channel(Time now, Channel& c, Actions& out) {
+    const auto round = context().topology->at(c.round);
+    const auto outs = round->graph.out_neighbors(rank());
+    auto sent = [&](OutEdge& e, std::uint64_t seq) {
+        e.recent.emplace_back(seq, now);
+        if (e.recent.size() > kRecentSends) e.recent.pop_front();
+    };
+    if (shared_) {
+        // One compression per round for every out-neighbour of the period (and x_hat_i moves
+        // even with none: it is also the x_hat_i of the mix). Every holder of x_hat_i must
+        // see every message, so on a time-varying topology all of the union's out-neighbours
+        // get it.
+        Message m = encode(c, c.own, -1);
+        for (int j : base_out_) {
             if (dead_.contains(j)) continue;
             OutEdge& e = c.out[j];
-            Message m = encode(c, e.slot, j);
+            e.slot.next_seq = c.own.next_seq;
+            e.slot.last_round = c.round;
             sent(e, m.edge_seq);
-            m.receiver = j;
-            send(out, std::move(m));
+            Message copy = m;
+            copy.receiver = j;
+            send(out, std::move(copy));
         }
+        return;
+    }
+    if (!balanced(*round, rank()))
+        throw TopologyError(
+            unbalanced_message(*round, c.round, context().topology->describe(), rank()));
+    for (int j : outs) {
+        if (dead_.contains(j)) continue;
+        OutEdge& e = c.out[j];
+        Message m = encode(c, e.slot, j);
+        sent(e, m.edge_seq);
+        m.receiver = j;
+        send(out, std::move(m));
     }
 }
 
@@ -341,7 +348,7 @@ void Choco::try_mix(Time now, Actions& out) {
     const int i = rank();
     // Every channel due at step t must have its round's messages in before any is mixed.
     for (Channel& c : channels_) {
-        if (!due(c)) continue;
+        if (!due(c) || mixed_early(c)) continue;  // partition_ready: mixed during the step
         const auto round = context().topology->at(c.round);
         for (int j : round->graph.in_neighbors(i)) {
             if (dead_.contains(j)) continue;
@@ -358,37 +365,8 @@ void Choco::try_mix(Time now, Actions& out) {
     }
     waiting_ = false;
     armed_deadline_ = 0;  // a deadline still pending for this wait is now stale
-    const auto g = static_cast<float>(options_.gamma);
-    for (Channel& c : channels_) {
-        if (!due(c)) continue;
-        const auto round = context().topology->at(c.round);
-        ++c.round;
-        if (!worker().math()) continue;
-        std::vector<MixTerm> terms;
-        float self_sum = 0;  // sum of gamma W_ij over live neighbours (shared mode)
-        for (int j : round->graph.in_neighbors(i)) {
-            if (dead_.contains(j)) continue;
-            const auto w = g * static_cast<float>(round->weights.at(i, j));
-            terms.push_back({c.in.at(j).xhat.view(), w});
-            if (shared_) self_sum += w;
-        }
-        if (!shared_)
-            // Subtract x_hat_ij with receiver j's weight W_ji: every edge's term enters once with
-            // + at its receiver and once with - at its sender, so the average is kept.
-            for (int j : round->graph.out_neighbors(i))
-                if (!dead_.contains(j))
-                    terms.push_back({c.out.at(j).slot.xhat.view(),
-                                     -g * static_cast<float>(round->weights.at(j, i))});
-        // x <- x + gamma sum_j W_ij (x_hat_j - x_hat_i): one fused pass.
-        if (shared_ && !terms.empty()) terms.push_back({c.own.xhat.view(), -self_sum});
-        if (Device* d = worker().device()) {
-            std::vector<DeviceTerm> dterms;  // float weights, exact in double
-            for (const MixTerm& t : terms) dterms.push_back({t.data.data(), t.weight});
-            d->mix(params().data() + c.offset, 1.0, dterms, c.size);
-        } else {
-            gossamer::mix(params().subspan(c.offset, c.size), 1.0f, terms);
-        }
-    }
+    for (Channel& c : channels_)
+        if (due(c) && !mixed_early(c)) mix_channel(c);
     ++t_;
     ++mutable_stats().rounds;
     if (options_.delay > 0) return after_delayed_mix(now, out);
@@ -397,6 +375,42 @@ void Choco::try_mix(Time now, Actions& out) {
         return;
     }
     out.start_step = true;
+}
+
+void Choco::mix_channel(Channel& c) {
+    const int i = rank();
+    const auto g = static_cast<float>(options_.gamma);
+    const auto round = context().topology->at(c.round);
+    ++c.round;
+    if (!worker().math()) return;
+    std::vector<MixTerm> terms;
+    float self_sum = 0;  // sum of gamma W_ij over live neighbours (shared mode)
+    for (int j : round->graph.in_neighbors(i)) {
+        if (dead_.contains(j)) continue;
+        const auto w = g * static_cast<float>(round->weights.at(i, j));
+        terms.push_back({c.in.at(j).xhat.view(), w});
+        if (shared_) self_sum += w;
+    }
+    if (!shared_)
+        // Subtract x_hat_ij with receiver j's weight W_ji: every edge's term enters once with
+        // + at its receiver and once with - at its sender, so the average is kept.
+        for (int j : round->graph.out_neighbors(i))
+            if (!dead_.contains(j))
+                terms.push_back({c.out.at(j).slot.xhat.view(),
+                                 -g * static_cast<float>(round->weights.at(j, i))});
+    // x <- x + gamma sum_j W_ij (x_hat_j - x_hat_i): one fused pass.
+    if (shared_ && !terms.empty()) terms.push_back({c.own.xhat.view(), -self_sum});
+    if (Device* d = worker().device()) {
+        std::vector<DeviceTerm> dterms;  // float weights, exact in double
+        for (const MixTerm& t : terms) dterms.push_back({t.data.data(), t.weight});
+        d->mix(x_of(c).data(), 1.0, dterms, c.size);
+    } else {
+        gossamer::mix(x_of(c), 1.0f, terms);
+    }
+}
+
+std::span<float> Choco::x_of(const Channel& c) {
+    return ready_params(c.offset, c.size);  // asserts the range is the protocol's
 }
 
 void Choco::after_delayed_mix(Time now, Actions& out) {
@@ -441,6 +455,7 @@ void Choco::on_message(Time now, Message msg, Actions& out) {
         // Applied as soon as its round has come, even when j is not an in-neighbour of this
         // round (shared replicas on a time-varying graph): the replica stays current.
         advance(c, j, e);
+        advance_ready(now, out);  // partition_ready: a ready channel may mix now
         try_mix(now, out);
         return;
     }
@@ -453,6 +468,7 @@ void Choco::on_message(Time now, Message msg, Actions& out) {
     take(e.xhat, std::move(msg.payload));
     e.next_seq = msg.edge_seq + 1;
     e.covered = std::max(e.covered, msg.round);
+    advance_ready(now, out);
     try_mix(now, out);
 }
 

@@ -18,9 +18,9 @@ constexpr std::size_t kRecentSends = 16;
 DpsgdOptions parse_dpsgd_options(const json::Node* options) {
     DpsgdOptions o;
     if (!options) return o;
-    options->expect_object({"mode", "delay", "resync_timeout", "reweight", "chunk_bytes"});
-    if (auto chunk = options->find("chunk_bytes"))
-        o.chunk_bytes = static_cast<std::uint64_t>(chunk->as_int(4, INT64_MAX));
+    options->expect_object(
+        {"mode", "delay", "resync_timeout", "reweight", "chunk_bytes", "partition_ready"});
+    if (auto chunk = options->find("chunk_bytes")) o.chunk_bytes = parse_chunk_bytes(*chunk);
     if (auto mode = options->find("mode"))
         o.mode = mode->as_enum({"atc", "cta"}) == "atc" ? DpsgdMode::atc : DpsgdMode::cta;
     if (auto delay = options->find("delay")) {
@@ -31,6 +31,14 @@ DpsgdOptions parse_dpsgd_options(const json::Node* options) {
         if (o.delay > 0 && options->find("reweight"))
             delay->fail("delay 1 does not combine with reweight",
                         "drop one of \"delay\" and \"reweight\"");
+    }
+    if (auto ready = options->find("partition_ready")) {
+        o.partition_ready = ready->as_bool();
+        if (o.partition_ready && options->find("reweight"))
+            ready->fail(
+                "partition_ready does not combine with reweight (a reweighted mix waits "
+                "for a deadline, not for a partition)",
+                "drop one of \"partition_ready\" and \"reweight\"");
     }
     if (auto timeout = options->find("resync_timeout")) {
         o.resync_timeout = timeout->as_double();
@@ -71,7 +79,10 @@ Dpsgd::Dpsgd(PeerContext ctx, DpsgdOptions options) : Protocol(std::move(ctx)), 
     if (options_.delay < 0 || options_.delay > 1 ||
         (options_.delay > 0 && (options_.mode == DpsgdMode::cta || options_.reweight)))
         throw Error("dpsgd: delay 1 needs mode atc without reweight");
-    for (PartitionChannel& spec : partition_channels(worker(), options_.chunk_bytes / 4)) {
+    // One size for the whole job: receivers cut the model into the same channels as senders.
+    const std::uint64_t chunk_bytes =
+        job_chunk_bytes(options_.chunk_bytes, context().cluster.get(), *topo);
+    for (PartitionChannel& spec : partition_channels(worker(), chunk_bytes / 4)) {
         Channel c;
         static_cast<PartitionChannel&>(c) = std::move(spec);
         c.slot = static_cast<std::uint32_t>(channels_.size());
@@ -80,10 +91,11 @@ Dpsgd::Dpsgd(PeerContext ctx, DpsgdOptions options) : Protocol(std::move(ctx)), 
     }
     // The codec streams hold the channel in bits 48..63 (stream()).
     if (channels_.size() > (1u << 16))
-        throw ConfigError("", "chunk_bytes",
-                          fmt::format("{} bytes cut the model into {} chunks", options_.chunk_bytes,
-                                      channels_.size()),
-                          "use chunks of at least 1/65536 of the model");
+        throw ConfigError(
+            "", "chunk_bytes",
+            fmt::format("{} bytes cut the model into {} chunks", chunk_bytes, channels_.size()),
+            "use chunks of at least 1/65536 of the model, or \"auto\"");
+    check_ready_option();
 }
 
 bool Dpsgd::due(const Channel& c) const {
@@ -150,26 +162,29 @@ void Dpsgd::begin_round(Time now, Actions& out) {
 void Dpsgd::send_round(Time now, Actions& out) {
     ++sent_;
     const std::span<const float> x = params();
-    for (Channel& c : channels_) {
-        if (!due(c)) continue;
-        const auto round = context().topology->at(c.round);
-        const auto part = worker().math() ? x.subspan(c.offset, c.size) : x;
-        for (int j : round->graph.out_neighbors(rank())) {
-            if (dead_.contains(j)) continue;
-            auto it = c.out.find(j);
-            if (it == c.out.end())
-                it = c.out
-                         .emplace(j, ReplicaSender(j, c.size, worker().math(), c.compressor.get(),
-                                                   stream(c, rank(), j), worker().device()))
-                         .first;
-            auto& recent = c.sent_at[j];
-            if (recent.capacity() == 0) recent.set_capacity(kRecentSends);
-            recent.push_back({it->second.next_seq(), now});  // the oldest goes when full
-            Message m = it->second.encode(part, c.round);
-            m.partition = c.id;
-            m.chunk = c.chunk;
-            send(out, std::move(m));
-        }
+    for (Channel& c : channels_)
+        if (due(c) && !sent_early(c)) send_channel(now, c, x, out);
+    reset_ready();  // the step's round is out: the next step starts afresh
+}
+
+void Dpsgd::send_channel(Time now, Channel& c, std::span<const float> x, Actions& out) {
+    const auto round = context().topology->at(c.round);
+    const auto part = worker().math() ? x.subspan(c.offset, c.size) : x;
+    for (int j : round->graph.out_neighbors(rank())) {
+        if (dead_.contains(j)) continue;
+        auto it = c.out.find(j);
+        if (it == c.out.end())
+            it = c.out
+                     .emplace(j, ReplicaSender(j, c.size, worker().math(), c.compressor.get(),
+                                               stream(c, rank(), j), worker().device()))
+                     .first;
+        auto& recent = c.sent_at[j];
+        if (recent.capacity() == 0) recent.set_capacity(kRecentSends);
+        recent.push_back({it->second.next_seq(), now});  // the oldest goes when full
+        Message m = it->second.encode(part, c.round);
+        m.partition = c.id;
+        m.chunk = c.chunk;
+        send(out, std::move(m));
     }
 }
 
@@ -206,7 +221,7 @@ void Dpsgd::try_mix(Time now, Actions& out) {
     bool missing = false;
     const bool reweight = options_.reweight.has_value();
     for (Channel& c : channels_) {
-        if (!due(c)) continue;
+        if (!due(c) || mixed_early(c)) continue;  // partition_ready: mixed during the step
         const auto round = context().topology->at(c.round);
         Plan plan{&c, round->weights.at(i, i), {}};
         for (int j : round->graph.in_neighbors(i)) {
@@ -255,31 +270,7 @@ void Dpsgd::try_mix(Time now, Actions& out) {
     }
     armed_deadline_ = 0;  // a deadline still pending for this wait is now stale
     stale_deadline_ = 0;
-    for (auto& plan : plans) {
-        Channel& c = *plan.c;
-        for (const auto& [j, w] : plan.weights) {
-            InStats& st = in_stats_[j];
-            st.weight = w;
-            ++st.mixes;
-            st.staleness_sum += st.staleness;
-        }
-        if (Device* d = worker().device(); d && worker().math()) {
-            std::vector<DeviceTerm> terms;
-            terms.reserve(plan.weights.size());
-            for (const auto& [j, w] : plan.weights)
-                if (w > 0) terms.push_back({c.in.at(j).replica().data(), w});
-            d->mix(params().data() + c.offset, plan.self, terms, c.size);
-        } else if (worker().math()) {
-            std::vector<detail::MixTerm> terms;
-            terms.reserve(plan.weights.size());
-            for (const auto& [j, w] : plan.weights)
-                if (w > 0) terms.push_back({w, c.in.at(j).replica()});
-            detail::mix(params().subspan(c.offset, c.size), plan.self, terms);
-        }
-        ++c.round;
-        last_self_weight_ = plan.self;
-        last_weights_ = std::move(plan.weights);
-    }
+    for (auto& plan : plans) mix_channel(*plan.c, params(), plan.self, std::move(plan.weights));
     if (options_.mode == DpsgdMode::cta) worker().apply_gradient(params(), worker().gradient());
     ++t_;
     ++mutable_stats().rounds;
@@ -292,6 +283,32 @@ void Dpsgd::try_mix(Time now, Actions& out) {
     begin_round(now, out);
 }
 
+void Dpsgd::mix_channel(Channel& c, std::span<float> x, double self,
+                        std::vector<std::pair<int, double>> weights) {
+    for (const auto& [j, w] : weights) {
+        InStats& st = in_stats_[j];
+        st.weight = w;
+        ++st.mixes;
+        st.staleness_sum += st.staleness;
+    }
+    if (Device* d = worker().device(); d && worker().math()) {
+        std::vector<DeviceTerm> terms;
+        terms.reserve(weights.size());
+        for (const auto& [j, w] : weights)
+            if (w > 0) terms.push_back({c.in.at(j).replica().data(), w});
+        d->mix(x.data() + c.offset, self, terms, c.size);
+    } else if (worker().math()) {
+        std::vector<detail::MixTerm> terms;
+        terms.reserve(weights.size());
+        for (const auto& [j, w] : weights)
+            if (w > 0) terms.push_back({w, c.in.at(j).replica()});
+        detail::mix(x.subspan(c.offset, c.size), self, terms);
+    }
+    ++c.round;
+    last_self_weight_ = self;
+    last_weights_ = std::move(weights);
+}
+
 void Dpsgd::after_delayed_mix(Time now, Actions& out) {
     if (!grad_pending_) {  // the last step's round is mixed: the model is final
         if (t_ >= context().max_steps) {
@@ -301,7 +318,7 @@ void Dpsgd::after_delayed_mix(Time now, Actions& out) {
         return;
     }
     grad_pending_ = false;
-    worker().apply_gradient(params(), worker().gradient());
+    worker().apply_gradient(params(), worker().gradient());  // the partitions not stepped early
     send_round(now, out);  // round t_ = the step just finished (every earlier one is mixed)
     if (sent_ < context().max_steps) {
         stage_ = Stage::stepping;  // at h_t, unmixed: round t travels meanwhile
@@ -329,6 +346,7 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
             // Absorbed as it arrives (even while a step runs: replicas are the protocol's), up
             // to the round this channel mixes next; the mix then finds it done.
             if (!options_.reweight) r.advance(c->round);
+            advance_ready(now, out);  // partition_ready: a ready channel may mix now
             try_mix(now, out);
             return;
         }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/rng.hpp"
 
@@ -72,9 +74,24 @@ double LocalTrainer::compute_gradient(std::span<const float> at) {
     return loss;
 }
 
+bool LocalTrainer::step_partition(std::size_t id, std::span<float> x, std::span<const float> g) {
+    if (id >= layout_.count()) return false;
+    if (stepped_.size() != layout_.count()) stepped_.assign(layout_.count(), 0);
+    if (stepped_[id]) return false;
+    stepped_[id] = 1;
+    if (!multirate_.updates(id, steps_)) return true;
+    const double k = multirate_.rate(id).period;
+    const Partition& p = layout_[id];
+    optimizers_[id]->step(x.subspan(p.offset, p.size), g.subspan(p.offset, p.size),
+                          k * schedule_.at(steps_));
+    ++work_[id].updates;
+    return true;
+}
+
 void LocalTrainer::apply_gradient(std::span<float> x, std::span<const float> g) {
     const double lr = schedule_.at(steps_);
     for (std::size_t id = 0; id < layout_.count(); ++id) {
+        if (id < stepped_.size() && stepped_[id]) continue;  // stepped ahead (step_partition)
         if (!multirate_.updates(id, steps_)) continue;
         // A step of k * h from the current gradient (Vlaar & Leimkuhler's multirate scheme).
         const double k = multirate_.rate(id).period;
@@ -82,6 +99,7 @@ void LocalTrainer::apply_gradient(std::span<float> x, std::span<const float> g) 
         optimizers_[id]->step(x.subspan(p.offset, p.size), g.subspan(p.offset, p.size), k * lr);
         ++work_[id].updates;
     }
+    std::fill(stepped_.begin(), stepped_.end(), 0);
     ++steps_;
 }
 

@@ -20,6 +20,7 @@ void Protocol::start(Time now, Actions& out) {
 
 void Protocol::step_finished(Time now, double loss, Actions& out) {
     assert(stepping_ && "step_finished without a running step");
+    check_ready_unchanged();
     stepping_ = false;
     on_step_finished(now, loss, out);
     after(out);
@@ -93,6 +94,7 @@ void Protocol::after(Actions& out) {
     if (out.start_step) {
         assert(!stepping_ && "start_step while a step is running");
         stepping_ = true;
+        std::fill(ready_.begin(), ready_.end(), 0);  // a new step: nothing declared yet
     }
     done_ = done_ || out.done;
 }

@@ -31,20 +31,25 @@ void check_columns(const topology::Schedule& s) {
 SgpOptions parse_sgp_options(const json::Node* options) {
     SgpOptions o;
     if (!options) return o;
-    options->expect_object({"staleness", "outbox"});
+    options->expect_object({"staleness", "outbox", "chunk_bytes"});
     if (auto tau = options->find("staleness")) o.staleness = tau->as_int(0, 1000);
     if (auto box = options->find("outbox")) o.outbox = box->as_bool();
+    if (auto chunk = options->find("chunk_bytes")) o.chunk_bytes = parse_chunk_bytes(*chunk);
     return o;
 }
 
 Sgp::Sgp(PeerContext ctx, SgpOptions options)
-    : Protocol(std::move(ctx)), options_(options), math_(worker()) {
+    : Protocol(std::move(ctx)),
+      options_(options),
+      math_(worker()),
+      assembler_(worker().size(), worker().math()) {
     const auto& topo = context().topology;
     if (!topo) throw Error("sgp needs a topology");
     if (topo->n() != n())
         throw Error(fmt::format("the topology has {} peers but the job has {}", topo->n(), n()));
     if (options_.staleness < 0) throw Error("sgp: staleness must be >= 0");
     check_columns(*topo);
+    check_share_chunks(options_.chunk_bytes, worker().size());
 }
 
 void Sgp::current_model(std::span<float> out) const {
@@ -102,11 +107,10 @@ void Sgp::push_shares(Actions& out) {
 }
 
 void Sgp::post(Actions& out, Message m) {
-    const int to = m.receiver;
-    if (!options_.outbox) return send(out, std::move(m));
-    if (!outbox_.free(to)) return outbox_.hold(std::move(m));
-    send(out, std::move(m));
-    outbox_.sent(to, out.sends.back().id);
+    const std::uint64_t bytes =
+        chunk_bytes_for(options_.chunk_bytes, context().cluster.get(), rank(), m.receiver);
+    post_share(out, std::move(m), bytes / 4, options_.outbox ? &outbox_ : nullptr,
+               [&](Message c) { send(out, std::move(c)); });
 }
 
 void Sgp::on_send_completed(Time, std::uint64_t id, bool, Actions& out) {
@@ -163,6 +167,12 @@ void Sgp::on_message(Time, Message msg, Actions& out) {
                                 transport::to_string(msg.kind), j));
     if (j < 0 || j >= n() || j == rank())
         throw Error(fmt::format("sgp: a share from invalid peer {}", j));
+    if (!assembler_.whole(msg)) {
+        // A chunk: kept until its share is complete, which then moves its mass at once.
+        auto share = assembler_.add(std::move(msg));
+        if (!share) return;
+        msg = std::move(*share);
+    }
     if (worker().math() && msg.payload.size() != worker().size())
         throw Error(fmt::format("sgp: a share from peer {} carries {} values, expected {}", j,
                                 msg.payload.size(), worker().size()));

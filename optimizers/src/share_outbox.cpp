@@ -10,17 +10,17 @@ namespace gossamer::proto {
 
 bool ShareOutbox::free(int to) const {
     auto it = edges_.find(to);
-    return it == edges_.end() || it->second.in_flight == 0;
+    return it == edges_.end() || it->second.in_flight.empty();
 }
 
-void ShareOutbox::sent(int to, std::uint64_t id) {
+void ShareOutbox::sent(int to, std::span<const std::uint64_t> ids) {
     Edge& e = edges_[to];
-    if (e.in_flight != 0)
+    if (!e.in_flight.empty())
         throw Error(
             fmt::format("outbox: a second share on the edge to peer {} while send {} is "
                         "in flight",
-                        to, e.in_flight));
-    e.in_flight = id;
+                        to, e.in_flight.front()));
+    e.in_flight.assign(ids.begin(), ids.end());
 }
 
 void ShareOutbox::hold(Message m) {
@@ -46,9 +46,10 @@ void ShareOutbox::hold(Message m) {
 std::optional<Message> ShareOutbox::completed(std::uint64_t id) {
     // A peer has a few out-edges: a scan beats a second index.
     for (auto& [to, e] : edges_) {
-        if (e.in_flight != id || id == 0) continue;
-        e.in_flight = 0;
-        if (!e.waiting) return std::nullopt;
+        const auto at = std::find(e.in_flight.begin(), e.in_flight.end(), id);
+        if (at == e.in_flight.end() || id == 0) continue;
+        e.in_flight.erase(at);
+        if (!e.in_flight.empty() || !e.waiting) return std::nullopt;
         std::optional<Message> m = std::move(e.waiting);
         e.waiting.reset();
         --pending_;

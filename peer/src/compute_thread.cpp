@@ -34,11 +34,19 @@ void ComputeThread::start_on_comm(std::int64_t step, double start, std::span<con
     cv_.notify_all();
 }
 
+std::optional<GradientDone> ComputeThread::take_computed_on_comm() {
+    std::lock_guard lock(mutex_);
+    std::optional<GradientDone> out;
+    out.swap(computed_);
+    return out;
+}
+
 std::optional<StepDone> ComputeThread::take_done_on_comm() {
     std::optional<StepDone> out;
     {
         std::lock_guard lock(mutex_);
         out.swap(done_);
+        if (out) computed_.reset();  // its step is over
     }
     if (out) busy_ = false;
     return out;
@@ -59,6 +67,12 @@ void ComputeThread::loop(std::stop_token stop) {
         d.measured = std::chrono::duration<double>(Clock::now() - t0).count();
         const double declared = declared_ ? declared_(d.step, start) : 0.0;
         lock.lock();
+        computed_ = GradientDone{d.step, std::max(declared, d.measured)};
+        if (declared > d.measured && wake_computed_) {  // padded: say so now, not only at its end
+            lock.unlock();
+            wake_();
+            lock.lock();
+        }
         if (declared > d.measured) {
             // Heterogeneity emulation: the step lasts its declared time; a stop cuts it short.
             // Converted with a bound (1e9 s, about 31 years): a double of seconds past ~9.2e9

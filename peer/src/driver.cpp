@@ -18,6 +18,7 @@
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/ranks_text.hpp"
 #include "gossamer/optimizers/allreduce.hpp"
+#include "gossamer/optimizers/in_flight.hpp"
 #include "peer_trace.hpp"
 
 namespace gossamer::peer {
@@ -68,6 +69,7 @@ class Loop {
   public:
     Loop(proto::Protocol& p, proto::LocalWorker& w, transport::Transport& t, const DriverOptions& o)
         : protocol_(p),
+          worker_(w),
           transport_(t),
           options_(o),
           start_(Clock::now()),
@@ -87,6 +89,7 @@ class Loop {
     double pace(const Message& m);
     void release_due();
     bool deliver_one();
+    void plan_ready();
     void deliver(Event& e, proto::Actions& a);
     std::string waiting_for();
     void watch();
@@ -94,6 +97,7 @@ class Loop {
     void write_extra();
 
     proto::Protocol& protocol_;
+    proto::LocalWorker& worker_;
     transport::Transport& transport_;
     const DriverOptions& options_;
     const Clock::time_point start_;
@@ -104,10 +108,14 @@ class Loop {
     using Pending = std::pair<double, std::uint64_t>;
     std::priority_queue<Pending, std::vector<Pending>, std::greater<>> deadlines_;
     std::priority_queue<Pending, std::vector<Pending>, std::greater<>> held_;  // paced sends
+    // Partition-ready events of the running step: (time, partition id), and that step.
+    std::priority_queue<Pending, std::vector<Pending>, std::greater<>> ready_;
+    std::int64_t running_step_ = -1;
+    double step_start_ = 0;
     std::map<int, double> link_free_;  // destination -> when its emulated link is free
     // Protocols with one data message in flight per edge: the count per receiver, and the
     // receiver of each such send until its completion is delivered.
-    std::map<int, int> edge_busy_;
+    proto::EdgeInFlight edge_busy_;
     std::map<std::uint64_t, int> bounded_;
     std::int64_t next_step_ = 0;
     std::map<int, std::pair<std::int64_t, double>> heard_;  // peer -> (round, time) last heard
@@ -131,7 +139,7 @@ void Loop::apply(proto::Actions& a) {
     for (auto& s : a.sends) {
         const std::uint64_t id = s.id;
         if (protocol_.one_in_flight_per_edge() && s.msg.kind != transport::MessageKind::control) {
-            if (edge_busy_[s.msg.receiver]++ > 0)
+            if (!edge_busy_.sent(s.msg))
                 throw Error(fmt::format(
                     "{}: rank {} sent a second {} on edge {} -> {} while one is in flight; the "
                     "protocol keeps at most one in flight per edge",
@@ -153,7 +161,12 @@ void Loop::apply(proto::Actions& a) {
     }
     for (const auto& d : a.deadlines) deadlines_.emplace(std::max(d.at, last_), d.id);
     if (a.start_step) trace_.starting();
-    if (a.start_step) compute_.start_on_comm(next_step_++, last_, protocol_.compute_point());
+    if (a.start_step) {
+        running_step_ = next_step_;
+        step_start_ = last_;
+        ready_ = {};
+        compute_.start_on_comm(next_step_++, last_, protocol_.compute_point());
+    }
     if (a.done && !ended_) {
         ended_ = true;
         result_.end_time = last_;
@@ -221,7 +234,7 @@ void Loop::deliver(Event& e, proto::Actions& a) {
         if (!s->status.ok())
             log::debug("rank {}: a send failed: {}", result_.rank, s->status.reason);
         if (auto it = bounded_.find(s->id); it != bounded_.end()) {
-            --edge_busy_[it->second];
+            edge_busy_.completed(it->second);
             bounded_.erase(it);
         }
         protocol_.send_completed(t, s->id, s->status.ok(), a);
@@ -247,9 +260,22 @@ bool progress(const proto::Actions& a) {
     });
 }
 
+void Loop::plan_ready() {
+    // The gradient is final and the compute thread pads the step: declare the later partitions
+    // at their points of the declared step, as the simulator does (backward_ready_fractions).
+    const auto computed = compute_.take_computed_on_comm();
+    if (!computed || computed->step != running_step_ || !protocol_.takes_partition_ready()) return;
+    const auto* parts = worker_.partitions();
+    if (!parts || parts->count() < 2) return;
+    const auto f = proto::backward_ready_fractions(*parts, worker_.size());
+    for (std::size_t id = parts->count(); id-- > 1;)
+        ready_.emplace(step_start_ + computed->took * f[id], id);
+}
+
 bool Loop::deliver_one() {
     proto::Actions a;
     bool moved = false;
+    plan_ready();
     if (auto d = compute_.take_done_on_comm()) {
         moved = true;
         const double t = now();
@@ -266,6 +292,14 @@ bool Loop::deliver_one() {
                              {"step_seconds", d->took},
                              {"wait", w.seconds},
                              {"waited_for", w.peer}});
+        // Partitions not declared during the padding (an unpadded step, or a step that took
+        // longer than declared) are declared now, in the order a backward pass finishes them,
+        // just before the step ends (declaring one twice counts once).
+        ready_ = {};
+        if (protocol_.takes_partition_ready())
+            if (const auto* parts = worker_.partitions())
+                for (std::size_t id = parts->count(); id-- > 1;)
+                    protocol_.partition_ready(t, static_cast<std::uint32_t>(id), a);
         protocol_.step_finished(t, d->loss, a);
     } else if (!deadlines_.empty() && deadlines_.top().first <= seconds(Clock::now() - start_)) {
         const auto id = deadlines_.top().second;
@@ -273,6 +307,11 @@ bool Loop::deliver_one() {
         if (protocol_.done()) return true;
         trace_.cause({trace::WaitCause::deadline});
         protocol_.deadline_reached(now(), id, a);
+    } else if (!ready_.empty() && ready_.top().first <= seconds(Clock::now() - start_)) {
+        const auto id = static_cast<std::uint32_t>(ready_.top().second);
+        ready_.pop();
+        if (!compute_.busy()) return true;
+        protocol_.partition_ready(now(), id, a);
     } else if (!inbox_->events.empty()) {
         Event e = std::move(inbox_->events.front());
         inbox_->events.pop_front();
@@ -398,6 +437,7 @@ DriverResult Loop::run() {
         }
     } detach{transport_};
     next_watch_ = seconds(options_.watchdog);
+    compute_.wake_when_computed(protocol_.takes_partition_ready());
     {
         proto::Actions a;
         protocol_.start(now(), a);
@@ -424,6 +464,7 @@ DriverResult Loop::run() {
                            : std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
                                        seconds(options_.run_timeout), options_.fail_at});
         if (!deadlines_.empty()) until = std::min(until, deadlines_.top().first);
+        if (!ready_.empty()) until = std::min(until, ready_.top().first);
         if (!held_.empty()) until = std::min(until, held_.top().first);
         const double wait = std::clamp(until - t, 0.0, 1.0);
         transport_.wait(Millis(static_cast<std::int64_t>(std::ceil(wait * 1000))));

@@ -12,6 +12,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/params.hpp"
 #include "gossamer/core/sharding.hpp"
+#include "gossamer/optimizers/in_flight.hpp"
 #include "gossamer/optimizers/local_trainer.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/sim/event_queue.hpp"
@@ -54,8 +55,14 @@ struct FlowEnd {
     std::uint32_t flow, version;
 };
 struct Settle {};
+// Partition `id` of step `step` is final (Protocol::partition_ready), for protocols that take it.
+struct PartitionReady {
+    int rank;
+    std::uint32_t id;
+    std::int64_t step;
+};
 using Event = std::variant<StepDone, Arrival, DeadlineEvent, Failure, FailureNotice, Evaluate,
-                           SendDone, FlowEnd, Settle>;
+                           SendDone, FlowEnd, Settle, PartitionReady>;
 
 // A message on the fair-share network, by flow id: what its end delivers.
 struct Flowing {
@@ -71,8 +78,9 @@ struct Peer {
     std::unique_ptr<proto::Protocol> protocol;
     bool alive = true, done = false, stepping = false;
     std::int64_t started = 0;
-    // Data messages in flight by receiver, for protocols that bound them to one per edge.
-    std::vector<std::pair<int, int>> edge_busy;
+    // Data messages in flight per edge, for protocols that bound them to one per edge (the
+    // chunks of one message count as one).
+    proto::EdgeInFlight edge_busy;
     Time busy = 0, idle = 0, idle_since = 0, step_start = 0, step_end = 0;
 };
 
@@ -85,6 +93,8 @@ class Engine {
     void apply(int rank, Time now, proto::Actions& a);
     void handle(Time now, Event& e);
     void evaluate(Time now, bool final);
+    /// Partition-ready events of rank's step [start, end), for protocols that take them.
+    void schedule_ready(int rank, Time start, Time end);
     bool active() const;
     /// The one Actions object every event reuses, emptied: its vectors keep their capacity, so
     /// an event costs no allocation (docs/simulator.md, "Scale").
@@ -163,7 +173,11 @@ Engine::Engine(const SimSetup& s)
         } else {
             p.worker = std::make_unique<proto::CostOnlyWorker>(s.model_size);
         }
-        proto::PeerContext ctx{r, n_, s.topology, p.worker.get(), steps};
+        // Non-owning: the setup's cluster outlives the run.
+        proto::PeerContext ctx{
+            r,          n_,
+            s.topology, p.worker.get(),
+            steps,      std::shared_ptr<const Cluster>(std::shared_ptr<void>(), s.cluster)};
         p.protocol = s.protocol_factory ? s.protocol_factory(ctx)
                                         : proto::make_protocol(
                                               s.algorithm, s.options ? &*s.options : nullptr, ctx);
@@ -208,20 +222,13 @@ void Engine::unsettle(Time now) {
     queue_.push(now, Settle{});
 }
 
-// The count of data messages in flight on edge (p, to), made on first use.
-int& edge_busy(Peer& p, int to) {
-    auto it = std::lower_bound(p.edge_busy.begin(), p.edge_busy.end(), std::pair{to, 0});
-    if (it == p.edge_busy.end() || it->first != to) it = p.edge_busy.insert(it, {to, 0});
-    return it->second;
-}
-
 void Engine::apply(int rank, Time now, proto::Actions& a) {
     Peer& p = peers_[static_cast<std::size_t>(rank)];
     const bool bounded = p.protocol->one_in_flight_per_edge();
     for (auto& send : a.sends) {
         const int to = send.msg.receiver;
         const bool data = send.msg.kind != transport::MessageKind::control;
-        if (bounded && data && edge_busy(p, to)++ > 0)
+        if (bounded && data && !p.edge_busy.sent(send.msg))
             throw Error(fmt::format(
                 "{}: peer {} sent a second {} on edge {} -> {} at {:.6f} s while one is in "
                 "flight; the protocol keeps at most one in flight per edge",
@@ -258,6 +265,7 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
         const Time end = compute_.step_end(rank, p.started++, now);
         p.busy += end - now;
         p.step_end = end;
+        if (p.protocol->takes_partition_ready()) schedule_ready(rank, now, end);
         ++pending_;
         queue_.push(end, StepDone{rank, loss});
     }
@@ -318,7 +326,7 @@ void Engine::handle(Time now, Event& e) {
     } else if (auto* sd = std::get_if<SendDone>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(sd->rank)];
         if (!p.alive) return;
-        if (sd->counted >= 0) --edge_busy(p, sd->counted);
+        if (sd->counted >= 0) p.edge_busy.completed(sd->counted);
         // Done or not: an outbox may still hold a share for this edge.
         p.protocol->send_completed(now, sd->id, true, a);
         apply(sd->rank, now, a);
@@ -342,6 +350,11 @@ void Engine::handle(Time now, Event& e) {
             queue_.push(u.end, FlowEnd{u.flow, u.version});
         }
         flow_updates_.clear();
+    } else if (auto* pr = std::get_if<PartitionReady>(&e)) {
+        Peer& p = peers_[static_cast<std::size_t>(pr->rank)];
+        if (!p.alive || !p.stepping || p.started - 1 != pr->step) return;
+        p.protocol->partition_ready(now, pr->id, a);
+        apply(pr->rank, now, a);
     } else if (auto* fn = std::get_if<FailureNotice>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(fn->rank)];
         if (!p.alive || p.done) return;
@@ -349,6 +362,21 @@ void Engine::handle(Time now, Event& e) {
         trace_.cause({trace::WaitCause::failure, fn->dead, -1});
         p.protocol->peer_failed(now, fn->dead, a);
         apply(fn->rank, now, a);
+    }
+}
+
+void Engine::schedule_ready(int rank, Time start, Time end) {
+    // Partition p is final at its point of the backward pass (backward_ready_fractions: a third
+    // of forward, then the partitions in reverse order by their share of the values); partition
+    // 0 at the end, which step_finished says.
+    const Peer& p = peers_[static_cast<std::size_t>(rank)];
+    const PartitionLayout* parts = p.worker->partitions();
+    if (!parts || parts->count() < 2) return;
+    const auto f = proto::backward_ready_fractions(*parts, p.worker->size());
+    for (std::size_t id = parts->count() - 1; id >= 1; --id) {
+        ++pending_;
+        queue_.push(start + (end - start) * f[id],
+                    PartitionReady{rank, static_cast<std::uint32_t>(id), p.started - 1});
     }
 }
 
@@ -475,6 +503,7 @@ SimResult Engine::run() {
         ps.idle = p.idle;
         ps.idle_share = p.busy + p.idle > 0 ? p.idle / (p.busy + p.idle) : 0;
         ps.bytes_sent = p.protocol->stats().bytes_sent;
+        ps.messages_sent = p.protocol->stats().messages_sent;
         ps.bytes_received = p.protocol->stats().bytes_received;
         ps.failed = !p.alive;
         ps.recorded = s_.peer_records_every > 0 && r % s_.peer_records_every == 0;

@@ -22,11 +22,11 @@ constexpr int kFeatures = 6;
 
 // n softmax-regression trainers on iid shards of one synthetic set, all initialised from the
 // same seed (as drivers do), each drawing its own batches.
-struct Cluster {
+struct RingJob {
     Dataset data;
     std::vector<Dataset> shards;
 
-    explicit Cluster(int n) : data(make_logistic_regression(640, kFeatures, 7).data) {
+    explicit RingJob(int n) : data(make_logistic_regression(640, kFeatures, 7).data) {
         ShardSpec spec;
         spec.peers = n;
         spec.seed = 3;
@@ -64,7 +64,7 @@ double full_loss(Harness& h, const Dataset& data, int r) {
 
 TEST_CASE("allreduce SGD with real trainers: the loss falls and every model is identical") {
     const int n = 4;
-    Cluster cluster(n);
+    RingJob cluster(n);
     Harness h = cluster.harness(60, {}, true);
     const double before = full_loss(h, cluster.data, 0);
     REQUIRE(h.run());
@@ -82,7 +82,7 @@ TEST_CASE("allreduce SGD with real trainers: the loss falls and every model is i
 TEST_CASE("allreduce period H: models agree right after every H-th step and differ between") {
     const int n = 3, period = 4;
     const std::int64_t steps = 10;
-    Cluster cluster(n);
+    RingJob cluster(n);
     Harness h = cluster.harness(steps, {period, 2}, true);
     // snapshots[step][rank]: the model rank starts step `step` from.
     std::map<std::int64_t, std::map<int, std::vector<float>>> snapshots;

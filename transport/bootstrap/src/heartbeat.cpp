@@ -174,7 +174,7 @@ void Bootstrap::Impl::lose(int rank, const std::string& line, bool forward, bool
     if (members[index]) {
         // Rank 0 tells a peer it declared vanished (a stopped one reads this when it resumes),
         // then closes; the others close at once.
-        if (opt.rank == 0 && !left) {
+        if (opt.rank == 0 && !left && !silenced) {
             wire::Notice why{static_cast<std::uint32_t>(rank), {}, line};
             members[index]->send(wire::frame(wire::Kind::expelled, wire::encode(why)));
             members[index]->close_after_flush();
@@ -198,7 +198,7 @@ void Bootstrap::Impl::lose(int rank, const std::string& line, bool forward, bool
     cv.notify_all();
     if (callback) callback(loss);
     if (opt.rank == 0) propose_view(left);
-    if (!forward || opt.rank != 0) return;
+    if (!forward || opt.rank != 0 || silenced) return;  // a hung rank 0 forwards nothing
     // A notice about a goodbye lists the rank that left; one about a vanished peer lists none.
     std::vector<std::uint32_t> left_ranks;
     if (left) left_ranks.push_back(static_cast<std::uint32_t>(rank));

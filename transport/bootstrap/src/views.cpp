@@ -36,6 +36,7 @@ View view_of(const wire::Notice& notice) {
 }  // namespace
 
 void Bootstrap::Impl::send_view(int rank, wire::Kind kind, const View& v) {
+    if (silenced) return;  // a hung process sends nothing (Fault::silence)
     auto& m = members[static_cast<std::size_t>(rank)];
     if (m && !gone[static_cast<std::size_t>(rank)])
         m->send(wire::frame(kind, wire::encode(view_notice(v))));

@@ -34,6 +34,7 @@
 #include "gossamer/core/rng.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/push_sum_math.hpp"
+#include "gossamer/optimizers/share_chunks.hpp"
 #include "gossamer/optimizers/share_outbox.hpp"
 #include "gossamer/optimizers/small_containers.hpp"
 #include "gossamer/optimizers/straggler.hpp"
@@ -72,6 +73,9 @@ struct AsyncOptions {
     /// (docs/algorithms.md, "Silent neighbours"). silence 0: off.
     double silence = 0.25;      ///< seconds, >= 0
     double silence_factor = 4;  ///< >= 1
+    /// Chunked sends: each share leaves in chunks of at most this many bytes of values, the
+    /// weight with the last (share_chunks.hpp); 0: whole shares.
+    ChunkBytes chunk_bytes;
 
     double self_base() const { return base_self.value_or(1.0 / (targets + 1.0)); }
 };
@@ -154,6 +158,8 @@ class AsyncGossip final : public Protocol {
     std::vector<int> settling_on() const override;
     /// The outbox (empty without the option).
     const ShareOutbox& outbox() const noexcept { return outbox_; }
+    /// Shares of which some chunks, not all, have come (chunk_bytes).
+    std::size_t partial_shares() const noexcept { return assembler_.partial(); }
     bool one_in_flight_per_edge() const override { return options_.outbox; }
     std::size_t unsent() const override { return outbox_.pending(); }
 
@@ -219,6 +225,7 @@ class AsyncGossip final : public Protocol {
     std::vector<int> live_;                    // live out-neighbours, ascending
     const topology::Digraph* base_ = nullptr;  // the schedule's base graph (shared, immutable)
     ShareOutbox outbox_;
+    ShareAssembler assembler_;
 };
 
 /// The "async" protocol with its options (nullptr: defaults).

@@ -47,6 +47,7 @@
 #include "gossamer/optimizers/compressor.hpp"
 #include "gossamer/optimizers/device.hpp"
 #include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/share_chunks.hpp"
 
 namespace gossamer::proto {
 
@@ -66,7 +67,12 @@ struct ChocoOptions {
     int delay = 0;
     /// Chunked sends: 0, or the most bytes of values one message carries (>= 4; each chunk
     /// its own channel, absorbed as it arrives: docs/protocols.md, "Chunked sends").
-    std::uint64_t chunk_bytes = 0;
+    /// Or "auto": one size for the job from the cluster file's links (share_chunks.hpp).
+    ChunkBytes chunk_bytes;
+    /// Act on partition_ready events (docs/protocols.md, "Partition-ready"): a channel whose
+    /// partitions are all ready is mixed (delayed: round t - 1), stepped and sent before the
+    /// step ends; the same values as without, earlier.
+    bool partition_ready = false;
 };
 
 /// Reads {"gamma": 0.5, "compressor": {...}, "resync_timeout": 5.0} (compressor.hpp); nullptr
@@ -105,6 +111,10 @@ class Choco final : public Protocol {
     /// Re-sync requests sent, and full replicas sent in answer to others' requests.
     std::uint64_t resync_requests() const noexcept { return resync_requests_; }
     std::uint64_t resync_answers() const noexcept { return resync_answers_; }
+    /// With the partition_ready option, on a host worker with partitions and no multirate.
+    bool takes_partition_ready() const override;
+    /// Channels sent before their step ended (partition_ready), in all.
+    std::uint64_t early_sends() const noexcept { return early_sends_; }
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -112,6 +122,7 @@ class Choco final : public Protocol {
     void on_message(Time now, Message msg, Actions& out) override;
     void on_deadline(Time now, std::uint64_t id, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
+    void on_partition_ready(Time now, std::uint32_t id, Actions& out) override;
 
   private:
     // One replica x_hat: host floats, or device memory when the worker has a device.
@@ -150,6 +161,23 @@ class Choco final : public Protocol {
 
     bool due(const Channel& c) const;
     void send_round(Time now, Actions& out);
+    /// Sends channel c's round (send_round's inner loop).
+    void send_channel(Time now, Channel& c, Actions& out);
+    /// x <- x + gamma sum_j W_ij (x_hat_j - x_hat_i) on channel c (round c.round), then ++round.
+    void mix_channel(Channel& c);
+    /// x's range of channel c: params() between steps, a ready range during one.
+    std::span<float> x_of(const Channel& c);
+    // partition_ready (choco_ready.cpp): mix, step and send what the ready partitions allow.
+    void advance_ready(Time now, Actions& out);
+    bool round_in(Channel& c);
+    void reset_ready();
+    void check_ready_option() const;
+    bool mixed_early(const Channel& c) const {
+        return c.slot < early_mixed_.size() && early_mixed_[c.slot];
+    }
+    bool sent_early(const Channel& c) const {
+        return c.slot < early_sent_.size() && early_sent_[c.slot];
+    }
     Message encode(Channel& c, Slot& slot, int receiver_or_all);
     // x_hat <- the host floats `values` (a full model received).
     void take(Xhat& xhat, std::vector<float> values);
@@ -180,6 +208,10 @@ class Choco final : public Protocol {
     DeviceVector dscratch_;  // scratch_ on the worker's device
     std::uint64_t next_deadline_ = 1, armed_deadline_ = 0;
     std::uint64_t resync_requests_ = 0, resync_answers_ = 0;
+    // partition_ready, per channel slot / partition id, for the running step.
+    std::vector<char> early_mixed_, early_sent_, stepped_;
+    std::vector<std::pair<std::size_t, std::size_t>> channel_parts_;  // [first, last] partition
+    std::uint64_t early_sends_ = 0;
 };
 
 /// The "choco" protocol with its options (nullptr: defaults). Throws as parse_choco_options and

@@ -48,6 +48,7 @@
 #include "gossamer/core/json.hpp"
 #include "gossamer/optimizers/edge_replica.hpp"
 #include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/share_chunks.hpp"
 #include "gossamer/optimizers/small_containers.hpp"
 
 namespace gossamer::proto {
@@ -75,7 +76,12 @@ struct DpsgdOptions {
     /// Chunked sends: 0 (one message per partition and neighbour), or the most bytes of values
     /// one message carries (>= 4); each chunk is its own message, absorbed into the edge's
     /// replica as it arrives (docs/protocols.md, "Chunked sends").
-    std::uint64_t chunk_bytes = 0;
+    /// Or "auto": one size for the job from the cluster file's links (share_chunks.hpp).
+    ChunkBytes chunk_bytes;
+    /// Act on partition_ready events (docs/protocols.md, "Partition-ready"), in every mode but
+    /// reweight: a channel whose partitions are all ready is mixed (cta, delayed), stepped and
+    /// sent before the step ends; the same values as without, earlier.
+    bool partition_ready = false;
 };
 
 /// Reads {"mode": "atc" | "cta", "delay": 0 | 1, "resync_timeout": seconds, "reweight": {...}};
@@ -119,6 +125,10 @@ class Dpsgd final : public Protocol {
     /// Per in-neighbour: the weight and staleness (rounds) of the last mix, the mean staleness
     /// over its mixes, mixes it was stale in (reweight only: else it always waits, staleness 0).
     json::Json edge_metrics() const override;
+    /// With the partition_ready option, on a host worker with partitions and no multirate.
+    bool takes_partition_ready() const override;
+    /// Channels sent before their step ended (partition_ready), in all.
+    std::uint64_t early_sends() const noexcept { return early_sends_; }
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -126,6 +136,7 @@ class Dpsgd final : public Protocol {
     void on_message(Time now, Message msg, Actions& out) override;
     void on_deadline(Time now, std::uint64_t id, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
+    void on_partition_ready(Time now, std::uint32_t id, Actions& out) override;
 
   private:
     enum class Stage { idle, stepping, waiting, done };
@@ -151,6 +162,23 @@ class Dpsgd final : public Protocol {
     ReplicaReceiver& receiver(Channel& c, int j);
     /// The channel of (partition, chunk) on the wire, or nullptr.
     Channel* channel_of(const Message& msg);
+    /// x[c] <- self x[c] + sum_j w_j replica_j[c] (host or device), the weights recorded.
+    void mix_channel(Channel& c, std::span<float> x, double self,
+                     std::vector<std::pair<int, double>> weights);
+    /// Sends channel c's round to its out-neighbours of that round (send_round's inner loop).
+    void send_channel(Time now, Channel& c, std::span<const float> x, Actions& out);
+    // partition_ready (dpsgd_ready.cpp): mix, step and send what the ready partitions allow.
+    void advance_ready(Time now, Actions& out);
+    bool mix_ready(Channel& c);
+    void reset_ready();
+    /// Throws ConfigError when partition_ready is set with multirate rates or a device worker.
+    void check_ready_option() const;
+    bool mixed_early(const Channel& c) const {
+        return c.slot < early_mixed_.size() && early_mixed_[c.slot];
+    }
+    bool sent_early(const Channel& c) const {
+        return c.slot < early_sent_.size() && early_sent_[c.slot];
+    }
 
     DpsgdOptions options_;
     Stage stage_ = Stage::idle;
@@ -172,6 +200,10 @@ class Dpsgd final : public Protocol {
     std::uint64_t resync_requests_ = 0, resync_answers_ = 0;
     double last_self_weight_ = 1.0;
     std::vector<std::pair<int, double>> last_weights_;
+    // partition_ready, per channel slot / partition id, for the running step.
+    std::vector<char> early_mixed_, early_sent_, stepped_;
+    std::vector<std::pair<std::size_t, std::size_t>> channel_parts_;  // [first, last] partition
+    std::uint64_t early_sends_ = 0;
 };
 
 /// The "dpsgd" protocol with its options (nullptr: defaults). Throws as parse_dpsgd_options and

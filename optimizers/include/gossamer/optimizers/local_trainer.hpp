@@ -61,6 +61,11 @@ class LocalTrainer final : public proto::LocalWorker {
         return multirate_.active() ? &multirate_ : nullptr;
     }
     std::span<const proto::PartitionWork> work() const override { return work_; }
+    /// The layout: partition_ready may declare each of its partitions ready.
+    const PartitionLayout* partitions() const override { return &layout_; }
+    /// Partition id's optimizer step of the running step, ahead of apply_gradient (which then
+    /// skips it); the same arithmetic as in apply_gradient. False if already stepped.
+    bool step_partition(std::size_t id, std::span<float> x, std::span<const float> g) override;
 
     /// Trains with these rates from now on. Throws Error unless m.layout() equals layout().
     void set_multirate(Multirate m);
@@ -90,6 +95,7 @@ class LocalTrainer final : public proto::LocalWorker {
     std::vector<proto::PartitionWork> work_;  // by partition id
     std::vector<std::size_t> layer_owner_;    // partition id of each layer's first parameter
     std::vector<std::uint64_t> macs_before_;  // scratch: the model's counters before a pass
+    std::vector<char> stepped_;               // step_partition: stepped ahead in this step
 };
 
 }  // namespace gossamer::optim

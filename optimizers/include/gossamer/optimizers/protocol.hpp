@@ -21,10 +21,15 @@
 #include <vector>
 
 #include "gossamer/core/json.hpp"
+#include "gossamer/core/partition.hpp"
 #include "gossamer/optimizers/compressor.hpp"
 #include "gossamer/optimizers/multirate.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "gossamer/transport/message.hpp"
+
+namespace gossamer {
+struct Cluster;  // gossamer/core/cluster.hpp
+}  // namespace gossamer
 
 namespace gossamer::proto {
 
@@ -72,6 +77,16 @@ class LocalWorker {
     /// them (docs/gpu.md). Every protocol then keeps its own vectors on that device and does its
     /// vector work there.
     virtual Device* device() const { return nullptr; }
+    /// The partitions (groups of layers, by offset) a compute side may declare ready one by one
+    /// during a step (Protocol::partition_ready), or nullptr when it declares none.
+    virtual const PartitionLayout* partitions() const { return nullptr; }
+    /// Protocol side, after partition_ready(id) in the running step: partition id's part of
+    /// that step's optimizer step on x (g: the whole gradient), at the rate of the step count,
+    /// which it leaves alone; apply_gradient then steps only the partitions not stepped so, and
+    /// counts the step. False when the worker cannot step one partition alone (nothing done).
+    virtual bool step_partition(std::size_t, std::span<float>, std::span<const float>) {
+        return false;
+    }
 };
 
 /// One partition's gossip channel as the averaging protocols (dpsgd, choco) set it up: the
@@ -90,6 +105,12 @@ struct PartitionChannel {
 /// each with its own compressor), in partition order (docs/protocols.md, "Chunked sends").
 std::vector<PartitionChannel> partition_channels(const LocalWorker& worker,
                                                  std::uint64_t chunk_values = 0);
+
+/// When, as a fraction of a step, a backward pass has finished each partition of `parts` (a
+/// model of `size` values), for drivers that declare partitions ready (partition_ready): a
+/// forward pass of a third of the step, then a backward pass that finishes partitions in
+/// reverse order, each taking its share of the values. Partition 0's is 1: the step's end.
+std::vector<double> backward_ready_fractions(const PartitionLayout& parts, std::size_t size);
 
 /// Where each (partition, chunk) of partition_channels' output sits in it: the channel a
 /// message's `partition` and `chunk` name, found without a search.
@@ -150,6 +171,9 @@ struct PeerContext {
     std::shared_ptr<const topology::Schedule> topology;  ///< graph and W of every round
     LocalWorker* worker = nullptr;                       ///< outlives the protocol
     std::int64_t max_steps = 0;                          ///< local steps to take
+    /// The cluster file's links, for "chunk_bytes": "auto" (share_chunks.hpp); null when the
+    /// job has none (shared memory, loopback, real links nobody described).
+    std::shared_ptr<const Cluster> cluster = nullptr;
 };
 
 /// Counters every protocol keeps (the driver adds time-based ones).
@@ -204,6 +228,19 @@ class Protocol {
     /// delivered with `placed` set), or empty for a buffer the message owns. Called on the
     /// communication thread between events, possibly long before the message is delivered.
     virtual std::span<float> receive_into(const Message&) { return {}; }
+    /// Partition `id` of worker().partitions() is final for the running step (docs/protocols.md,
+    /// "Partition-ready"): the compute side will neither read x's range of it nor write its
+    /// gradient again before step_finished, so both belong to the protocol from now on. Only
+    /// while a step runs; a partition declared twice counts once. Throws Error for an unknown
+    /// partition or outside a step; step_finished throws Error when the compute side changed a
+    /// ready partition's gradient after all (the ownership rule, checked in every build).
+    void partition_ready(Time now, std::uint32_t id, Actions& out);
+    /// Whether the protocol acts on partition_ready: drivers deliver the events only then.
+    virtual bool takes_partition_ready() const { return false; }
+    /// Whether partition id was declared ready in the running step.
+    bool partition_is_ready(std::size_t id) const noexcept {
+        return id < ready_.size() && ready_[id] != 0;
+    }
     /// True between a start_step action and its step_finished.
     bool stepping() const noexcept { return stepping_; }
     /// True once the protocol returned done.
@@ -234,9 +271,15 @@ class Protocol {
     virtual void on_send_completed(Time, std::uint64_t, bool, Actions&) {}
     virtual void on_deadline(Time, std::uint64_t, Actions&) {}
     virtual void on_peer_failed(Time, int, Actions&) {}
+    virtual void on_partition_ready(Time, std::uint32_t, Actions&) {}
 
     /// x, asserting (debug builds) that no step is running.
     std::span<float> params();
+    /// True when no step runs, or every partition overlapping [offset, offset + size) was
+    /// declared ready in the running step: the range is the protocol's (partition_ready).
+    bool range_ready(std::size_t offset, std::size_t size) const;
+    /// x's range [offset, offset + size), asserting (debug builds) range_ready.
+    std::span<float> ready_params(std::size_t offset, std::size_t size);
     /// out <- x, from host memory or downloaded from the worker's device: current_model() of
     /// the protocols that report x itself.
     void copy_params_to(std::span<float> out) const;
@@ -258,6 +301,10 @@ class Protocol {
     bool done_ = false;
     bool zero_copy_ = false;
     std::uint64_t next_send_id_ = 1;
+    // partition_ready: per partition, declared in the running step, and its gradient's hash then.
+    std::vector<char> ready_;
+    std::vector<std::uint64_t> ready_hash_;
+    void check_ready_unchanged() const;
 };
 
 /// Builds protocol `name` ("allreduce", "dpsgd", "sgp", ...) with its options (a JSON object,

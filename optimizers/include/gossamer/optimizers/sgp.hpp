@@ -34,6 +34,7 @@
 #include "gossamer/core/json.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/push_sum_math.hpp"
+#include "gossamer/optimizers/share_chunks.hpp"
 #include "gossamer/optimizers/share_outbox.hpp"
 #include "gossamer/optimizers/small_containers.hpp"
 
@@ -45,10 +46,13 @@ struct SgpOptions {
     /// One share in flight per out-edge; later shares to a busy edge add up in its outbox and
     /// leave as one message when the edge is free (share_outbox.hpp).
     bool outbox = false;
+    /// Chunked sends: each share leaves in chunks of at most this many bytes of values, the
+    /// weight with the last (share_chunks.hpp); 0: whole shares.
+    ChunkBytes chunk_bytes;
 };
 
-/// Reads {"staleness": tau (an integer in [0, 1000]), "outbox": bool}; nullptr gives the
-/// defaults.
+/// Reads {"staleness": tau (an integer in [0, 1000]), "outbox": bool, "chunk_bytes": bytes
+/// (>= 4) or "auto"}; nullptr gives the defaults.
 /// Throws ConfigError naming the JSON path for an unknown key, a wrong type or a bad value.
 SgpOptions parse_sgp_options(const json::Node* options);
 
@@ -80,6 +84,8 @@ class Sgp final : public Protocol {
     std::span<const float> buffered_x() const noexcept { return math_.buffered(); }
     /// The outbox (empty without the option).
     const ShareOutbox& outbox() const noexcept { return outbox_; }
+    /// Shares of which some chunks, not all, have come (chunk_bytes).
+    std::size_t partial_shares() const noexcept { return assembler_.partial(); }
     bool one_in_flight_per_edge() const override { return options_.outbox; }
     /// Per in-neighbour: `weight`, W_ij of its latest share's round (the part of its mass it
     /// sends this peer); `staleness_mean` and `staleness_max`, the mean and largest rounds this
@@ -135,6 +141,7 @@ class Sgp final : public Protocol {
     FlatMap<int, InEdge> in_edges_;          // edge_metrics()
     FlatMap<int, std::int64_t> last_round_;  // outbox: round of j's latest share
     ShareOutbox outbox_;
+    ShareAssembler assembler_;
     std::vector<int> dead_;  // sorted
 };
 

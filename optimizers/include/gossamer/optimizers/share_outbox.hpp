@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "gossamer/optimizers/protocol.hpp"
@@ -22,14 +23,17 @@ class ShareOutbox {
     /// True when no share of this peer's is in flight to `to`.
     bool free(int to) const;
     /// The share with send id `id` (Send::id) left for `to`: the edge is busy until completed(id).
-    void sent(int to, std::uint64_t id);
+    void sent(int to, std::uint64_t id) { sent(to, std::span<const std::uint64_t>(&id, 1)); }
+    /// A share cut into chunks (share_chunks.hpp) left for `to` as the sends `ids`: one share in
+    /// flight, the edge busy until every one of them completed. Throws Error when it was busy.
+    void sent(int to, std::span<const std::uint64_t> ids);
     /// Adds share `m` into the pending share of its receiver's edge (the first one is kept as
     /// is): payloads add element by element, weights add; round and edge_seq become m's (the
     /// latest), sent_at stays the earliest. Throws Error for payloads of different lengths.
     void hold(Message m);
-    /// Send `id` completed (delivered or failed): its edge is free, and the share pending on it,
-    /// if any, is returned for the caller to send (then sent()). An id it does not know (a
-    /// control message) returns nothing.
+    /// Send `id` completed (delivered or failed). When it was the last of its share's sends the
+    /// edge is free, and the share pending on it, if any, is returned for the caller to send
+    /// (then sent()). An id it does not know (a control message) returns nothing.
     std::optional<Message> completed(std::uint64_t id);
     /// Takes the share pending for `to` (its receiver failed: the mass goes back to the sender).
     std::optional<Message> take(int to);
@@ -42,7 +46,7 @@ class ShareOutbox {
 
   private:
     struct Edge {
-        std::uint64_t in_flight = 0;  // send id, 0: the edge is free
+        std::vector<std::uint64_t> in_flight;  // the share's send ids (chunks); none: free
         std::optional<Message> waiting;
     };
     FlatMap<int, Edge> edges_;

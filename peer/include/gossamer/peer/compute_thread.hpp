@@ -3,6 +3,7 @@
 /// thread hands them over, pads each to its declared time, and wakes the communication thread
 /// when the step is done.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -22,6 +23,12 @@ struct StepDone {
     double loss = 0;
     double measured = 0;  ///< seconds the gradient took
     double took = 0;      ///< seconds the step took: max(measured, declared)
+};
+
+/// A running step whose gradient is computed (the rest of the step is padding): when it will end.
+struct GradientDone {
+    std::int64_t step = 0;
+    double took = 0;  ///< seconds the step will take from its start: max(measured, declared)
 };
 
 /// Seconds step `step`, begun at `start` (seconds since the driver started), should take at
@@ -47,6 +54,13 @@ class ComputeThread {
     void start_on_comm(std::int64_t step, double start, std::span<const float> at);
     /// Communication thread: the finished step, if there is one (then no step runs).
     std::optional<StepDone> take_done_on_comm();
+    /// Communication thread: the running step's gradient is computed and will not change (the
+    /// compute thread only pads the step from now on), once per step; nothing otherwise.
+    std::optional<GradientDone> take_computed_on_comm();
+    /// Communication thread, before the first step: also call `wake` when a padded step's
+    /// gradient is computed (for take_computed_on_comm: partition-ready events). Off by default:
+    /// `wake` then comes once per step, at its end.
+    void wake_when_computed(bool on) noexcept { wake_computed_ = on; }
     /// True between start_on_comm and the take_done_on_comm that returns its result.
     bool busy() const noexcept { return busy_; }
 
@@ -62,6 +76,8 @@ class ComputeThread {
     double start_ = 0;
     std::span<const float> at_;
     std::optional<StepDone> done_;
+    std::optional<GradientDone> computed_;
+    std::atomic<bool> wake_computed_{false};
     bool busy_ = false;  // communication thread only
     std::jthread thread_;
 };

@@ -43,6 +43,8 @@ struct LocalTraining {
     const Dataset* test = nullptr;
     int epochs = 1;
     std::function<DriverOptions(int rank)> options;  ///< empty: the defaults
+    /// The cluster file the job emulates, for "chunk_bytes": "auto" (null: none).
+    std::shared_ptr<const Cluster> cluster;
     /// Called on rank's thread with its protocol and the options from `options`, before its
     /// driver starts: hooks that read the protocol's model (evaluation points). May be empty.
     std::function<void(int rank, const proto::Protocol& protocol, DriverOptions& options)> attach;

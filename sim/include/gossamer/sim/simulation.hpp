@@ -79,6 +79,7 @@ struct PeerSummary {
     Time busy = 0, idle = 0;  ///< computing / waiting (virtual seconds) until it finished
     double idle_share = 0;    ///< idle / (busy + idle)
     std::uint64_t bytes_sent = 0, bytes_received = 0;
+    std::uint64_t messages_sent = 0;  ///< chunks count one each
     bool failed = false;
     json::Json edges;      ///< the protocol's per-edge metrics at the end (null if it keeps none)
     bool recorded = true;  ///< selected for a peers.jsonl record (SimSetup::peer_records_every)
