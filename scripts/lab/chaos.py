@@ -249,7 +249,9 @@ def check_job(job, gossamer, n, algo, alg_dir, config, status, took, limit, name
             bad.append(f"survivors: all-reduce finished on {finished} only")
         if not finished:
             for r, e in exits.items():
-                if e == "exit status 1":
+                # A peer the schedule cut off or paused names whichever endpoint broke first
+                # from where it stands; the others must name a peer the schedule touched.
+                if e == "exit status 1" and r not in faulted:
                     log = Path(alg_dir / f"peer{r}.log").read_text(errors="replace")
                     named = [int(x) for x in re.findall(r"stopped: peer (\d+) failed", log)]
                     if not named or named[0] not in faulted:
