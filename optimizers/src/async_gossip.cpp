@@ -167,7 +167,10 @@ void AsyncGossip::on_start(Time now, Actions& out) {
     now_ = now;
     history_.push_back(now);
     if (context().max_steps <= 0) return finish(out);
-    if (math_.on()) math_.set_z(worker().params());
+    if (math_.on() && resumed_at() > 0)
+        math_.debias(params(), w_);  // (x, w) of a checkpoint
+    else if (math_.on())
+        math_.set_z(worker().params());
     out.start_step = true;
 }
 
@@ -184,6 +187,7 @@ void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
     ++mutable_stats().rounds;
     if (t_ >= context().max_steps) return finish(out);
     if (options_.straggler_aware) send_reports(now, out);
+    if (checkpoint_due(t_)) return begin_quiesce(out);  // async_state.cpp
     if (math_.on()) math_.debias(params(), w_);
     out.start_step = true;  // wait-free: the next step starts right away
 }
@@ -298,10 +302,12 @@ void AsyncGossip::post(Actions& out, Message m) {
     outbox_.sent(to, out.sends.back().id);
 }
 
-void AsyncGossip::on_send_completed(Time, std::uint64_t id, bool, Actions& out) {
+void AsyncGossip::on_send_completed(Time now, std::uint64_t id, bool, Actions& out) {
+    now_ = std::max(now_, now);
     // The edge is free: what added up meanwhile leaves as one share (also after done: the
     // driver runs until nothing is unsent).
     if (auto m = outbox_.completed(id)) post(out, std::move(*m));
+    if (quiescing_) check_quiesced(now_, out);
 }
 
 void AsyncGossip::take_mass(int from, const Message& m) {
@@ -391,6 +397,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     const int j = msg.sender;
     if (j < 0 || j >= n() || j == rank())
         throw Error(fmt::format("async: a message from invalid peer {}", j));
+    if (quiesce_intercept(msg)) return check_quiesced(now, out);
     Neighbour& nb = neighbour(j);
     if (msg.kind == MessageKind::control) {
         if (msg.chunk == kControlRate) return on_report(msg, nb);
@@ -433,6 +440,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
                                  options_.deadline_cap);
         if (!nb.armed) arm_deadline(now, nb, out);
     }
+    if (quiescing_) check_quiesced(now, out);
 }
 
 void AsyncGossip::arm_deadline(Time now, Neighbour& nb, Actions& out) {
@@ -491,7 +499,7 @@ std::vector<int> AsyncGossip::settling_on() const {
     return waiting;
 }
 
-void AsyncGossip::on_peer_failed(Time, int j, Actions&) {
+void AsyncGossip::on_peer_failed(Time now, int j, Actions& out) {
     if (j == rank() || j < 0 || j >= n()) return;
     Neighbour& nb = neighbour(j);
     if (nb.e.failed) return;
@@ -505,6 +513,7 @@ void AsyncGossip::on_peer_failed(Time, int j, Actions&) {
         const int k = std::max(1, std::min(options_.targets, base_->out_degree(j)));
         mutable_stats().mass_lost += nb.last_share * k / (1.0 - options_.self_base());
     }
+    if (quiescing_) check_quiesced(now, out);
 }
 
 std::unique_ptr<Protocol> make_async(const json::Node* options, PeerContext ctx) {

@@ -52,6 +52,7 @@ void Sgp::current_model(std::span<float> out) const {
 }
 
 void Sgp::on_start(Time, Actions& out) {
+    cut_at_ = resumed_at();
     next(out);
 }
 
@@ -113,6 +114,7 @@ void Sgp::on_send_completed(Time, std::uint64_t id, bool, Actions& out) {
     // The edge is free: what added up meanwhile leaves as one share. A failed send's mass is
     // lost with its receiver, as any share in flight to a failed peer.
     if (auto m = outbox_.completed(id)) post(out, std::move(*m));
+    if (stage_ == Stage::blocked) next(out);  // a cut may wait for the outbox (sgp_state.cpp)
 }
 
 void Sgp::take_share(const Message& m) {
@@ -166,6 +168,7 @@ void Sgp::on_message(Time, Message msg, Actions& out) {
     if (worker().math() && msg.payload.size() != worker().size())
         throw Error(fmt::format("sgp: a share from peer {} carries {} values, expected {}", j,
                                 msg.payload.size(), worker().size()));
+    if (hold_for_cut(msg)) return;  // sgp_state.cpp
     take_share(msg);
 
     Seen& seen = seen_[j];
@@ -210,7 +213,7 @@ void Sgp::next(Actions& out) {
         }
         return;
     }
-    if (t_ - 1 - frontier_ > options_.staleness) {
+    if (t_ - 1 - frontier_ > options_.staleness || !try_cut()) {
         stage_ = Stage::blocked;
         return;
     }

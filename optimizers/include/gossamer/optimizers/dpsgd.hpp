@@ -118,6 +118,8 @@ class Dpsgd final : public Protocol {
     std::int64_t stale_mixes() const noexcept { return stale_mixes_; }
     /// Per in-neighbour: the weight and staleness (rounds) of the last mix, mixes it was stale in.
     json::Json edge_metrics() const override;
+    /// Resumes bit for bit except with delay 1 or reweight (dpsgd_state.cpp).
+    std::string resume_refusal() const override;
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -125,6 +127,8 @@ class Dpsgd final : public Protocol {
     void on_message(Time now, Message msg, Actions& out) override;
     void on_deadline(Time now, std::uint64_t id, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
+    void save_state(StateWriter& w) const override;
+    void restore_state(StateReader& r) override;
 
   private:
     enum class Stage { idle, stepping, waiting, done };

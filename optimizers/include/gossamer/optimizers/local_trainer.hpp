@@ -61,6 +61,10 @@ class LocalTrainer final : public proto::LocalWorker {
         return multirate_.active() ? &multirate_ : nullptr;
     }
     std::span<const proto::PartitionWork> work() const override { return work_; }
+    /// Checkpoints (trainer_state.cpp): parameters, step count, work, optimizer state.
+    bool checkpointable() const override { return true; }
+    void save_state(StateWriter& w) const override;
+    void restore_state(StateReader& r) override;
 
     /// Trains with these rates from now on. Throws Error unless m.layout() equals layout().
     void set_multirate(Multirate m);

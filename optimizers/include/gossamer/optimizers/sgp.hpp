@@ -82,6 +82,8 @@ class Sgp final : public Protocol {
     const ShareOutbox& outbox() const noexcept { return outbox_; }
     bool one_in_flight_per_edge() const override { return options_.outbox; }
     std::size_t unsent() const override { return outbox_.pending(); }
+    /// Resumes with its mass exact (sgp_state.cpp: it quiesces at each checkpoint step).
+    std::string resume_refusal() const override { return ""; }
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -89,6 +91,8 @@ class Sgp final : public Protocol {
     void on_message(Time now, Message msg, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
     void on_send_completed(Time now, std::uint64_t id, bool ok, Actions& out) override;
+    void save_state(StateWriter& w) const override;
+    void restore_state(StateReader& r) override;
 
   private:
     enum class Stage { idle, stepping, blocked, done };
@@ -127,6 +131,17 @@ class Sgp final : public Protocol {
     FlatMap<int, std::int64_t> last_round_;            // outbox: round of j's latest share
     ShareOutbox outbox_;
     std::vector<int> dead_;  // sorted
+
+    // Quiescence at checkpoint steps (sgp_state.cpp).
+    /// The checkpoint step this peer cuts at next (INT64_MAX: none).
+    std::int64_t next_cut() const;
+    /// Holds a share of a round at or after the next cut until the cut; true when held.
+    bool hold_for_cut(Message& msg);
+    /// At a checkpoint step t_: false while shares before it are missing or the outbox holds
+    /// some; else the snapshot, then the held shares are taken, and true.
+    bool try_cut();
+    std::int64_t cut_at_ = 0;    // the latest step cut at
+    std::vector<Message> held_;  // shares of rounds at or after the next cut
 };
 
 /// The "sgp" protocol with its options (nullptr: defaults). Throws as parse_sgp_options and the
