@@ -47,7 +47,7 @@ void save_checkpoint_file(const std::string& path, const CheckpointHeader& h,
     w.i64(h.step);
     w.string(h.model);
     w.u64(h.layout.total());
-    w.u32(static_cast<std::uint32_t>(h.layout.count()));
+    w.u64(h.layout.count());
     for (const auto& p : h.layout.partitions()) {
         w.string(p.name);
         w.u64(p.offset);
