@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,14 @@ struct LaunchJob {
     /// --live: a per-peer table (steps, s/step, idle, whom it waits for most) on stderr while
     /// the peer processes run, redrawn in place on a terminal (docs/report.md, "Live view").
     bool live = false;
+    /// --resume: per algorithm, the checkpoint step its peers restart from (each gets
+    /// --resume OUT/<algorithm> --resume-step S; docs/checkpoint.md) and the job id of the
+    /// stopped job, which its checkpoints carry. Empty: a fresh start.
+    struct Resume {
+        std::int64_t step = 0;
+        std::uint64_t job_id = 0;
+    };
+    std::map<std::string, Resume> resume;
 };
 
 /// One algorithm's outcome: a row of the table and OUT/<algorithm>/result.json.
