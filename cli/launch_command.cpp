@@ -139,6 +139,9 @@ int run_launch(const std::vector<std::string>& args) {
           "accuracies; the whole test set for a like-for-like comparison with sim's average)"},
          {"timeout", "SECONDS", "stop an algorithm's peers after this long (default 3600)"},
          {"out", "DIR", "output folder (default out/launch)"},
+         {"checkpoint-every", "N",
+          "each peer writes its checkpoints every N steps (default: the config's "
+          "output.checkpoint_every; peer processes only; docs/checkpoint.md)"},
          {"resume", "OUT",
           "restart the stopped launch whose output folder is OUT: each algorithm's peers from "
           "the newest checkpoint step all of them hold in OUT/<algorithm>/ (written with the "
@@ -254,6 +257,10 @@ int run_launch(const std::vector<std::string>& args) {
         for (std::string w; words >> w;) job.script_args.push_back(w);
     } else if (a.value("script-args")) {
         throw UsageError("--script-args: it needs --script FILE");
+    }
+    if (a.value("checkpoint-every")) {
+        if (inproc) throw UsageError("--checkpoint-every: peer processes only; leave out --inproc");
+        job.checkpoint_every = a.integer("checkpoint-every", 0, 0, INT64_MAX);
     }
     if (const auto resume = a.value("resume")) {
         if (a.value("out") && fs::path(*a.value("out")) != fs::path(*resume))

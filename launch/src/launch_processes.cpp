@@ -170,6 +170,8 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
                                          "--eval-samples",
                                          std::to_string(job.eval_samples)};
         if (cluster) argv.insert(argv.end(), {"--cluster", *cluster});
+        if (job.checkpoint_every)
+            argv.insert(argv.end(), {"--checkpoint-every", std::to_string(*job.checkpoint_every)});
         if (resume != job.resume.end())
             argv.insert(argv.end(), {"--resume", dir.string(), "--resume-step",
                                      std::to_string(resume->second.step)});

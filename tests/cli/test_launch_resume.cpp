@@ -19,11 +19,11 @@ namespace fs = std::filesystem;
 TEST_SUITE("integration") {
     TEST_CASE("an interrupted launch resumes from its checkpoints and finishes") {
         LaunchJob job;
-        // 100 steps of 20 ms per peer, a checkpoint every 10.
+        // 100 steps of 20 ms per peer, a checkpoint every 10 (--checkpoint-every).
         job.config = job.dir.write("ckpt.json", R"({"seed": 3,
             "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10, "seed": 5},
             "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2, "momentum": 0.9},
-            "training": {"epochs": 10, "batch_size": 20}, "output": {"checkpoint_every": 10}})");
+            "training": {"epochs": 10, "batch_size": 20}})");
         job.cluster = job.dir.write("slow.json", R"({"defaults": {"base_time": 0.02},
             "network": {"latency": 1e-5, "bandwidth": 1e9}})");
         const auto out = (job.dir.path() / "l").string();
@@ -32,8 +32,8 @@ TEST_SUITE("integration") {
                                   " --algorithms dpsgd,async";
         // Interrupted (at most 10 s after the start) once every dpsgd peer holds step 20.
         const std::string held = out + "/dpsgd/checkpoint-{0,1,2,3}-20.state";
-        auto r = run("bash -c '" + kBin + " launch" + flags + " --out " + out +
-                     " & p=$!; i=0; while ! ls " + held +
+        auto r = run("bash -c '" + kBin + " launch" + flags + " --checkpoint-every 10 --out " +
+                     out + " & p=$!; i=0; while ! ls " + held +
                      " >/dev/null 2>&1 && [ $i -lt 100 ]; "
                      "do sleep 0.1; i=$((i+1)); done; kill -INT $p; wait $p; echo rc=$?'");
         CAPTURE(r.err);

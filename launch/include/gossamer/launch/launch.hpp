@@ -63,6 +63,8 @@ struct LaunchJob {
     /// --resume: per algorithm, the checkpoint step its peers restart from (each gets
     /// --resume OUT/<algorithm> --resume-step S; docs/checkpoint.md) and the job id of the
     /// stopped job, which its checkpoints carry. Empty: a fresh start.
+    /// --checkpoint-every: handed to every peer (none: the config's output.checkpoint_every).
+    std::optional<std::int64_t> checkpoint_every;
     struct Resume {
         std::int64_t step = 0;
         std::uint64_t job_id = 0;
