@@ -354,6 +354,14 @@ int run_launch(const std::vector<std::string>& args) {
             progress(fmt::format("{}: resuming at step {} from {}", algo, job.resume[algo].step,
                                  (job.out / algo).string()),
                      true);
+            // The stopped run's metrics stay, aside: the resumed peers write theirs afresh, and
+            // the launcher follows those from their first byte.
+            for (int r = 0; r < n; ++r) {
+                const auto metrics = job.out / algo / fmt::format("peer{}.jsonl", r);
+                std::error_code ec;
+                if (fs::exists(metrics, ec))
+                    fs::rename(metrics, job.out / algo / fmt::format("peer{}.stopped.jsonl", r));
+            }
         } else {
             prepare_output_dir(job.out / algo, "gossamer launch", origin);
         }

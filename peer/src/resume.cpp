@@ -25,10 +25,12 @@ void prepare_checkpoints(PeerJob& job, const std::optional<std::filesystem::path
     h.model = model->describe();
     h.layout = optim::build_partitions(job.config, *model);
     // Everything the handshake compares but the cluster file (a resumed job may emulate
-    // another cluster) and the resume step itself.
+    // another cluster), the checkpoint interval and the resume step itself.
     Digest d;
     for (const auto& s : job.settings)
-        if (s.field != "cluster file" && s.field != "resume step") d.text(s.field).u64(s.digest);
+        if (s.field != "cluster file" && s.field != "resume step" &&
+            s.field != "checkpoint interval")
+            d.text(s.field).u64(s.digest);
     h.settings = d.value();
     std::string refusal = job.protocol->resume_refusal();
     if (refusal.empty() && !job.worker.trainer->checkpointable())
@@ -63,6 +65,13 @@ void prepare_checkpoints(PeerJob& job, const std::optional<std::filesystem::path
         if (refusal.empty()) {
             job.protocol->enable_checkpoints(job.checkpoint_every);
             job.checkpoint = h;
+            // Every peer cuts at the same steps, or there is no step all of them hold (and an
+            // async peer would wait at its cut for counts that never come): compared at the
+            // handshake, not part of the job's digest (a resume may change it).
+            job.settings.push_back(bootstrap::make_setting(
+                "checkpoint interval", std::to_string(job.checkpoint_every),
+                fmt::format("every {} steps", job.checkpoint_every),
+                "give every peer the same --checkpoint-every (or output.checkpoint_every)"));
         } else {
             std::fprintf(stderr, "[rank %d] note: %s; only model checkpoints are written\n", rank,
                          refusal.c_str());

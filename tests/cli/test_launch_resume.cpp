@@ -56,6 +56,9 @@ TEST_SUITE("integration") {
         CHECK(avg["steps"] == 100);
         CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
         CHECK(avg["accuracy"].get<double>() > 0.6);
+        // The stopped run's metrics are kept aside; the resumed peers' are new.
+        CHECK(fs::exists(out + "/dpsgd/peer0.stopped.jsonl"));
+        CHECK(fs::exists(out + "/dpsgd/peer0.jsonl"));
     }
 
     TEST_CASE("launch --resume refuses what it cannot resume with one line and exit 2") {
