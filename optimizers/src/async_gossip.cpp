@@ -52,7 +52,18 @@ AsyncGossip::Neighbour& AsyncGossip::neighbour(int j) {
     nb.e.peer = j;
     const auto window = static_cast<std::size_t>(options_.rate_window);
     nb.arrivals.set_capacity(window + 1);
+    nb.heard.set_capacity(window + 1);
     return nb;
+}
+
+bool AsyncGossip::silent(const Neighbour& nb) const {
+    // Judged only once its window is full: a few early gaps say little about its cadence (and a
+    // neighbour never heard from keeps its shares).
+    if (options_.silence <= 0 || nb.heard.size() < nb.heard.capacity()) return false;
+    double gap = 0;
+    for (std::size_t i = 1; i < nb.heard.size(); ++i)
+        gap = std::max(gap, nb.heard[i] - nb.heard[i - 1]);
+    return now_ - nb.heard.back() > std::max(options_.silence, options_.silence_factor * gap);
 }
 
 void AsyncGossip::current_model(std::span<float> out) const {
@@ -235,6 +246,7 @@ void AsyncGossip::push_shares(Actions& out) {
     }
     cands.clear();
     for (int j : live_) {
+        if (silent(nbrs_.at(j))) continue;
         const AsyncEdge& e = nbrs_.at(j).e;
         double weight = 1.0;
         if (options_.straggler_aware) {
@@ -260,7 +272,7 @@ void AsyncGossip::push_shares(Actions& out) {
                         outs.end());
         for (int j : outs) {
             auto it = nbrs_.find(j);
-            if (it == nbrs_.end() || !usable(it->second)) continue;
+            if (it == nbrs_.end() || !usable(it->second) || silent(it->second)) continue;
             double accept = 1.0;
             const double r = it->second.e.rate;
             if (options_.straggler_aware && r > 0 && r_self > 0 && r < r_self)
@@ -397,8 +409,9 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     const int j = msg.sender;
     if (j < 0 || j >= n() || j == rank())
         throw Error(fmt::format("async: a message from invalid peer {}", j));
-    if (quiesce_intercept(msg)) return check_quiesced(now, out);
     Neighbour& nb = neighbour(j);
+    nb.heard.push_back(now);  // held for a cut or not, it was heard (not silent)
+    if (quiesce_intercept(msg)) return check_quiesced(now, out);  // async_state.cpp
     if (msg.kind == MessageKind::control) {
         if (msg.chunk == kControlRate) return on_report(msg, nb);
         nb.e.finished = true;  // its last step is done: push nothing more to it

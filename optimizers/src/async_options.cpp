@@ -22,7 +22,7 @@ AsyncOptions parse_async_options(const json::Node* options) {
     options->expect_object({"targets", "straggler_aware", "beta", "base_self", "target_power",
                             "edge_bound", "rate_window", "report_every", "balance", "step",
                             "follow_schedule", "deadline_percentile", "deadline_cap", "seed",
-                            "outbox"});
+                            "outbox", "silence", "silence_factor"});
     if (auto v = options->find("targets")) o.targets = static_cast<int>(v->as_int(1, 1024));
     if (auto v = options->find("straggler_aware")) o.straggler_aware = v->as_bool();
     if (auto v = options->find("beta")) o.beta = checked_double(*v, 0, 100, true, "(0, 100]");
@@ -48,6 +48,10 @@ AsyncOptions parse_async_options(const json::Node* options) {
         o.deadline_cap = checked_double(*v, 0, 1e9, true, "(0, 1e9]");
     if (auto v = options->find("seed")) o.seed = static_cast<std::uint64_t>(v->as_int(0));
     if (auto v = options->find("outbox")) o.outbox = v->as_bool();
+    if (auto v = options->find("silence"))
+        o.silence = checked_double(*v, 0, 1e9, false, "[0, 1e9]");
+    if (auto v = options->find("silence_factor"))
+        o.silence_factor = checked_double(*v, 1, 1e9, false, "[1, 1e9]");
     return o;
 }
 

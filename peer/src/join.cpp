@@ -124,6 +124,12 @@ std::unique_ptr<JoinedPeer> join(JoinOptions options) {
     me->size_ = u.size;
     // The listener first: a port clash or a bad rank is reported before UCX starts.
     me->bootstrap_ = std::make_unique<bootstrap::Bootstrap>(b);
+    // A failure only this transport saw (a send timeout on a cut edge) goes to rank 0, which
+    // makes it one the job agrees on. The bootstrap outlives the transport (~JoinedPeer,
+    // abandon()).
+    u.on_own_failure = [boot = me->bootstrap_.get()](int peer, const std::string& why) {
+        boot->report_failure(peer, why);
+    };
     me->transport_ = transport::make_ucx_transport(u);
     me->bootstrap_->on_peer_lost(
         [relay = me->relay_](const bootstrap::PeerLoss& loss) { relay->lost(loss); });

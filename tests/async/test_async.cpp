@@ -296,7 +296,7 @@ TEST_CASE("bad async options are ConfigErrors naming the JSON path") {
          {R"({"targets": 0})", R"({"beta": 0})", R"({"base_self": 1})", R"({"base_self": -0.1})",
           R"({"edge_bound": 0})", R"({"deadline_percentile": 1.5})", R"({"deadline_cap": 0})",
           R"({"straggler_aware": 3})", R"({"rate_window": 1})", R"({"target_power": -1})",
-          R"({"targetz": 1})"}) {
+          R"({"targetz": 1})", R"({"silence": -1})", R"({"silence_factor": 0.5})"}) {
         CAPTURE(bad);
         json::Document doc = json::parse_text(bad, "async.json");
         json::Node node(doc);
@@ -396,4 +396,41 @@ TEST_CASE("staleness counts the receiver's own steps between sending and absorbi
         CHECK(peer(net, 1).edge(0).absorbed > 0);
         CHECK(peer(net, 1).edge(0).staleness_max == 0);
     }
+}
+
+TEST_CASE("a silent neighbour (stopped) gets no shares until it is heard again, mass stays exact") {
+    // Peer 3 of a ring stops for 20 s at t = 30 (a SIGSTOP, a cut link): without the rule its two
+    // neighbours push a share to it every other step, mass that a peer declared lost would take
+    // with it (docs/algorithms.md, "Silent neighbours").
+    const auto shares_to_3 = [](const char* opts, double& mass) {
+        Network net = async_network(family("ring", 6), 120, opts);
+        Driver d = driver(net, {});
+        d.step_time_of = [](int rank, double now) {
+            return rank == 3 && now >= 30 && now < 50 ? 50 - now + 1.0 : 1.0;
+        };
+        int during = 0, late = 0, after = 0;
+        d.on_send = [&](const Message& m) {
+            if (m.kind != MessageKind::mass_share || m.receiver != 3) return;
+            during += m.sent_at >= 30 && m.sent_at < 50;
+            late += m.sent_at >= 44 && m.sent_at < 50;
+            after += m.sent_at >= 55;
+        };
+        REQUIRE(d.run());
+        mass = total_mass(net, d);
+        return std::tuple{during, late, after};
+    };
+    double mass = 0;
+    const auto [during, late, after] = shares_to_3("{}", mass);
+    MESSAGE("silence on: " << during << " shares to the stopped peer in its 20 s, " << late
+                           << " in the last 6 s, " << after << " after it came back");
+    // Judged after 4 times the longest gap of its recent messages (a few steps here).
+    CHECK(late == 0);
+    CHECK(after > 20);
+    CHECK(mass == doctest::Approx(6).epsilon(1e-9));
+    const auto [during_off, late_off, after_off] = shares_to_3(R"({"silence": 0})", mass);
+    MESSAGE("silence off: " << during_off << " shares in its 20 s, " << late_off
+                            << " in the last 6 s");
+    CHECK(late_off >= 4);
+    CHECK(during_off >= 2 * during);
+    CHECK(mass == doctest::Approx(6).epsilon(1e-9));
 }

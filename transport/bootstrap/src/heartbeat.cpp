@@ -140,6 +140,9 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
             case wire::Kind::view_query:
                 if (opt.rank == 0) answer_query(rank);
                 break;
+            case wire::Kind::suspect:
+                if (opt.rank == 0) on_suspect(rank, f);
+                break;
             default:
                 log::warn("{}: ignored a frame of kind {} from {}", name(opt.rank),
                           static_cast<int>(f.header.kind), name(rank));

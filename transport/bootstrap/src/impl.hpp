@@ -112,6 +112,12 @@ struct Bootstrap::Impl {
     void send_view(int rank, wire::Kind kind, const View& v);
     void on_view_frame(const Frame& f);  // others: propose, install, expelled
     void answer_query(int rank);         // rank 0
+
+    // suspect.cpp: failures only a transport saw.
+    void report_failure(int rank, const std::string& why);
+    void on_suspect(int reporter, const Frame& f);  // rank 0
+    void judge_later(int reporter, int suspect, std::string why);
+    void judge(int reporter, int suspect, const std::string& why);
 };
 
 /// Runs a coroutine on the bootstrap thread; an escaped exception is logged, never fatal.

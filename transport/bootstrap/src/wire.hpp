@@ -19,7 +19,7 @@ inline constexpr std::uint8_t kMagic[4] = {'G', 'S', 'B', 'T'};
 // 2: the hello carries the job's settings (one digest and description per field).
 // 3: views (propose, ack, install, query) and the expelled notice.
 // 4: the hello carries the sender's listen address, the table every peer's (count-only jobs).
-inline constexpr std::uint16_t kVersion = 4;
+inline constexpr std::uint16_t kVersion = 5;
 inline constexpr std::size_t kHeaderBytes = 12;
 inline constexpr std::uint32_t kMaxBody = 64u << 20;  // a table of many peers' blobs
 inline constexpr std::uint32_t kMaxBlob = 1u << 20;   // one address blob
@@ -50,8 +50,11 @@ enum class Kind : std::uint8_t {
     view_install = 11,  // rank 0 -> members: installed (also the answer to a query)
     view_query = 12,    // peer -> rank 0: am I still a member? (empty body)
     expelled = 13,      // rank 0 -> a peer it declared lost: code = its rank, text = why
+    // A failure only a peer's transport saw (a send timeout on a cut edge): code = the rank it
+    // failed, text = why. Rank 0 turns it into a loss (docs/bootstrap.md, "Transport failures").
+    suspect = 14,  // member -> rank 0
 };
-inline constexpr Kind kLastKind = Kind::expelled;
+inline constexpr Kind kLastKind = Kind::suspect;
 
 /// Bytes that are not this protocol; what() says what was wrong.
 class Malformed : public std::runtime_error {

@@ -98,7 +98,7 @@ class Ucx final : public UcxTransport {
         if (blocking_) ucp_worker_signal(worker_);
     }
     void fail_peer(int peer, std::string reason) override {
-        fail(failure(Errc::peer_failed, peer, reason));
+        fail(failure(Errc::peer_failed, peer, reason), false);
     }
 
     // UCX callbacks (static trampolines below).
@@ -116,7 +116,9 @@ class Ucx final : public UcxTransport {
     void free_op(SendOp* op);
     void start(SendOp* op, int to, std::span<const std::byte> header,
                std::span<const std::byte> payload, SendCallback done, Duration timeout);
-    void fail(Status s);
+    /// Fails s.peer; `own`: this transport saw the failure (not fail_peer()), so the
+    /// on_own_failure observer hears of it.
+    void fail(Status s, bool own = true);
     void close_ep(int peer);
     void abandon_sends(int peer, const Status& status);
     void check_timeouts(Clock::time_point now);
@@ -151,6 +153,7 @@ class Ucx final : public UcxTransport {
     std::thread::id owner_;
     std::atomic<bool> woken_{false};
     std::function<std::optional<std::string>(int)> known_cause_;
+    std::function<void(int, const std::string&)> on_own_failure_;
 };
 
 /// What ucp_context_query says `context` can move; TransportError when it cannot say.

@@ -40,6 +40,7 @@ Ucx::Ucx(const UcxOptions& o) : UcxTransport(o), peers_(static_cast<std::size_t>
     const int local = o.local_peers > 0 ? o.local_peers : o.size;
     peer_errors_ = o.errors == ErrorHandling::peer;
     known_cause_ = o.known_cause;
+    on_own_failure_ = o.on_own_failure;
     blocking_ =
         o.mode == ProgressMode::block || (o.mode == ProgressMode::automatic && local > cores);
 
@@ -267,9 +268,10 @@ std::string Ucx::broken(int peer, ucs_status_t status, std::string_view what) {
     }
 }
 
-void Ucx::fail(Status s) {
+void Ucx::fail(Status s, bool own) {
     const int peer = s.peer;
     if (!set_failed(std::move(s))) return;
+    if (own && on_own_failure_) on_own_failure_(peer, peer_status(peer).reason);
     if (peer_errors_)
         close_ep(peer);
     else

@@ -66,6 +66,12 @@ struct AsyncOptions {
     /// One share in flight per out-edge; later shares to a busy edge add up in its outbox
     /// (share_outbox.hpp).
     bool outbox = false;
+    /// A neighbour not heard from (no share, no report) for longer than max(silence,
+    /// silence_factor x the longest gap between its recent messages) gets no shares until it is
+    /// heard again: a stopped or cut-off peer would otherwise swallow mass push after push
+    /// (docs/algorithms.md, "Silent neighbours"). silence 0: off.
+    double silence = 0.25;      ///< seconds, >= 0
+    double silence_factor = 4;  ///< >= 1
 
     double self_base() const { return base_self.value_or(1.0 / (targets + 1.0)); }
 };
@@ -171,6 +177,7 @@ class AsyncGossip final : public Protocol {
         // (time, sender step), rate_window + 1; the inter-arrival times (the deadline's window)
         // are the differences of consecutive entries.
         Window<std::pair<Time, std::int64_t>> arrivals;
+        Window<Time> heard;     // when its recent messages (shares and reports) arrived
         double last_share = 0;  // w of its latest share
         bool armed = false;     // a deadline is pending
         std::int64_t staleness_sum = 0;
@@ -200,6 +207,8 @@ class AsyncGossip final : public Protocol {
     /// push_fraction with k targets this step.
     double fraction_to(const AsyncEdge& e, int k) const;
     bool usable(const Neighbour& nb) const { return !nb.e.failed && !nb.e.finished; }
+    /// Heard from recently enough to be pushed to (AsyncOptions::silence).
+    bool silent(const Neighbour& nb) const;
     /// Done or not, whether this peer still waits for nb's last shares (settled()).
     static bool awaits(const Neighbour& nb);
 

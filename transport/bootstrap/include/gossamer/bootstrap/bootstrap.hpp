@@ -142,6 +142,13 @@ class Bootstrap {
     /// of its view is still connected. Blocks the caller, never the bootstrap thread.
     Standing confirm_membership(Millis timeout);
 
+    /// Reports that this peer's transport failed `rank` on its own (a send timeout on a cut
+    /// edge, a broken endpoint), with its line (thread-safe, returns at once). Rank 0 waits one
+    /// heartbeat interval (a goodbye may be on its way), then declares `rank` lost, or the
+    /// reporter when `rank` is 0, unless one of them is gone by then: the job agrees on every
+    /// failure, not only on those its heartbeats see (docs/bootstrap.md, "Transport failures").
+    void report_failure(int rank, std::string why);
+
     /// What the listener refused so far (thread-safe).
     ListenerStats listener_stats() const;
     /// The address the listener is bound to.

@@ -46,6 +46,12 @@ struct UcxOptions : TransportOptions {
     /// failure's reason instead of what UCX's status suggests. Must be quick and must not call
     /// back into the transport.
     std::function<std::optional<std::string>(int peer)> known_cause;
+    /// Optional (communication thread): told when this transport fails a peer on its own (a
+    /// send timeout, a broken endpoint), not through fail_peer(), with the failure's line. The
+    /// peer reports it to the job (Bootstrap::report_failure): a failure only one transport saw,
+    /// as on a cut edge, must become one the job agrees on. Quick; must not call back into the
+    /// transport.
+    std::function<void(int peer, const std::string& why)> on_own_failure;
 };
 
 /// The memory types a UCP context supports, as ucp_context_query reports them
