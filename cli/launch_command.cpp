@@ -165,7 +165,7 @@ int run_launch(const std::vector<std::string>& args) {
           "bound on each peer's trace events (default 64); past it whole steps are sampled"},
          {"live", "",
           "show a per-peer table (steps, s/step, idle, whom each waits for most) while the "
-          "peer processes run, redrawn in place on a terminal; not with --inproc"},
+          "peers run, redrawn in place on a terminal (plain lines every 5 s otherwise)"},
          {"json", "", "print the summary as JSON"}},
         0);
     auto a = p.parse(args);
@@ -216,10 +216,6 @@ int run_launch(const std::vector<std::string>& args) {
         throw UsageError(
             fmt::format("--hosts: \"{}\" is not a kind of host; use local or netns", hosts));
     const bool netns = hosts == "netns";
-    if (job.live && inproc)
-        throw UsageError(
-            "--live: the live table follows peer processes, not --inproc threads; leave out "
-            "--inproc or --live");
     if (with_ddp && inproc)
         throw UsageError(
             "--algorithms: ddp runs torch processes (bench/ddp_ref.py), not --inproc threads; "

@@ -321,11 +321,24 @@ json::Json load_trace(const std::string& path) {
 }  // namespace
 
 void merge_files(const std::vector<std::string>& inputs, const std::string& out) {
+    // Each file's start on rank 0's clock: its host's system clock at the start, plus the
+    // offset to rank 0's the bootstrap estimated (a file without one: its host's clock as is).
     std::vector<json::Json> docs;
+    std::vector<double> starts;
     double origin = std::numeric_limits<double>::infinity();
+    std::size_t aligned = 0;
+    double residual = 0;
     for (const auto& path : inputs) {
         docs.push_back(load_trace(path));
-        origin = std::min(origin, docs.back()["otherData"].value("origin_unix_us", 0.0));
+        const json::Json other = docs.back().value("otherData", json::Json::object());
+        double start = other.value("origin_unix_us", 0.0);
+        if (other.contains("clock_offset") && other["clock_offset"].is_object()) {
+            start += other["clock_offset"].value("offset_us", 0.0);
+            residual = std::max(residual, other["clock_offset"].value("residual_us", 0.0));
+            ++aligned;
+        }
+        starts.push_back(start);
+        origin = std::min(origin, start);
     }
     json::Json merged = {{"displayTimeUnit", "ms"}, {"traceEvents", json::Json::array()}};
     json::Json files = json::Json::array();
@@ -333,7 +346,7 @@ void merge_files(const std::vector<std::string>& inputs, const std::string& out)
     for (std::size_t i = 0; i < docs.size(); ++i) {
         auto& doc = docs[i];
         const json::Json other = doc.value("otherData", json::Json::object());
-        const double shift = other.value("origin_unix_us", 0.0) - origin;
+        const double shift = starts[i] - origin;
         for (auto& e : doc["traceEvents"]) {
             if (e.contains("ts")) e["ts"] = e["ts"].get<double>() + shift;
             merged["traceEvents"].push_back(std::move(e));
@@ -342,12 +355,23 @@ void merge_files(const std::vector<std::string>& inputs, const std::string& out)
             every = std::max(every, other["sampling"].value("every", std::int64_t{1}));
         files.push_back({{"file", inputs[i]}, {"shift_us", shift}, {"otherData", other}});
     }
-    merged["otherData"] = {
-        {"tool", "gossamer"},
-        {"clock", "steady, aligned by each host's system clock at the peer's start"},
-        {"origin_unix_us", origin},
-        {"sampling", {{"every", every}, {"rule", kSamplingRule}}},
-        {"files", files}};
+    std::string clock;
+    if (aligned == docs.size())
+        clock = "steady, aligned to rank 0's system clock by offsets estimated at the bootstrap";
+    else if (aligned == 0)
+        clock = "steady, aligned by each host's system clock at the peer's start";
+    else
+        clock = fmt::format(
+            "steady, {} of {} files aligned to rank 0's system clock by offsets estimated at the "
+            "bootstrap, the others by their hosts' system clocks",
+            aligned, docs.size());
+    merged["otherData"] = {{"tool", "gossamer"},
+                           {"clock", clock},
+                           {"origin_unix_us", origin},
+                           {"sampling", {{"every", every}, {"rule", kSamplingRule}}},
+                           {"files", files}};
+    // The worst residual of the aligned files: any two of their tracks agree within twice it.
+    if (aligned > 0) merged["otherData"]["clock_residual_us"] = residual;
     std::error_code ec;
     const auto parent = std::filesystem::path(out).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);

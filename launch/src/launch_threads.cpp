@@ -19,6 +19,7 @@
 #include "gossamer/peer/cluster_options.hpp"
 #include "gossamer/peer/evaluator.hpp"
 #include "gossamer/peer/local.hpp"
+#include "live.hpp"
 #include "metrics_follow.hpp"
 
 namespace gossamer::launch {
@@ -84,6 +85,7 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
         if (job.trace) {
             o.trace_path = peer_trace_path(job, algo, r).string();
             o.trace_limit = job.trace_limit;
+            o.clock_offset = bootstrap::ClockOffset{};  // threads of one process: one clock
         }
         if (job.eval_samples <= 0) return;
         const auto i = static_cast<std::size_t>(r);
@@ -102,13 +104,25 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
     progress(fmt::format("{}: {} peers as threads", algo, n), true);
     const auto t0 = std::chrono::steady_clock::now();
     std::optional<peer::LocalTrainingResult> res;
+    // The live view follows the peers' metrics files as for peer processes (the ticker's
+    // thread only, until it is joined).
+    std::vector<Follower> live_follow(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) live_follow[static_cast<std::size_t>(r)].path = path_of(r);
+    LiveTable live;
     {
         Ticker ticker([&] {
             const double s =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            progress(fmt::format("{}: {} peers, {}/~{} steps, loss {:.4f}, {:.1f} s", algo, n,
-                                 steps_done.load(std::memory_order_relaxed), job.total_steps,
-                                 last_loss.load(std::memory_order_relaxed), s));
+            for (auto& f : live_follow) f.read();
+            const std::string line = fmt::format(
+                "{}: {} peers, {}/~{} steps, loss {:.4f}, {}, {:.1f} s", algo, n,
+                steps_done.load(std::memory_order_relaxed), job.total_steps,
+                last_loss.load(std::memory_order_relaxed), live_fragment(live_follow), s);
+            if (!job.live) return progress(line);
+            if (live.tty()) progress.done();  // the table takes the terminal's last lines
+            auto lines = live_table(live_follow);
+            lines.insert(lines.begin(), line);
+            live.show(lines, s);
         });
         res = peer::run_local_training(lt);
     }
@@ -122,6 +136,13 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
     LaunchRow row;
     row.algorithm = algo;
     row.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    progress.done();
+    if (job.live) {  // the table as the peers left it
+        auto lines = live_table(follow);
+        lines.insert(lines.begin(),
+                     fmt::format("{}: done, {}, {:.1f} s", algo, live_fragment(follow), row.wall));
+        live.show(lines, row.wall, true);
+    }
     row.accuracy = res->accuracy;
     if (job.target) row.time_to_target = time_to_target(follow, *job.target);
     row.loss = res->loss;

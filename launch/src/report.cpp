@@ -13,6 +13,7 @@
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/topology/topology_file.hpp"
+#include "report_edges.hpp"
 #include "svg.hpp"
 
 namespace gossamer::launch {
@@ -26,6 +27,7 @@ struct Algo {
     svg::Series acc_time, loss_time, acc_bytes;
     std::vector<double> idle;                     // idle share per peer
     std::vector<std::vector<double>> edge_bytes;  // [sender][receiver], from a timeline
+    EdgeMaps edges;                               // staleness and weights, from edge metrics
     std::vector<std::vector<svg::Span>> lanes;    // steps and waits per peer, from a timeline
     std::vector<std::string> traces;
 };
@@ -114,7 +116,11 @@ std::vector<Algo> read_sim(const fs::path& run, std::string& table) {
         Algo a;
         a.name = d.filename().string();
         const auto peers = lines_of(d / "seed0" / "peers.jsonl");
-        for (const auto& p : peers) a.idle.push_back(p.value("idle_share", 0.0));
+        for (const auto& p : peers) {
+            a.idle.push_back(p.value("idle_share", 0.0));
+            if (p.contains("edges"))
+                add_edge_metrics(p.value("rank", -1), p["edges"], peers.size(), a.edges);
+        }
         const double n = std::max<double>(1, static_cast<double>(peers.size()));
         const auto metrics = lines_of(d / "seed0" / "metrics.jsonl");
         for (const auto& m : metrics) {
@@ -195,6 +201,8 @@ std::vector<Algo> read_launch(const fs::path& run, const Json& result, std::stri
             }
             for (const auto& l : lines) {
                 if (l.contains("summary")) {
+                    if (l.contains("edges"))
+                        add_edge_metrics(r, l["edges"], static_cast<std::size_t>(n), a.edges);
                     const double busy = l.value("busy", 0.0), idle = l.value("idle", 0.0);
                     a.idle.resize(static_cast<std::size_t>(r + 1));
                     a.idle[static_cast<std::size_t>(r)] =
@@ -337,7 +345,7 @@ ReportSummary write_report(const ReportOptions& o) {
             }
         if (!topology_path) sum.notes.push_back("topology: give --topology FILE to draw it");
     }
-    body += "\n<h2>Bytes per edge</h2>\n<div class=\"plots\">";
+    body += "\n<h2>Per edge</h2>\n<div class=\"plots\">";
     bool any_heat = false;
     for (const auto& a : algos)
         if (!a.edge_bytes.empty()) {
@@ -350,6 +358,22 @@ ReportSummary write_report(const ReportOptions& o) {
         body +=
             "<p>No timeline in this folder: run with <code>--trace</code> for bytes per edge.</p>";
         sum.notes.push_back("bytes per edge: no timeline in the folder (run with --trace)");
+    }
+    // Staleness and weights: what each protocol's per-edge metrics say (docs/report.md).
+    for (const auto& a : algos) {
+        if (!a.edges.staleness.empty()) {
+            body += svg::heatmap(fmt::format("{}: mean staleness per edge (rounds)", a.name),
+                                 "rounds", a.edges.staleness);
+            ++sum.charts;
+        }
+        if (!a.edges.weight.empty()) {
+            body += svg::heatmap(fmt::format("{}: mixing weight per edge", a.name), "weight",
+                                 a.edges.weight);
+            ++sum.charts;
+        }
+        if (a.edges.empty())
+            sum.notes.push_back(fmt::format(
+                "staleness and weights per edge for {}: it writes no per-edge metrics", a.name));
     }
     body += "</div>\n<h2>Timelines</h2>\n";
     for (const auto& a : algos)

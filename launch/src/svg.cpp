@@ -150,9 +150,19 @@ std::string heatmap(const std::string& title, const std::string& unit,
     std::string out = open(title, std::max(kW, size + 140), size + 70);
     double top = 0;
     for (const auto& row : m)
-        for (double v : row) top = std::max(top, v);
+        for (double v : row)
+            if (!std::isnan(v)) top = std::max(top, v);
     for (std::size_t i = 0; i < n; ++i)
         for (std::size_t j = 0; j < m[i].size(); ++j) {
+            if (std::isnan(m[i][j])) {
+                out += fmt::format(
+                    "<rect class=\"cell none\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
+                    "height=\"{:.1f}\" fill=\"#eee\" stroke=\"#fff\" stroke-width=\"0.5\">"
+                    "<title>{} to {}: no edge</title></rect>",
+                    60 + cell * static_cast<double>(j), 40 + cell * static_cast<double>(i), cell,
+                    cell, i, j);
+                continue;
+            }
             const double f = top > 0 ? m[i][j] / top : 0;
             const int shade = static_cast<int>(255 - 200 * f);
             out += fmt::format(

@@ -22,7 +22,8 @@ std::string bar_chart(const std::string& title, const std::string& y_label,
                       const std::vector<std::string>& groups,
                       const std::vector<std::vector<double>>& values);
 
-/// A matrix as coloured cells (row: sender, column: receiver), the values in the tooltips.
+/// A matrix as coloured cells (row: sender, column: receiver), the values in the tooltips; a
+/// NaN is drawn grey as "no edge" (class "cell none").
 std::string heatmap(const std::string& title, const std::string& unit,
                     const std::vector<std::vector<double>>& m);
 

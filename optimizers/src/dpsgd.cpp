@@ -258,7 +258,12 @@ void Dpsgd::try_mix(Time now, Actions& out) {
     stale_deadline_ = 0;
     for (auto& plan : plans) {
         Channel& c = *plan.c;
-        for (const auto& [j, w] : plan.weights) in_stats_[j].weight = w;
+        for (const auto& [j, w] : plan.weights) {
+            InStats& st = in_stats_[j];
+            st.weight = w;
+            ++st.mixes;
+            st.staleness_sum += st.staleness;
+        }
         if (Device* d = worker().device(); d && worker().math()) {
             std::vector<DeviceTerm> terms;
             terms.reserve(plan.weights.size());
@@ -386,11 +391,16 @@ void Dpsgd::on_peer_failed(Time now, int j, Actions& out) {
 }
 
 json::Json Dpsgd::edge_metrics() const {
-    if (!options_.reweight) return nullptr;
     json::Json out = json::Json::array();
     for (const auto& [j, st] : in_stats_)
-        out.push_back(
-            {{"peer", j}, {"weight", st.weight}, {"staleness", st.staleness}, {"stale", st.stale}});
+        out.push_back({{"peer", j},
+                       {"weight", st.weight},
+                       {"staleness", st.staleness},
+                       {"staleness_mean", st.mixes > 0 ? static_cast<double>(st.staleness_sum) /
+                                                             static_cast<double>(st.mixes)
+                                                       : 0.0},
+                       {"stale", st.stale},
+                       {"mixes", st.mixes}});
     return out;
 }
 

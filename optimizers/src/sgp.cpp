@@ -172,9 +172,15 @@ void Sgp::on_message(Time, Message msg, Actions& out) {
     take_share(msg);
 
     Seen& seen = seen_[j];
+    InEdge& edge = in_edges_[j];
+    const std::int64_t behind = std::max<std::int64_t>(0, t_ - 1 - msg.round);
+    ++edge.shares;
+    edge.staleness_sum += behind;
+    edge.staleness_max = std::max(edge.staleness_max, behind);
     if (msg.round > seen.round) {
         const double wij = context().topology->at(msg.round)->weights.at(rank(), j);
         seen = {msg.round, wij > 0 ? msg.weight / wij : 0.0};
+        edge.weight = wij;
     }
     heard(j, msg);
     if (stage_ == Stage::stepping) return;  // absorbed (and counted) at the step boundary
@@ -231,6 +237,19 @@ void Sgp::on_peer_failed(Time, int j, Actions& out) {
     if (stage_ == Stage::stepping) return;
     advance_frontier();
     next(out);
+}
+
+json::Json Sgp::edge_metrics() const {
+    json::Json out = json::Json::array();
+    for (const auto& [j, e] : in_edges_)
+        out.push_back({{"peer", j},
+                       {"weight", e.weight},
+                       {"staleness_mean", e.shares > 0 ? static_cast<double>(e.staleness_sum) /
+                                                             static_cast<double>(e.shares)
+                                                       : 0.0},
+                       {"staleness_max", e.staleness_max},
+                       {"shares", e.shares}});
+    return out;
 }
 
 std::unique_ptr<Protocol> make_sgp(const json::Node* options, PeerContext ctx) {

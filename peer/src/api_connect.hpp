@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gossamer/bootstrap/clock.hpp"
 #include "gossamer/bootstrap/settings.hpp"
 #include "gossamer/core/partition.hpp"
 #include "gossamer/peer.hpp"
@@ -41,6 +42,8 @@ class Connection {
     virtual void close(bool finished, Clock::time_point deadline) = 0;
     /// On the joining thread, whenever the driver's loop wakes (DriverOptions::poll).
     virtual void poll() {}
+    /// This peer's clock against rank 0's (DriverOptions::clock_offset).
+    virtual bootstrap::ClockOffset clock_offset() const = 0;
     /// On the joining thread: the ranks not lost so far, ascending, this one among them.
     virtual std::vector<int> survivors() {
         std::vector<int> out;

@@ -62,6 +62,8 @@ class InprocConnection final : public Connection {
     }
 
     transport::Transport& transport() override { return *transport_; }
+    // Threads of one process read one clock.
+    bootstrap::ClockOffset clock_offset() const override { return {}; }
 
     void join(const JoinRequest& req) {
         transport::TransportOptions o;

@@ -12,6 +12,7 @@
 #include "gossamer/bootstrap/environment.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/log.hpp"
+#include "gossamer/core/trace.hpp"
 #include "gossamer/optimizers/multirate.hpp"
 #include "gossamer/peer.hpp"
 #include "gossamer/peer/average.hpp"
@@ -60,6 +61,12 @@ void check_options(const PeerOptions& o, std::size_t params, const PartitionLayo
         throw ConfigError("", "PeerOptions::eval_interval",
                           fmt::format("{} s is not a time >= 0", o.eval_interval),
                           "give seconds between evaluation points, or 0 for none");
+    // The timeline is written when the job ends: a path that cannot be written fails now.
+    if (!o.trace_path.empty()) trace::check_writable(o.trace_path, "PeerOptions::trace_path");
+    if (o.trace_limit < 10'000)
+        throw ConfigError("", "PeerOptions::trace_limit",
+                          fmt::format("{} bytes is too small for a timeline", o.trace_limit),
+                          "give 10000 bytes or more (the default is 64 MB)");
     if (o.transport == PeerTransport::inproc && !o.inproc)
         throw ConfigError("", "PeerOptions::inproc", "the inproc transport needs a job",
                           "set it to make_inproc_job(n), shared by the n peers");
@@ -152,6 +159,7 @@ void Peer::Impl::run_comm() {
         d.metrics_path = options.metrics_path;
         d.trace_path = options.trace_path;
         d.trace_limit = options.trace_limit;
+        d.clock_offset = conn->clock_offset();
         d.settle = options.exact_average;  // only a mass-weighted average needs the last shares
         d.poll = [this, c = conn.get()] {
             if (leave) throw Error(fmt::format("rank {} left the job early", rank));

@@ -29,6 +29,9 @@ class UcxConnection final : public Connection {
     }
 
     transport::Transport& transport() override { return joined_->transport(); }
+    bootstrap::ClockOffset clock_offset() const override {
+        return joined_->bootstrap().clock_offset();
+    }
 
     // The membership rules of `gossamer peer` (docs/peer.md, "Membership"): throws
     // peer::NotMember when the job carried on without this peer.

@@ -71,7 +71,8 @@ class Loop {
           transport_(t),
           options_(o),
           start_(Clock::now()),
-          trace_(p.rank(), o.trace_path, o.trace_limit, std::chrono::system_clock::now()),
+          trace_(p.rank(), o.trace_path, o.trace_limit, std::chrono::system_clock::now(),
+                 o.clock_offset),
           compute_(w, o.declared_step_time, [&t] { t.wake(); }),
           comm_thread_(std::this_thread::get_id()) {
         result_.rank = p.rank();

@@ -162,6 +162,7 @@ int run_peer_job(PeerJob& job) {
     std::vector<transport::Message> early;  // the average's messages that came while training
     auto d = job.driver;
     d.poll = poll;
+    d.clock_offset = me->bootstrap().clock_offset();
     d.intercept = [&](transport::Message& m) {
         if (!is_average_message(m)) return false;
         early.push_back(std::move(m));

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "gossamer/bootstrap/clock.hpp"
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/trace.hpp"
 #include "gossamer/transport/message.hpp"
@@ -27,8 +28,10 @@ struct StepWait {
 class PeerTracer {
   public:
     /// Records into a new recorder when `path` is not empty (the file is written by finish()).
+    /// `clock`: this host's clock against rank 0's, for otherData.clock_offset (docs/trace.md).
     PeerTracer(int rank, const std::string& path, std::size_t limit_bytes,
-               std::chrono::system_clock::time_point origin)
+               std::chrono::system_clock::time_point origin,
+               const std::optional<bootstrap::ClockOffset>& clock = std::nullopt)
         : rank_(rank), path_(path) {
         if (path.empty()) return;
         const double us =
@@ -39,6 +42,10 @@ class PeerTracer {
             names.emplace_back(transport::to_string(static_cast<transport::MessageKind>(k)));
         r_->set_kind_names(std::move(names));
         r_->set_info("rank", rank);
+        if (clock)
+            r_->set_info("clock_offset", {{"offset_us", clock->offset_us},
+                                          {"residual_us", clock->residual_us},
+                                          {"round_trips", clock->samples}});
     }
     void cause(trace::WaitCause c) noexcept { cause_ = c; }
     void send(double now, const transport::Message& m) {

@@ -79,13 +79,15 @@ class Peer:
     token_file: the job token's file ("": $GOSSAMER_JOB_TOKEN); job_id: default $GOSSAMER_JOB_ID,
         else 1. steps: local steps this peer takes. transport: "ucx" (processes) or "inproc" (threads of
         this process sharing job=gossamer.InprocJob(n)). Timeouts are in seconds.
+    trace: a file for this peer's timeline (Chrome trace / Perfetto JSON, docs/trace.md),
+        written when the peer finishes; "" for none. trace_limit bounds its events in bytes.
     """
 
     def __init__(self, params, topology=None, *, rank=None, algorithm="dpsgd", options=None,
                  partitions=None, layout=None, steps, transport="ucx", job=None, token_file="",
                  job_id=None, join_timeout=30.0, step_timeout=180.0, stall_timeout=120.0,
                  run_timeout=86400.0, metrics_path="", exact_average=False, device=None,
-                 eval_interval=None):
+                 eval_interval=None, trace="", trace_limit=64e6):
         if topology is None:
             topology = _os.environ.get("GOSSAMER_TOPOLOGY")
             if not topology:
@@ -105,7 +107,7 @@ class Peer:
                 _json_text(partitions, "partitions"), list(layout or []), int(steps), transport, job,
                 token_file, int(job_id), float(join_timeout), float(step_timeout),
                 float(stall_timeout), float(run_timeout), str(metrics_path), bool(exact_average),
-                device, float(eval_interval))
+                device, float(eval_interval), str(trace), float(trace_limit))
         if device == "cuda" and getattr(params.device, "index", None) is not None:
             import torch  # the GPU is the tensor's: Gossamer uses the current device
             with torch.cuda.device(params.device.index):

@@ -141,7 +141,7 @@ void bind_peer(py::module_& m) {
                          std::string token_file, std::uint64_t job_id, double join_timeout,
                          double step_timeout, double stall_timeout, double run_timeout,
                          std::string metrics_path, bool exact_average, std::string device,
-                         double eval_interval) {
+                         double eval_interval, std::string trace_path, double trace_limit) {
                  PeerOptions o;
                  o.topology = std::move(topology);
                  o.rank = rank;
@@ -167,6 +167,12 @@ void bind_peer(py::module_& m) {
                  o.exact_average = exact_average;
                  o.device = std::move(device);
                  o.eval_interval = eval_interval;
+                 o.trace_path = std::move(trace_path);
+                 if (!(trace_limit >= 0) || trace_limit > 1e15)
+                     throw ConfigError("", "trace_limit",
+                                       fmt::format("{} is not a size in bytes", trace_limit),
+                                       "give bytes, e.g. 64e6 (the default)");
+                 o.trace_limit = static_cast<std::size_t>(trace_limit);
                  std::vector<Partition> parts;
                  for (auto& [name, offset, size] : layout) parts.push_back({name, offset, size});
                  return std::make_unique<PyPeer>(params, std::move(o), std::move(parts));
@@ -176,7 +182,8 @@ void bind_peer(py::module_& m) {
              py::arg("transport"), py::arg("job").none(true), py::arg("token_file"),
              py::arg("job_id"), py::arg("join_timeout"), py::arg("step_timeout"),
              py::arg("stall_timeout"), py::arg("run_timeout"), py::arg("metrics_path"),
-             py::arg("exact_average"), py::arg("device") = "cpu", py::arg("eval_interval") = 0.0)
+             py::arg("exact_average"), py::arg("device") = "cpu", py::arg("eval_interval") = 0.0,
+             py::arg("trace_path") = "", py::arg("trace_limit") = 64e6)
         .def("step", &PyPeer::step, py::arg("loss"))
         .def("finish", [](PyPeer& p) { return metrics_dict(p.finish()); })
         .def("close", &PyPeer::close)

@@ -17,8 +17,7 @@ Invariants checked after each job:
   files       average.json parses, model.bin and every checkpoint load (`gossamer eval`), none is
               torn;
   mass        async: with nobody lost the survivors' mass is n (1e-6); with losses it is below n
-              and n - sum(w) is at least every peer's own estimate of the lost mass (a lower
-              bound, docs/protocols.md).
+              but not drained (at least n / 1000), and the exact average's loss is a number.
 """
 import argparse
 import json
@@ -295,9 +294,14 @@ def check_job(job, gossamer, n, algo, alg_dir, config, status, took, limit, name
             bad.append(f"mass: nobody lost but the survivors' mass is {total!r}, not {n}")
         if lost_members > 0 and not total < n:
             bad.append(f"mass: {lost_members} peers lost but the survivors' mass is {total!r}")
-        if n - total + 1e-6 < mass["max_estimate"]:
-            bad.append(f"mass: n - sum(w) = {n - total:.6f} is below a peer's estimate of the "
-                       f"lost mass {mass['max_estimate']:.6f}")
+        # Not drained: before the silent-neighbour rule a stopped peer swallowed nearly all of
+        # it (5.6e-12 of 6 left, the average's loss NaN). The peers' own estimates of the lost
+        # mass are recorded, not checked: they estimate a lost peer's w at its last split seen,
+        # which is neither a lower nor an upper bound of what it held when it died.
+        if finished and total < 1e-3 * n:
+            bad.append(f"mass: the survivors kept {total!r} of {n}: drained")
+        if finished and avg.get("loss") is None:
+            bad.append("mass: the exact average's loss is not a number")
     return bad, {"exits": exits, "finished": finished, "mass": mass,
                  "files_checked": len(files)}
 

@@ -98,6 +98,17 @@ TEST_SUITE("bootstrap") {
         CHECK(wire::decode_table(wire::encode_table(blobs), 3) == blobs);
         CHECK_THROWS_AS(wire::decode_table(wire::encode_table(blobs), 4), wire::Malformed);
 
+        const wire::ClockReading reading{3, -1'700'000'000'123'456};
+        const auto r2 = wire::decode_clock(wire::encode(reading));
+        CHECK(r2.seq == 3);
+        CHECK(r2.unix_us == reading.unix_us);
+        auto short_clock = wire::encode(reading);
+        short_clock.pop_back();
+        CHECK_THROWS_WITH_AS(wire::decode_clock(short_clock), "the body ends early",
+                             wire::Malformed);
+        CHECK(wire::decode_header(wire::frame(wire::Kind::clock_reply)).kind ==
+              wire::Kind::clock_reply);
+
         auto f = wire::frame(wire::Kind::heartbeat);
         CHECK(f.size() == wire::kHeaderBytes);
         CHECK(wire::decode_header(f).kind == wire::Kind::heartbeat);
@@ -113,8 +124,10 @@ TEST_SUITE("bootstrap") {
     TEST_CASE("another protocol version is refused with both versions named") {
         auto eps = free_endpoints(2);
         bs::Bootstrap root(quick_options(0, eps));
-        // A newer peer, and one of the releases before the settings were compared (version 1).
-        for (std::uint8_t v : {static_cast<std::uint8_t>(wire::kVersion + 1), std::uint8_t{1}}) {
+        // A newer peer, the release before clock queries (version 4), and one of the releases
+        // before the settings were compared (version 1).
+        for (std::uint8_t v :
+             {static_cast<std::uint8_t>(wire::kVersion + 1), std::uint8_t{4}, std::uint8_t{1}}) {
             auto frame = wire::frame(wire::Kind::hello, wire::encode(hello_for(1, eps)));
             frame[4] = v;
             auto notice = refusal_for(eps[0], frame);
@@ -125,7 +138,7 @@ TEST_SUITE("bootstrap") {
                                                        v, wire::kVersion)),
                           notice.text);
         }
-        CHECK(root.listener_stats().refused == 2);
+        CHECK(root.listener_stats().refused == 3);
     }
 
     TEST_CASE("a second process with a joined rank and a join after the barrier are refused") {

@@ -1,16 +1,22 @@
 // gossamer launch as a user runs it: real peers as threads over the in-process transport
 // (--inproc), and as gossamer peer processes over UCX (the integration suite).
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "launch_job.hpp"
+#include "support/optional.hpp"
 
 using gossamer::test::kBin;
 using gossamer::test::LaunchJob;
@@ -213,4 +219,68 @@ TEST_CASE("launch keeps what a user wrote: refused, and an earlier launch's OUT 
                          " (written by gossamer launch at ") != std::string::npos);
     CHECK(std::filesystem::exists(runs / "allreduce/result.json"));
     CHECK_FALSE(std::filesystem::exists(runs / "dpsgd"));
+}
+
+// Peer 2 computes four times slower (30 steps of 80 ms against 20 ms): its neighbours 1 and 3
+// wait for it.
+constexpr const char* kStraggler2 = R"({"defaults": {"base_time": 0.02},
+    "peers": [{"rank": 2, "factor": 4}], "network": {"latency": 1e-5, "bandwidth": 1e9}})";
+
+TEST_CASE(
+    "launch --inproc --live prints the per-peer table naming the slowest peer in plain lines") {
+    LaunchJob job;
+    job.cluster = job.dir.write("straggler.json", kStraggler2);
+    const auto out = job.dir.path() / "launch";
+    auto r = job.launch("--inproc --algorithms dpsgd --live --out " + out.string());
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    // The table as the peers left it: a header and a row per peer, after the "done" line.
+    const auto done = r.err.find("dpsgd: done, slowest peer 2 at 30 steps");
+    REQUIRE(done != std::string::npos);
+    const auto header = r.err.find("waits most for", done);
+    REQUIRE(header != std::string::npos);
+    const bool edge = r.err.find("most waited on: 2->1", done) != std::string::npos ||
+                      r.err.find("most waited on: 2->3", done) != std::string::npos;
+    CHECK(edge);
+    // Peers 1 and 3 wait for peer 2 most; the rows are "peer steps s/step idle whom".
+    CHECK(r.err.find("peer 2 (", header) != std::string::npos);
+    for (int p = 0; p < 4; ++p)
+        CHECK(r.err.find(fmt::format("\n{:>5} {:>7} ", p, 30), header) != std::string::npos);
+    CHECK(r.err.find("\x1b[") == std::string::npos);  // plain lines, never redrawn in place
+}
+
+TEST_CASE("launch --inproc --live on a terminal (tmux) redraws the table in place") {
+    if (!gossamer::test::have_component("tmux", gossamer::test::missing_program("tmux", "tmux")))
+        return;
+    LaunchJob job;
+    job.cluster = job.dir.write("straggler.json", kStraggler2);
+    const auto out = job.dir.path() / "launch";
+    const std::string session = fmt::format("gossamer-live-inproc-{}", ::getpid());
+    struct Kill {  // the session goes however the test ends
+        std::string name;
+        ~Kill() { std::system(("tmux kill-session -t " + name + " 2>/dev/null").c_str()); }
+    } kill{session};
+    // 60 steps of 80 ms for peer 2: the table is redrawn a few times while the peers run.
+    const std::string cmd = kBin + " launch --inproc --no-plots --topology " + job.topology +
+                            " --config " + job.config + " --cluster " + job.cluster +
+                            " --algorithms dpsgd --epochs 6 --timeout 60 --live --out " +
+                            out.string() + "; echo launch-exit=$?; sleep 60";
+    REQUIRE(run("tmux new-session -d -x 160 -y 40 -s " + session + " '" + cmd + "'").status == 0);
+    std::string screen;
+    bool seen_running = false;  // a table drawn while the peers ran
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < until) {
+        screen = run("tmux capture-pane -p -t " + session).out;
+        if (screen.find("peers, ") != std::string::npos &&
+            screen.find("waits most for") != std::string::npos)
+            seen_running = true;
+        if (screen.find("launch-exit=") != std::string::npos) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    CAPTURE(screen);
+    CHECK(screen.find("launch-exit=0") != std::string::npos);
+    CHECK(seen_running);
+    CHECK(screen.find("slowest peer 2") != std::string::npos);
+    // Redrawn in place: the table's header is on the screen once.
+    CHECK(screen.find("waits most for") == screen.rfind("waits most for"));
 }

@@ -100,7 +100,7 @@ TEST_CASE("the report page loads in headless Chromium without a console message,
     REQUIRE(r.status == 0);
     CHECK(r.err.find(":CONSOLE") == std::string::npos);
     CHECK(count(r.out, "<table id=\"summary\">") == 1);
-    CHECK(count(r.out, "<svg") == 9);  // the browser built every chart and both timelines
+    CHECK(count(r.out, "<svg") == 13);  // the browser built every chart and both timelines
     const auto shot = job.dir.path() / "shot.png";
     r = chromium("--hide-scrollbars --window-size=1280,2400 --screenshot=" + shot.string(),
                  out / "report.html");
@@ -132,9 +132,9 @@ TEST_CASE("the report of a sim run holds the table and the plots and loads nothi
     CHECK(count(html, "<table id=\"summary\">") == 1);
     CHECK(count(html, "<tr><td>dpsgd</td>") == 1);
     CHECK(count(html, "<tr><td>sgp</td>") == 1);
-    // accuracy/time, loss/time, accuracy/bytes, idle, topology, a heatmap and a timeline per
-    // algorithm
-    CHECK(count(html, "<svg") == 9);
+    // accuracy/time, loss/time, accuracy/bytes, idle, topology, three heatmaps (bytes,
+    // staleness, weights) and a timeline per algorithm
+    CHECK(count(html, "<svg") == 13);
     // The timelines: one bar per step and per wait of the traces (4 peers; a wait also before
     // the first step of a peer that starts late), in seconds on the page's axis.
     CHECK(count(html, "steps and waits per peer") == 2 * 2);  // title and heading
@@ -145,7 +145,14 @@ TEST_CASE("the report of a sim run holds the table and the plots and loads nothi
     CHECK(count(html, "class=\"series\"") == 6);
     CHECK(count(html, "class=\"bar\"") == 8);
     CHECK(count(html, "class=\"node\"") == 4);
-    CHECK(count(html, "class=\"cell\"") == 2 * 16);
+    // Bytes: every cell of 4 x 4 per algorithm. Staleness and weights: the 8 edges of the ring
+    // (each peer hears 2 neighbours) per algorithm and map, the other 8 cells "no edge".
+    CHECK(count(html, "class=\"cell\"") == 2 * 16 + 2 * 2 * 8);
+    CHECK(count(html, "class=\"cell none\"") == 2 * 2 * 8);
+    CHECK(count(html, "dpsgd: mean staleness per edge (rounds)") == 2);  // title and heading
+    CHECK(count(html, "sgp: mixing weight per edge") == 2);
+    // Ring weights are uniform: 1/3 for each neighbour, under both protocols.
+    CHECK(count(html, "1 to 0: 0.333 weight") == 2);
     CHECK(count(html, "class=\"trace\" href=\"trace-dpsgd-seed0.json\"") == 1);
 }
 
@@ -169,7 +176,9 @@ TEST_CASE("the report of a launch run draws the recorded topology and links the 
     CHECK(count(html, "class=\"bar\"") == 4);
     CHECK(count(html, "class=\"trace\"") == 5);  // the merged one, one per peer
     CHECK(count(html, "class=\"trace\" href=\"launch/trace.json\"") == 1);
-    CHECK(count(html, "class=\"cell\"") == 16);
+    CHECK(count(html, "class=\"cell\"") == 16 + 2 * 8);  // bytes; staleness and weights
+    CHECK(count(html, "class=\"cell none\"") == 2 * 8);
+    CHECK(count(html, "dpsgd: mean staleness per edge (rounds)") == 2);  // title and heading
     // The peers' own timelines drawn as one: a row per peer, steps and waits.
     CHECK(count(html, "dpsgd: steps and waits per peer") == 2);  // title and heading
     CHECK(count(html, "<title>step (") > 0);

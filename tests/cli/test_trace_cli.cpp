@@ -160,6 +160,10 @@ TEST_CASE("launch --inproc --trace merges the peers' timelines into one file") {
     const auto t = totals(doc, &tracks);
     CHECK(tracks == std::set<int>{0, 1, 2, 3});
     CHECK(doc["otherData"]["files"].size() == 4);
+    // Threads of one process read one clock: offsets and residual 0.
+    CHECK(doc["otherData"]["clock_residual_us"].get<double>() == 0);
+    for (const auto& f : doc["otherData"]["files"])
+        CHECK(f["otherData"]["clock_offset"]["offset_us"].get<double>() == 0);
     for (int rank = 0; rank < 4; ++rank) {
         CAPTURE(rank);
         Json summary;

@@ -343,7 +343,15 @@ TEST_CASE(
     std::int64_t stale_wait = 0, stale_rw = 0;
     const auto none = run("{}", end_wait, stale_wait);
     const auto edges = run(R"({"reweight": {"wait": 0.25, "decay": 0.5}})", end_rw, stale_rw);
-    CHECK(none.is_null());
+    // Without reweight it always waits: every mix fresh, the topology's weights (1/3 on a ring).
+    REQUIRE(none.is_array());
+    CHECK(none.size() == 2);
+    for (const auto& e : none) {
+        CHECK(e["staleness_mean"].get<double>() == 0);
+        CHECK(e["stale"].get<std::int64_t>() == 0);
+        CHECK(e["mixes"].get<std::int64_t>() > 0);
+        CHECK(e["weight"].get<double>() == doctest::Approx(1.0 / 3));
+    }
     CHECK(stale_wait == 0);
     CHECK(stale_rw > 20);
     CHECK(end_rw < end_wait);  // nobody waits the extra 3.5 every round
@@ -353,6 +361,7 @@ TEST_CASE(
         if (e["peer"] != 2) continue;
         const auto s = e["staleness"].get<std::int64_t>();
         CHECK(e["stale"].get<std::int64_t>() > 0);
+        CHECK(e["staleness_mean"].get<double>() > 0);
         CHECK(e["weight"].get<double>() == doctest::Approx(std::pow(0.5, double(s)) / 3));
         saw_stale = true;
     }

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "api_peers.hpp"
 #include "support/errors.hpp"
@@ -62,6 +63,19 @@ TEST_CASE("Peer: a rank outside the topology or an unknown algorithm or bad opti
         o.partitions = R"({"partitions": {"head": {"gossip_period": 2}}})";
     });
     CHECK(contains(parts, "head"));
+}
+
+TEST_CASE("Peer: a trace path that cannot be written or a tiny trace limit is refused at once") {
+    test::TempDir dir;
+    const auto folder = refused(dir, [&](PeerOptions& o) { o.trace_path = dir.path().string(); });
+    CHECK(contains(folder, "PeerOptions::trace_path"));
+    CHECK(contains(folder, "is a folder, not a file name"));
+    const auto limit = refused(dir, [&](PeerOptions& o) {
+        o.trace_path = (dir.path() / "t.json").string();
+        o.trace_limit = 100;
+    });
+    CHECK(contains(limit, "PeerOptions::trace_limit: 100 bytes is too small"));
+    CHECK_FALSE(std::filesystem::exists(dir.path() / "t.json"));  // nothing left behind
 }
 
 TEST_CASE("Peer: partitions that do not cover the parameter vector are refused") {

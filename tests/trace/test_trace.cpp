@@ -157,6 +157,46 @@ TEST_CASE("merged peer files keep one track per peer, shifted by their clock ori
     CHECK_THROWS_AS(trace::check_writable(dir.path().string(), "--trace"), ConfigError);
 }
 
+TEST_CASE("merged files are aligned to rank 0's clock by their bootstrap offsets") {
+    // Three hosts: host 1's clock is 5 s ahead of rank 0's, host 2's 3 s behind; each peer
+    // started at the same true moment and stepped for 1 s. Their offsets (rank 0's clock minus
+    // theirs) undo the skews, and the merged file states the largest residual.
+    TempDir dir;
+    const double skew[] = {0, 5e6, -3e6}, residual[] = {0, 250, 400};
+    std::vector<std::string> files;
+    for (int r = 0; r < 3; ++r) {
+        trace::Recorder rec("steady", 1'000'000, 1e12 + skew[r]);
+        rec.set_info("clock_offset", {{"offset_us", -skew[r]},
+                                      {"residual_us", residual[r]},
+                                      {"round_trips", r == 0 ? 0 : 8}});
+        rec.step(r, 0.0, 1.0, 0, 1.0);
+        files.push_back((dir.path() / fmt::format("p{}.json", r)).string());
+        rec.write(files.back());
+    }
+    const auto out = (dir.path() / "job.json").string();
+    trace::merge_files(files, out);
+    Json doc = load(out);
+    for (const auto& e : doc["traceEvents"])
+        if (e.value("cat", "") == "step") CHECK(e["ts"].get<double>() == doctest::Approx(0));
+    CHECK(doc["otherData"]["clock"] ==
+          "steady, aligned to rank 0's system clock by offsets estimated at the bootstrap");
+    CHECK(doc["otherData"]["clock_residual_us"].get<double>() == 400);
+    CHECK(doc["otherData"]["origin_unix_us"].get<double>() == doctest::Approx(1e12));
+    // A file without an offset (an older peer) is aligned by its host's clock, and the file
+    // says which were which.
+    trace::Recorder plain("steady", 1'000'000, 1e12 + 2e6);
+    plain.step(3, 0.0, 1.0, 0, 1.0);
+    files.push_back((dir.path() / "p3.json").string());
+    plain.write(files.back());
+    trace::merge_files(files, out);
+    doc = load(out);
+    CHECK(doc["otherData"]["clock"].get<std::string>().find("3 of 4 files aligned") !=
+          std::string::npos);
+    for (const auto& e : doc["traceEvents"])
+        if (e.value("cat", "") == "step")
+            CHECK(e["ts"].get<double>() == doctest::Approx(e["pid"] == 3 ? 2e6 : 0));
+}
+
 TEST_CASE("the simulator's steps and waits add up to its busy and idle times within 1%") {
     TempDir dir;
     for (const std::string algo : {"allreduce", "dpsgd", "sgp", "async"}) {

@@ -88,7 +88,8 @@ struct PeerOptions {
     /// JSON-lines metrics per step and a summary at the end (docs/peer.md, "Metrics"); "" none.
     std::string metrics_path;
     /// The peer's timeline (Chrome trace / Perfetto JSON, docs/trace.md), written when the
-    /// communication side ends; "" none. trace_limit bounds its events in bytes.
+    /// communication side ends; "" none. trace_limit bounds its events in bytes (at least
+    /// 10,000).
     std::string trace_path;
     std::size_t trace_limit = 64'000'000;
     /// After the last step, every surviving peer ends with the exact average of the survivors'

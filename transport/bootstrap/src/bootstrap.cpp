@@ -32,6 +32,9 @@ Bootstrap::Impl::Impl(Options options) : opt(std::move(options)) {
     positive(opt.io_timeout, "io_timeout");
     positive(opt.retry_interval, "retry_interval");
     positive(opt.heartbeat_interval, "heartbeat_interval");
+    if (opt.clock_samples < 1)
+        throw ConfigError("", "clock_samples",
+                          fmt::format("must be at least 1, got {}", opt.clock_samples));
     if (opt.max_pending < 1)
         throw ConfigError("", "max_pending",
                           fmt::format("must be at least 1, got {}", opt.max_pending));
@@ -65,6 +68,12 @@ std::string Bootstrap::Impl::name(int rank) const {
     const auto& e = opt.peers[static_cast<std::size_t>(rank)];
     if (e.port == 0) return fmt::format("rank {}", rank);  // not known yet (count-only job)
     return fmt::format("rank {} ({})", rank, e.str());
+}
+
+std::int64_t Bootstrap::Impl::unix_us() const {
+    using namespace std::chrono;
+    return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count() +
+           opt.clock_skew.count();
 }
 
 void Bootstrap::Impl::listen() {
@@ -207,6 +216,11 @@ void Bootstrap::on_peer_lost(std::function<void(const PeerLoss&)> callback) {
 std::vector<PeerLoss> Bootstrap::lost_peers() const {
     std::lock_guard lock(impl_->mu);
     return impl_->losses;
+}
+
+ClockOffset Bootstrap::clock_offset() const {
+    std::lock_guard lock(impl_->mu);
+    return impl_->clock;
 }
 
 ListenerStats Bootstrap::listener_stats() const {

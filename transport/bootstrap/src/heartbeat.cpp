@@ -64,13 +64,17 @@ void Bootstrap::Impl::beat() {
     });
 }
 
-asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, int rank) {
+asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, int rank,
+                                             std::vector<Frame> early) {
     auto index = static_cast<std::size_t>(rank);
-    for (;;) {
+    for (std::size_t next = 0;;) {
         Frame f;
         std::string why;
         try {
-            f = co_await conn->read();
+            if (next < early.size())
+                f = std::move(early[next++]);
+            else
+                f = co_await conn->read();
         } catch (const wire::Malformed& e) {
             why = std::string("it sent a malformed frame (") + e.what() + ")";
         } catch (const boost::system::system_error& e) {
@@ -142,6 +146,19 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
                 break;
             case wire::Kind::suspect:
                 if (opt.rank == 0) on_suspect(rank, f);
+                break;
+            case wire::Kind::clock_query:
+                // Answered at once, on this thread: the round trip stays short.
+                if (opt.rank == 0) {
+                    try {
+                        auto q = wire::decode_clock(f.body);
+                        conn->send(wire::frame(wire::Kind::clock_reply,
+                                               wire::encode(wire::ClockReading{q.seq, unix_us()})));
+                    } catch (const wire::Malformed& e) {
+                        log::warn("{}: a malformed clock query from {}: {}", name(opt.rank),
+                                  name(rank), e.what());
+                    }
+                }
                 break;
             default:
                 log::warn("{}: ignored a frame of kind {} from {}", name(opt.rank),

@@ -40,6 +40,7 @@ struct Bootstrap::Impl {
     std::optional<std::string> expelled_line;  // rank 0 declared this peer lost
     std::uint64_t view_answers = 0;            // view_install frames received
     bool root_lost = false;                    // others: rank 0 is gone
+    ClockOffset clock;                         // others: set before finish() releases the caller
 
     // Bootstrap thread.
     std::vector<std::shared_ptr<Connection>> members;  // rank 0: by rank; others: [0] only
@@ -71,6 +72,8 @@ struct Bootstrap::Impl {
 
     /// "rank 3 (127.0.0.1:29503)"
     std::string name(int rank) const;
+    /// This peer's system clock (plus Options::clock_skew), microseconds since the epoch.
+    std::int64_t unix_us() const;
 
     // bootstrap.cpp: listener, shutdown, ending the rendezvous.
     void listen();
@@ -96,13 +99,17 @@ struct Bootstrap::Impl {
     void give_up_join();
     asio::awaitable<void> join_root(Blob address);
     asio::awaitable<std::shared_ptr<Connection>> connect_root(Clock::time_point deadline);
+    /// Estimates `clock` from the round trips join_root made (a warning if it cannot).
+    void set_clock(const std::vector<ClockSample>& samples);
 
     // heartbeat.cpp
     /// View 0 (every rank), set before the start-up barrier releases the caller.
     void install_first_view();
     void start_heartbeats();
     void beat();
-    asio::awaitable<void> watch(std::shared_ptr<Connection> conn, int rank);
+    /// Reads `conn` until it ends, `early` first (frames join_root read before the watch).
+    asio::awaitable<void> watch(std::shared_ptr<Connection> conn, int rank,
+                                std::vector<Frame> early = {});
     void lose(int rank, const std::string& line, bool forward, bool left = false);
 
     // views.cpp

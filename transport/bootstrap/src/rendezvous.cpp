@@ -334,9 +334,20 @@ asio::awaitable<void> Bootstrap::Impl::join_root(Blob address) {
             Reason::connection_lost, {0},
             fmt::format("{}: {} {}; check rank 0's log", name(opt.rank), name(0), what)));
     };
-    // First the answer to the handshake, then (after every peer joined) the table.
+    // First the answer to the handshake, then clock round trips with rank 0 (one at a time,
+    // so none queues behind another) and (after every peer joined) the table, in any order.
     bool welcomed = false;
-    for (;;) {
+    const auto wanted = static_cast<std::size_t>(opt.clock_samples);
+    std::vector<ClockSample> samples;
+    std::int64_t sent_us = 0;
+    auto query = [&] {
+        sent_us = unix_us();
+        const wire::ClockReading q{static_cast<std::uint32_t>(samples.size()), sent_us};
+        conn->send(wire::frame(wire::Kind::clock_query, wire::encode(q)));
+    };
+    std::optional<Frame> table_frame;
+    std::vector<Frame> early;  // after the table: what watch() reads first (heartbeats aside)
+    while (!table_frame || samples.size() < wanted) {
         Frame f;
         auto wait = welcomed ? opt.join_timeout + opt.io_timeout : opt.io_timeout;
         try {
@@ -360,28 +371,33 @@ asio::awaitable<void> Bootstrap::Impl::join_root(Blob address) {
         if (f.header.kind == wire::Kind::welcome && !welcomed) {
             welcomed = true;
             log::info("{}: joined {}; waiting for the other peers", name(opt.rank), name(0));
+            query();
             continue;
         }
-        if (f.header.kind == wire::Kind::table && welcomed) {
+        if (f.header.kind == wire::Kind::clock_reply && welcomed && samples.size() < wanted) {
+            const std::int64_t received_us = unix_us();
             try {
-                auto table = wire::decode_full_table(f.body, static_cast<std::uint32_t>(n));
-                // Rank 0 keeps the name this peer reached it by; the others are as reported.
-                if (count_only)
-                    for (int q = 1; q < n; ++q) {
-                        const auto& e = table.endpoints[static_cast<std::size_t>(q)];
-                        if (e.host.empty() || e.port <= 0)
-                            throw wire::Malformed(fmt::format("no address for rank {}", q));
-                        opt.peers[static_cast<std::size_t>(q)] = e;
-                    }
-                started = true;
-                install_first_view();
-                finish(std::move(table.blobs));
-                start_heartbeats();
-                co_await watch(conn, 0);
+                const auto reply = wire::decode_clock(f.body);
+                if (reply.seq != samples.size())
+                    throw wire::Malformed(fmt::format("the answer to clock query {} came for {}",
+                                                      samples.size(), reply.seq));
+                samples.push_back({sent_us, reply.unix_us, received_us});
             } catch (const wire::Malformed& e) {
-                lost(std::string("sent a malformed table: ") + e.what());
+                lost(std::string("sent a malformed clock reply: ") + e.what());
+                co_return;
             }
-            co_return;
+            if (samples.size() < wanted) query();
+            continue;
+        }
+        if (f.header.kind == wire::Kind::table && welcomed && !table_frame) {
+            table_frame = std::move(f);
+            continue;
+        }
+        if (table_frame) {
+            // Rank 0 is past the barrier: its heartbeats (start_heartbeats() marks rank 0 heard
+            // when this peer starts them) and whatever else it sends are watch()'s.
+            if (f.header.kind != wire::Kind::heartbeat) early.push_back(std::move(f));
+            continue;
         }
         if (f.header.kind == wire::Kind::refuse || f.header.kind == wire::Kind::abort) {
             try {
@@ -404,6 +420,41 @@ asio::awaitable<void> Bootstrap::Impl::join_root(Blob address) {
                          static_cast<int>(f.header.kind)));
         co_return;
     }
+    try {
+        auto table = wire::decode_full_table(table_frame->body, static_cast<std::uint32_t>(n));
+        // Rank 0 keeps the name this peer reached it by; the others are as reported.
+        if (count_only)
+            for (int q = 1; q < n; ++q) {
+                const auto& e = table.endpoints[static_cast<std::size_t>(q)];
+                if (e.host.empty() || e.port <= 0)
+                    throw wire::Malformed(fmt::format("no address for rank {}", q));
+                opt.peers[static_cast<std::size_t>(q)] = e;
+            }
+        set_clock(samples);
+        started = true;
+        install_first_view();
+        finish(std::move(table.blobs));
+        start_heartbeats();
+    } catch (const wire::Malformed& e) {
+        lost(std::string("sent a malformed table: ") + e.what());
+        co_return;
+    }
+    co_await watch(conn, 0, std::move(early));
+}
+
+void Bootstrap::Impl::set_clock(const std::vector<ClockSample>& samples) {
+    ClockOffset c;
+    try {
+        c = estimate_offset(samples);
+    } catch (const std::invalid_argument& e) {
+        // Only a clock stepped back mid-exchange does this: the timeline falls back to the
+        // hosts' clocks (samples = 0 says so), the job goes on.
+        log::warn("{}: clock offset to {} not estimated: {}", name(opt.rank), name(0), e.what());
+    }
+    log::debug("{}: clock offset to {} {:+.0f} us, residual {:.0f} us ({} round trips)",
+               name(opt.rank), name(0), c.offset_us, c.residual_us, c.samples);
+    std::lock_guard lock(mu);
+    clock = c;
 }
 
 }  // namespace gossamer::bootstrap

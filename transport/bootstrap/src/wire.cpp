@@ -194,6 +194,22 @@ Notice decode_notice(std::span<const std::uint8_t> body) {
     return notice;
 }
 
+Bytes encode(const ClockReading& reading) {
+    Writer w;
+    w.u32(reading.seq);
+    w.u64(static_cast<std::uint64_t>(reading.unix_us));
+    return w.take();
+}
+
+ClockReading decode_clock(std::span<const std::uint8_t> body) {
+    Reader r(body);
+    ClockReading c;
+    c.seq = r.u32();
+    c.unix_us = static_cast<std::int64_t>(r.u64());
+    r.finish();
+    return c;
+}
+
 Bytes encode_table(const std::vector<Blob>& blobs, const std::vector<Endpoint>& endpoints) {
     Writer w;
     w.u32(static_cast<std::uint32_t>(blobs.size()));

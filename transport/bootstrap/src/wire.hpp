@@ -19,6 +19,8 @@ inline constexpr std::uint8_t kMagic[4] = {'G', 'S', 'B', 'T'};
 // 2: the hello carries the job's settings (one digest and description per field).
 // 3: views (propose, ack, install, query) and the expelled notice.
 // 4: the hello carries the sender's listen address, the table every peer's (count-only jobs).
+// 5: clock queries and replies after the welcome (clock offsets between hosts), and the suspect
+//    report (a failure only a transport saw).
 inline constexpr std::uint16_t kVersion = 5;
 inline constexpr std::size_t kHeaderBytes = 12;
 inline constexpr std::uint32_t kMaxBody = 64u << 20;  // a table of many peers' blobs
@@ -50,9 +52,11 @@ enum class Kind : std::uint8_t {
     view_install = 11,  // rank 0 -> members: installed (also the answer to a query)
     view_query = 12,    // peer -> rank 0: am I still a member? (empty body)
     expelled = 13,      // rank 0 -> a peer it declared lost: code = its rank, text = why
+    clock_query = 14,   // joiner -> rank 0, after the welcome: a ClockReading (its own clock)
+    clock_reply = 15,   // rank 0 -> joiner: the query's sequence number and rank 0's clock
     // A failure only a peer's transport saw (a send timeout on a cut edge): code = the rank it
     // failed, text = why. Rank 0 turns it into a loss (docs/bootstrap.md, "Transport failures").
-    suspect = 14,  // member -> rank 0
+    suspect = 16,  // member -> rank 0
 };
 inline constexpr Kind kLastKind = Kind::suspect;
 
@@ -98,6 +102,15 @@ struct Notice {
 };
 Bytes encode(const Notice& notice);
 Notice decode_notice(std::span<const std::uint8_t> body);
+
+/// Body of clock_query and clock_reply: a sequence number and a system-clock time in
+/// microseconds since the Unix epoch (the sender's).
+struct ClockReading {
+    std::uint32_t seq = 0;
+    std::int64_t unix_us = 0;
+};
+Bytes encode(const ClockReading& reading);
+ClockReading decode_clock(std::span<const std::uint8_t> body);
 
 /// The table rank 0 sends at the barrier: every peer's blob and listen address, by rank.
 struct Table {

@@ -98,8 +98,10 @@ class Recorder {
     json::Json info_ = json::Json::object();
 };
 
-/// Merges the per-peer files of one job into `out`, shifting each file's times by its
-/// origin_unix_us against the earliest one (peers on one host share its system clock). Throws
+/// Merges the per-peer files of one job into `out`, shifting each file's times by its start on
+/// rank 0's clock (origin_unix_us plus otherData.clock_offset.offset_us, the bootstrap's
+/// estimate; without one, its host's clock as is) against the earliest one; the merged
+/// otherData says how it was aligned and the largest residual (clock_residual_us). Throws
 /// ConfigError naming a file that is missing or not a trace.
 void merge_files(const std::vector<std::string>& inputs, const std::string& out);
 

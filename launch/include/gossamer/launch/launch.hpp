@@ -58,7 +58,8 @@ struct LaunchJob {
     bool trace_per_algorithm = false;
     std::size_t trace_limit = 64'000'000;  ///< bytes, per peer
     /// --live: a per-peer table (steps, s/step, idle, whom it waits for most) on stderr while
-    /// the peer processes run, redrawn in place on a terminal (docs/report.md, "Live view").
+    /// the peers (processes or --inproc threads) run, redrawn in place on a terminal
+    /// (docs/report.md, "Live view").
     bool live = false;
     /// --resume: per algorithm, the checkpoint step its peers restart from (each gets
     /// --resume OUT/<algorithm> --resume-step S; docs/checkpoint.md) and the job id of the

@@ -116,7 +116,8 @@ class Dpsgd final : public Protocol {
     }
     /// Rounds mixed with at least one stale neighbour (reweight only).
     std::int64_t stale_mixes() const noexcept { return stale_mixes_; }
-    /// Per in-neighbour: the weight and staleness (rounds) of the last mix, mixes it was stale in.
+    /// Per in-neighbour: the weight and staleness (rounds) of the last mix, the mean staleness
+    /// over its mixes, mixes it was stale in (reweight only: else it always waits, staleness 0).
     json::Json edge_metrics() const override;
     /// Resumes bit for bit except with delay 1 or reweight (dpsgd_state.cpp).
     std::string resume_refusal() const override;
@@ -169,7 +170,7 @@ class Dpsgd final : public Protocol {
     std::int64_t stale_mixes_ = 0;
     struct InStats {
         double weight = 0;
-        std::int64_t staleness = 0, stale = 0;
+        std::int64_t staleness = 0, stale = 0, mixes = 0, staleness_sum = 0;
     };
     std::map<int, InStats> in_stats_;
     std::uint64_t resync_requests_ = 0, resync_answers_ = 0;

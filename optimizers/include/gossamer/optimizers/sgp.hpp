@@ -81,6 +81,10 @@ class Sgp final : public Protocol {
     /// The outbox (empty without the option).
     const ShareOutbox& outbox() const noexcept { return outbox_; }
     bool one_in_flight_per_edge() const override { return options_.outbox; }
+    /// Per in-neighbour: `weight`, W_ij of its latest share's round (the part of its mass it
+    /// sends this peer); `staleness_mean` and `staleness_max`, the mean and largest rounds this
+    /// peer was past a share's round when it arrived (max(0, round() - 1 - its round)); `shares`.
+    json::Json edge_metrics() const override;
     std::size_t unsent() const override { return outbox_.pending(); }
     /// Resumes with its mass exact (sgp_state.cpp: it quiesces at each checkpoint step).
     std::string resume_refusal() const override { return ""; }
@@ -128,7 +132,12 @@ class Sgp final : public Protocol {
     std::vector<std::pair<std::int64_t, int>> heard_;  // (round, sender) absorbed, past frontier_
     FlatMap<int, std::uint64_t> next_seq_;             // per out-edge
     FlatMap<int, Seen> seen_;                          // latest share from each sender
-    FlatMap<int, std::int64_t> last_round_;            // outbox: round of j's latest share
+    struct InEdge {
+        double weight = 0;
+        std::int64_t shares = 0, staleness_sum = 0, staleness_max = 0;
+    };
+    FlatMap<int, InEdge> in_edges_;          // edge_metrics()
+    FlatMap<int, std::int64_t> last_round_;  // outbox: round of j's latest share
     ShareOutbox outbox_;
     std::vector<int> dead_;  // sorted
 

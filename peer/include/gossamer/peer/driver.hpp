@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gossamer/bootstrap/clock.hpp"
 #include "gossamer/core/json.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/peer/compute_thread.hpp"
@@ -68,6 +69,9 @@ struct DriverOptions {
     std::string trace_path;
     /// Bound on the trace's events in bytes; past it whole steps are sampled.
     std::size_t trace_limit = 64'000'000;
+    /// This host's system clock against rank 0's (the bootstrap's estimate; {0, 0, 0} for
+    /// threads of one process), written to the trace so that a merge aligns it to rank 0's.
+    std::optional<bootstrap::ClockOffset> clock_offset;
     /// Called on the communication thread after each finished local step (a launcher's
     /// progress line); with several peers in one process it must be thread-safe. Empty: none.
     std::function<void(const StepRecord&)> on_step;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gossamer/bootstrap/clock.hpp"
 #include "gossamer/bootstrap/error.hpp"
 #include "gossamer/bootstrap/settings.hpp"
 #include "gossamer/core/partition.hpp"
@@ -63,6 +64,12 @@ struct Options {
     /// more than this many descriptors and buffers and never keep a peer of the job out. Each
     /// also has io_timeout to send its handshake.
     int max_pending = 64;
+    /// Clock round trips a joiner makes with rank 0 after its handshake (clock_offset()); at
+    /// least 1.
+    int clock_samples = 8;
+    /// Tests only: added to this peer's system clock wherever the bootstrap reads it (a host
+    /// whose clock is that far ahead).
+    std::chrono::microseconds clock_skew{0};
 };
 
 /// A peer that left: no heartbeat for heartbeat_timeout, a reset connection, or a goodbye.
@@ -148,6 +155,11 @@ class Bootstrap {
     /// reporter when `rank` is 0, unless one of them is gone by then: the job agrees on every
     /// failure, not only on those its heartbeats see (docs/bootstrap.md, "Transport failures").
     void report_failure(int rank, std::string why);
+
+    /// This peer's system clock against rank 0's, estimated from clock_samples round trips
+    /// right after the handshake (docs/bootstrap.md, "Clock offsets"): set once rendezvous()
+    /// returned; rank 0's is {0, 0, 0}. Thread-safe.
+    ClockOffset clock_offset() const;
 
     /// What the listener refused so far (thread-safe).
     ListenerStats listener_stats() const;
