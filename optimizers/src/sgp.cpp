@@ -158,17 +158,8 @@ void Sgp::absorb_buffer() {
     if (math_.on()) math_.absorb(params());
 }
 
-void Sgp::on_message(Time, Message msg, Actions& out) {
+void Sgp::accept_share(const Message& msg) {
     const int j = msg.sender;
-    if (msg.kind != MessageKind::mass_share)
-        throw Error(fmt::format("sgp: unexpected {} message from peer {}",
-                                transport::to_string(msg.kind), j));
-    if (j < 0 || j >= n() || j == rank())
-        throw Error(fmt::format("sgp: a share from invalid peer {}", j));
-    if (worker().math() && msg.payload.size() != worker().size())
-        throw Error(fmt::format("sgp: a share from peer {} carries {} values, expected {}", j,
-                                msg.payload.size(), worker().size()));
-    if (hold_for_cut(msg)) return;  // sgp_state.cpp
     take_share(msg);
 
     Seen& seen = seen_[j];
@@ -183,6 +174,20 @@ void Sgp::on_message(Time, Message msg, Actions& out) {
         edge.weight = wij;
     }
     heard(j, msg);
+}
+
+void Sgp::on_message(Time, Message msg, Actions& out) {
+    const int j = msg.sender;
+    if (msg.kind != MessageKind::mass_share)
+        throw Error(fmt::format("sgp: unexpected {} message from peer {}",
+                                transport::to_string(msg.kind), j));
+    if (j < 0 || j >= n() || j == rank())
+        throw Error(fmt::format("sgp: a share from invalid peer {}", j));
+    if (worker().math() && msg.payload.size() != worker().size())
+        throw Error(fmt::format("sgp: a share from peer {} carries {} values, expected {}", j,
+                                msg.payload.size(), worker().size()));
+    if (hold_for_cut(msg)) return;  // sgp_state.cpp
+    accept_share(msg);
     if (stage_ == Stage::stepping) return;  // absorbed (and counted) at the step boundary
     advance_frontier();
     next(out);

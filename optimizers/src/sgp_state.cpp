@@ -39,14 +39,7 @@ bool Sgp::try_cut() {
     later.swap(held_);
     for (Message& m : later) {
         if (hold_for_cut(m)) continue;
-        const int j = m.sender;
-        take_share(m);
-        Seen& seen = seen_[j];
-        if (m.round > seen.round) {
-            const double wij = context().topology->at(m.round)->weights.at(rank(), j);
-            seen = {m.round, wij > 0 ? m.weight / wij : 0.0};
-        }
-        heard(j, m);
+        accept_share(m);
     }
     advance_frontier();
     return true;

@@ -149,6 +149,8 @@ class Sgp final : public Protocol {
     /// At a checkpoint step t_: false while shares before it are missing or the outbox holds
     /// some; else the snapshot, then the held shares are taken, and true.
     bool try_cut();
+    /// A share's mass and bookkeeping (what on_message does with one it does not hold).
+    void accept_share(const Message& msg);
     std::int64_t cut_at_ = 0;    // the latest step cut at
     std::vector<Message> held_;  // shares of rounds at or after the next cut
 };
