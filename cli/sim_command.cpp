@@ -135,6 +135,10 @@ int run_sim(const std::vector<std::string>& args) {
                  {"seeds", "K", "seeds per algorithm (default 1)"},
                  {"out", "DIR", "output folder (default out/sim)"},
                  {"mode", "M", "math (default) or cost (no values: timing and traffic only)"},
+                 {"network", "MODEL",
+                  "fair (max-min fair sharing between the messages in flight) or fifo (one "
+                  "message at a time per link, the model before 2026-12-02); default: the "
+                  "cluster file's network.model, else fair"},
                  {"epochs", "N", "passes of each peer over its shard (default: training.epochs)"},
                  {"steps", "N", "cost mode: local steps per peer (default 100)"},
                  {"model-size", "N",
@@ -170,7 +174,13 @@ int run_sim(const std::vector<std::string>& args) {
 
     // Everything is loaded and checked before anything runs or is written.
     auto topo = topology::load_topology(*a.value("topology"));
-    const auto cluster = load_cluster(*a.value("cluster"), topo.n());
+    auto cluster = load_cluster(*a.value("cluster"), topo.n());
+    if (auto m = a.value("network")) {
+        const auto model = network_model_from(*m);
+        if (!model)
+            throw UsageError(fmt::format("--network: unknown model \"{}\"; use fair or fifo", *m));
+        cluster.network_model = *model;
+    }
     const auto algorithms = parse_algorithms(a.value("algorithms").value_or("allreduce,dpsgd,sgp"));
     const int seeds = static_cast<int>(a.integer("seeds", 1, 1, 1000));
     const std::filesystem::path out(a.value("out").value_or("out/sim"));
@@ -245,6 +255,7 @@ int run_sim(const std::vector<std::string>& args) {
                           {"cluster", *a.value("cluster")},
                           {"n", topo.n()},
                           {"mode", mode_name},
+                          {"network", to_string(cluster.network_model)},
                           {"seeds", seeds},
                           {"algorithms", json::Json::array()}};
     std::string table = fmt::format(

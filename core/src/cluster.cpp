@@ -317,7 +317,15 @@ Cluster parse_resolved(const json::Document& doc, int n) {
     Cluster c;
     c.source = doc.file;
     const Node net = root.at("network");
-    net.expect_object({"latency", "bandwidth", "links"});
+    net.expect_object({"latency", "bandwidth", "links", "model"});
+    if (auto m = net.find("model")) {
+        const auto model = network_model_from(m->as_string());
+        if (!model)
+            m->fail(fmt::format("unknown network model \"{}\"", m->as_string()),
+                    "use \"fair\" (max-min fair sharing between the flows in flight, the "
+                    "default) or \"fifo\" (one message at a time per uplink and downlink)");
+        c.network_model = *model;
+    }
     c.default_link.latency =
         read_non_negative(net.at("latency"), "latency", kMaxLatency, " seconds", kLatencyFix);
     c.default_link.bandwidth = read_bandwidth(net.at("bandwidth"), "bandwidth");
@@ -340,6 +348,16 @@ Cluster parse_resolved(const json::Document& doc, int n) {
 }
 
 }  // namespace
+
+const char* to_string(NetworkModel m) {
+    return m == NetworkModel::fifo ? "fifo" : "fair";
+}
+
+std::optional<NetworkModel> network_model_from(std::string_view name) {
+    if (name == "fair") return NetworkModel::fair;
+    if (name == "fifo") return NetworkModel::fifo;
+    return std::nullopt;
+}
 
 const LinkSpec& Cluster::link(int from, int to) const {
     auto it = links.find({from, to});

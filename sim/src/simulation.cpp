@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <variant>
 
 #include "gossamer/core/compute_model.hpp"
@@ -14,6 +15,7 @@
 #include "gossamer/optimizers/local_trainer.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/sim/event_queue.hpp"
+#include "gossamer/sim/fair_network.hpp"
 #include "gossamer/sim/network.hpp"
 #include "sim_trace.hpp"
 
@@ -46,8 +48,22 @@ struct SendDone {
     int counted;  // the receiver when the message counts against the edge bound, else -1
     std::uint64_t id;
 };
-using Event =
-    std::variant<StepDone, Arrival, DeadlineEvent, Failure, FailureNotice, Evaluate, SendDone>;
+// The fair-share network: a flow ends, unless a later rate change moved it (version stale);
+// flows started or ended at this instant get their rates (one recomputation per instant).
+struct FlowEnd {
+    std::uint32_t flow, version;
+};
+struct Settle {};
+using Event = std::variant<StepDone, Arrival, DeadlineEvent, Failure, FailureNotice, Evaluate,
+                           SendDone, FlowEnd, Settle>;
+
+// A message on the fair-share network, by flow id: what its end delivers.
+struct Flowing {
+    int rank, to, counted;  // counted: as in SendDone
+    bool bounded;
+    std::uint64_t id;
+    std::uint32_t message;
+};
 
 struct Peer {
     Dataset shard;
@@ -77,11 +93,17 @@ class Engine {
     /// deadline or a step end does not carry a Message's worth of bytes).
     std::uint32_t hold(transport::Message&& m);
     transport::Message take(std::uint32_t index);
+    /// Fair network: a Settle event at `now` unless one is queued.
+    void unsettle(Time now);
 
     const SimSetup& s_;
     const int n_;
     ComputeModel compute_;
     Network network_;
+    std::optional<FairNetwork> fair_;  // the network model unless the cluster asks for fifo
+    bool settle_queued_ = false;
+    std::vector<FairNetwork::Update> flow_updates_;
+    std::vector<Flowing> flowing_;  // by flow id
     EventQueue<Event> queue_;
     std::vector<Peer> peers_;
     std::unique_ptr<Model> eval_model_;
@@ -102,6 +124,8 @@ Engine::Engine(const SimSetup& s)
       n_(s.topology->n()),
       compute_(*s.cluster, s.seed),
       network_(*s.cluster),
+      fair_(s.cluster->network_model == NetworkModel::fair ? std::optional<FairNetwork>(*s.cluster)
+                                                           : std::nullopt),
       peers_(static_cast<std::size_t>(n_)),
       trace_(s.trace) {
     if (s.cluster->n() != n_)
@@ -177,6 +201,13 @@ transport::Message Engine::take(std::uint32_t index) {
     return m;
 }
 
+void Engine::unsettle(Time now) {
+    if (settle_queued_) return;
+    settle_queued_ = true;
+    ++pending_;
+    queue_.push(now, Settle{});
+}
+
 // The count of data messages in flight on edge (p, to), made on first use.
 int& edge_busy(Peer& p, int to) {
     auto it = std::lower_bound(p.edge_busy.begin(), p.edge_busy.end(), std::pair{to, 0});
@@ -189,14 +220,23 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
     const bool bounded = p.protocol->one_in_flight_per_edge();
     for (auto& send : a.sends) {
         const int to = send.msg.receiver;
+        const bool data = send.msg.kind != transport::MessageKind::control;
+        if (bounded && data && edge_busy(p, to)++ > 0)
+            throw Error(fmt::format(
+                "{}: peer {} sent a second {} on edge {} -> {} at {:.6f} s while one is in "
+                "flight; the protocol keeps at most one in flight per edge",
+                p.protocol->name(), rank, transport::to_string(send.msg.kind), rank, to, now));
+        if (fair_) {  // delivered when its flow ends (handle, FlowEnd)
+            const std::uint32_t flow = fair_->start(rank, to, send.msg.wire_bytes(), now);
+            trace_.send(rank, now, send.msg);
+            if (flowing_.size() <= flow) flowing_.resize(flow + 1);
+            flowing_[flow] = {rank,    to,      data ? to : -1,
+                              bounded, send.id, hold(std::move(send.msg))};
+            unsettle(now);
+            continue;
+        }
         const Transfer tr = network_.transfer(rank, to, send.msg.wire_bytes(), now);
         if (bounded) {
-            const bool data = send.msg.kind != transport::MessageKind::control;
-            if (data && edge_busy(p, to)++ > 0)
-                throw Error(fmt::format(
-                    "{}: peer {} sent a second {} on edge {} -> {} at {:.6f} s while one is in "
-                    "flight; the protocol keeps at most one in flight per edge",
-                    p.protocol->name(), rank, transport::to_string(send.msg.kind), rank, to, now));
             ++pending_;
             queue_.push(tr.sent, SendDone{rank, data ? to : -1, send.id});
         }
@@ -282,6 +322,26 @@ void Engine::handle(Time now, Event& e) {
         // Done or not: an outbox may still hold a share for this edge.
         p.protocol->send_completed(now, sd->id, true, a);
         apply(sd->rank, now, a);
+    } else if (auto* fe = std::get_if<FlowEnd>(&e)) {
+        if (!fair_->current(fe->flow, fe->version)) return;  // its rate changed since
+        const Flowing f = flowing_[fe->flow];
+        fair_->finish(fe->flow, now);
+        unsettle(now);
+        // As under fifo: the uplink is done with it now, its last byte arrives a latency later.
+        if (f.bounded) {
+            ++pending_;
+            queue_.push(now, SendDone{f.rank, f.counted, f.id});
+        }
+        ++pending_;
+        queue_.push(now + network_.latency(f.rank, f.to), Arrival{f.to, f.message});
+    } else if (std::holds_alternative<Settle>(e)) {
+        settle_queued_ = false;
+        fair_->settle(now, flow_updates_);
+        for (const auto& u : flow_updates_) {
+            ++pending_;
+            queue_.push(u.end, FlowEnd{u.flow, u.version});
+        }
+        flow_updates_.clear();
     } else if (auto* fn = std::get_if<FailureNotice>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(fn->rank)];
         if (!p.alive || p.done) return;

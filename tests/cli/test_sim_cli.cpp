@@ -115,6 +115,53 @@ TEST_CASE("bad cluster files and options are one line and exit 2") {
     CHECK(opts.status == 2);
 }
 
+TEST_CASE("sim, fair network under contention: the same seed writes identical metrics") {
+    Job job;
+    // Jitter and a slow network: messages overlap on every uplink and downlink, so the fair
+    // network recomputes rates all the time; the results must not depend on anything else.
+    const auto c = job.cluster(R"({"defaults": {"base_time": 0.01,
+                                     "jitter": {"distribution": "lognormal", "sigma": 0.5}},
+                                   "peers": [{"rank": 1, "uplink": 5e3}],
+                                   "network": {"latency": 1e-4, "bandwidth": 2e4}})");
+    const auto a = (job.dir.path() / "a").string(), b = (job.dir.path() / "b").string();
+    REQUIRE(job.sim(c, "--algorithms async,dpsgd --out " + a).status == 0);
+    REQUIRE(job.sim(c, "--algorithms async,dpsgd --out " + b).status == 0);
+    for (const char* algo : {"async", "dpsgd"}) {
+        CAPTURE(algo);
+        const auto m = slurp(a + "/" + algo + "/seed0/metrics.jsonl");
+        CHECK(m.size() > 0);
+        CHECK(m == slurp(b + "/" + algo + "/seed0/metrics.jsonl"));
+        CHECK(slurp(a + "/" + algo + "/seed0/peers.jsonl") ==
+              slurp(b + "/" + algo + "/seed0/peers.jsonl"));
+    }
+}
+
+TEST_CASE(
+    "sim --network: fair by default, fifo on request, the summary says which, bad is exit 2") {
+    Job job;
+    // A ring of 4 on a slow network: every peer sends to two neighbours at once, so the models
+    // differ in when each message arrives but both finish.
+    const auto c = job.cluster(R"({"defaults": {"base_time": 0.01},
+                                   "network": {"latency": 1e-4, "bandwidth": 2e4}})");
+    const auto cost = [&](const std::string& extra) {
+        return run(kBin + " sim --mode cost --steps 10 --model-size 1000 --topology " +
+                   job.topology + " --cluster " + c + " --algorithms dpsgd --json " + extra +
+                   " --out " + (job.dir.path() / "o").string());
+    };
+    const auto fair = cost("");
+    const auto fifo = cost("--network fifo");
+    REQUIRE(fair.status == 0);
+    REQUIRE(fifo.status == 0);
+    const auto jf = Json::parse(fair.out), jo = Json::parse(fifo.out);
+    CHECK(jf["network"] == "fair");
+    CHECK(jo["network"] == "fifo");
+    CHECK(jf["algorithms"][0]["end_time"].get<double>() > 0);
+    CHECK(jf["algorithms"][0]["mb_sent_per_peer"] == jo["algorithms"][0]["mb_sent_per_peer"]);
+    const auto bad = cost("--network tcp");
+    CHECK(bad.status == 2);
+    CHECK(bad.err == "error: --network: unknown model \"tcp\"; use fair or fifo\n");
+}
+
 TEST_CASE("every loader names a directory given as a JSON file, and refuses duplicate keys") {
     Job job;
     const auto cluster = kSrc + "/examples/clusters/small4.json";

@@ -340,3 +340,19 @@ TEST_CASE("bad input: times, factors and rates past their ranges name the range 
         "slow": [{"from": 0, "to": 1e9, "factor": 1e4}],
         "jitter": {"distribution": "lognormal", "sigma": 3}}]})") == "");
 }
+
+TEST_CASE("network.model: fair by default, fifo on request, anything else refused") {
+    const auto with_model = [](const std::string& model) {
+        return R"({"network": {"latency": 1e-5, "bandwidth": 1e9, "model": )" + model +
+               R"(}, "defaults": {"base_time": 0.1}})";
+    };
+    CHECK(parse(with(""), 4).network_model == NetworkModel::fair);
+    CHECK(parse(with_model(R"("fifo")"), 4).network_model == NetworkModel::fifo);
+    CHECK(parse(with_model(R"("fair")"), 4).network_model == NetworkModel::fair);
+    CHECK(error_of(with_model(R"("tcp")"))
+              .rfind(R"(F: network.model: unknown network model "tcp"; use "fair")", 0) == 0);
+    CHECK(error_of(with_model("1")).rfind("F: network.model: expected a string", 0) == 0);
+    CHECK(network_model_from("fifo") == NetworkModel::fifo);
+    CHECK_FALSE(network_model_from("FIFO"));
+    CHECK(std::string(to_string(NetworkModel::fair)) == "fair");
+}

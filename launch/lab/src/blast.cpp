@@ -50,6 +50,7 @@ std::string sys_error(const char* what) {
 struct Shared {
     std::atomic<int> listening{0}, connected{0}, failed{0};
     std::atomic<double> end{std::numeric_limits<double>::infinity()};
+    std::atomic<double> start{std::numeric_limits<double>::infinity()};  // every flow connected
     double hard_end = 0.0;  // no thread runs past this, whatever happens
 };
 
@@ -73,16 +74,20 @@ void receive(const Lab& lab, const Flow& f, int port, Shared& sh, FlowResult& ou
         conn = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
         if (conn < 0) throw Error(sys_error("accept"));
         std::vector<char> buf(1 << 18);
+        double last = 0;
         while (now_s() < sh.hard_end) {
             pollfd q{conn, POLLIN, 0};
             if (::poll(&q, 1, std::min(ms_until(sh.hard_end), 500)) <= 0) continue;
             const ssize_t got = ::recv(conn, buf.data(), buf.size(), 0);
             if (got > 0) {
                 out.received += static_cast<std::uint64_t>(got);
+                last = now_s();
             } else if (got == 0 || errno != EINTR) {
                 break;  // the sender closed (or reset): done
             }
         }
+        out.seconds =
+            out.received > 0 ? last - sh.start.load() : std::numeric_limits<double>::quiet_NaN();
     } catch (const std::exception& e) {
         if (out.error.empty()) out.error = fmt::format("receiver: {}", e.what());
         if (!counted) ++sh.failed;
@@ -92,7 +97,7 @@ void receive(const Lab& lab, const Flow& f, int port, Shared& sh, FlowResult& ou
 }
 
 void send_flow(const Lab& lab, const Flow& f, int port, double connect_s, std::uint64_t max_bytes,
-               Shared& sh, FlowResult& out) {
+               bool together, Shared& sh, FlowResult& out) {
     int fd = -1;
     bool connected = false;
     try {
@@ -124,6 +129,8 @@ void send_flow(const Lab& lab, const Flow& f, int port, double connect_s, std::u
         }
         ++sh.connected;
         connected = true;
+        while (together && sh.start.load() > now_s() && now_s() < sh.hard_end)
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
         std::vector<char> buf(1 << 18, 'g');
         while (out.sent < max_bytes) {
             const double end = std::min(sh.end.load(), sh.hard_end);
@@ -170,11 +177,13 @@ std::vector<FlowResult> blast(const Lab& lab, const std::vector<Flow>& flows,
     }
     for (int k = 0; k < k_count; ++k)
         threads.emplace_back(send_flow, std::cref(lab), flows[k], o.base_port + k,
-                             o.connect_timeout_s, o.max_bytes, std::ref(sh), std::ref(results[k]));
+                             o.connect_timeout_s, o.max_bytes, o.start_together, std::ref(sh),
+                             std::ref(results[k]));
     // Every sender connected (or given up): the common sending window starts now.
     const double connect_deadline = now_s() + o.connect_timeout_s + 0.5;
     while (sh.connected + sh.failed < k_count && now_s() < connect_deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+    sh.start = now_s();
     if (o.while_sending && sh.connected > 0) {
         sh.end = now_s() + o.seconds + kMeasureSlack;
         o.while_sending();

@@ -8,7 +8,9 @@
 
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -65,6 +67,18 @@ struct PeerSpec {
     double downlink = 0.0;         ///< bytes/s its receives share, > 0
 };
 
+/// How `gossamer sim` shares the network between the messages in flight
+/// (docs/cluster-format.md, "Timing"); the cluster file's `network.model`.
+enum class NetworkModel {
+    fair,  ///< max-min fair sharing among the flows active at each instant (TCP under htb)
+    fifo,  ///< one message at a time per uplink and per downlink, at its bottleneck rate
+};
+
+/// "fair" or "fifo".
+const char* to_string(NetworkModel m);
+/// The model named `name` ("fair", "fifo"), or nullopt.
+std::optional<NetworkModel> network_model_from(std::string_view name);
+
 /// One directed link.
 struct LinkSpec {
     Time latency = 0.0;      ///< seconds, >= 0
@@ -73,10 +87,11 @@ struct LinkSpec {
 
 /// A cluster resolved for n peers.
 struct Cluster {
-    std::string source;                             ///< the file it came from ("" if built)
-    std::vector<PeerSpec> peers;                    ///< one per rank
-    LinkSpec default_link;                          ///< every link without an override
-    std::map<std::pair<int, int>, LinkSpec> links;  ///< overrides by (from, to), resolved
+    std::string source;                               ///< the file it came from ("" if built)
+    std::vector<PeerSpec> peers;                      ///< one per rank
+    LinkSpec default_link;                            ///< every link without an override
+    NetworkModel network_model = NetworkModel::fair;  ///< how sim shares links between flows
+    std::map<std::pair<int, int>, LinkSpec> links;    ///< overrides by (from, to), resolved
 
     int n() const { return static_cast<int>(peers.size()); }
     /// The link from -> to: its override, or the default.

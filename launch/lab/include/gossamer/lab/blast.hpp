@@ -23,6 +23,9 @@ struct FlowResult {
     std::uint64_t sent = 0;      ///< bytes the sender wrote
     std::uint64_t received = 0;  ///< bytes the receiver read
     std::string error;           ///< empty when the flow ran; else what went wrong
+    /// Seconds from the common start (every sender connected) to the receiver's last byte;
+    /// NaN when nothing arrived. With start_together, the time the flow took.
+    double seconds = 0.0;
 };
 
 struct BlastOptions {
@@ -30,6 +33,9 @@ struct BlastOptions {
     std::uint64_t max_bytes = 1ull << 36;  ///< per flow; the sender stops at this count
     int base_port = 52000;                 ///< flow k listens on base_port + k
     double connect_timeout_s = 5.0;
+    /// Senders hold their first byte until every flow is connected, so that the flows start
+    /// within a millisecond of each other (for timing each flow; FlowResult::seconds).
+    bool start_together = false;
     /// Called once, from the calling thread, when every flow is connected and sending; the
     /// measurement window runs inside it (it may sleep). The senders stop when it returns
     /// (at the latest `seconds` + 30 s after it was called), so the window never sees them end.
