@@ -315,11 +315,10 @@ void AsyncGossip::post(Actions& out, Message m) {
 }
 
 void AsyncGossip::on_send_completed(Time now, std::uint64_t id, bool, Actions& out) {
-    now_ = std::max(now_, now);
     // The edge is free: what added up meanwhile leaves as one share (also after done: the
     // driver runs until nothing is unsent).
     if (auto m = outbox_.completed(id)) post(out, std::move(*m));
-    if (quiescing_) check_quiesced(now_, out);
+    if (quiescing_) check_quiesced(now, out);  // async_state.cpp
 }
 
 void AsyncGossip::take_mass(int from, const Message& m) {
