@@ -19,6 +19,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "gossamer/core/blas.hpp"
+#include "gossamer/core/checkpoint_file.hpp"
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/output_dir.hpp"
@@ -30,6 +31,7 @@
 #include "gossamer/launch/child_process.hpp"
 #include "gossamer/launch/launch.hpp"
 #include "gossamer/launch/local_ports.hpp"
+#include "gossamer/peer/checkpoints.hpp"
 
 namespace gossamer::cli {
 namespace {
@@ -137,6 +139,13 @@ int run_launch(const std::vector<std::string>& args) {
           "accuracies; the whole test set for a like-for-like comparison with sim's average)"},
          {"timeout", "SECONDS", "stop an algorithm's peers after this long (default 3600)"},
          {"out", "DIR", "output folder (default out/launch)"},
+         {"checkpoint-every", "N",
+          "each peer writes its checkpoints every N steps (default: the config's "
+          "output.checkpoint_every; peer processes only; docs/checkpoint.md)"},
+         {"resume", "OUT",
+          "restart the stopped launch whose output folder is OUT: each algorithm's peers from "
+          "the newest checkpoint step all of them hold in OUT/<algorithm>/ (written with the "
+          "config's output.checkpoint_every; docs/checkpoint.md); peer processes only"},
          {"inproc", "", "peers as threads of this process over the in-process transport"},
          {"hosts", "local|netns",
           "local (default): peer processes on this machine's addresses; netns: each peer a host "
@@ -245,6 +254,31 @@ int run_launch(const std::vector<std::string>& args) {
     } else if (a.value("script-args")) {
         throw UsageError("--script-args: it needs --script FILE");
     }
+    if (a.value("checkpoint-every")) {
+        if (inproc) throw UsageError("--checkpoint-every: peer processes only; leave out --inproc");
+        job.checkpoint_every = a.integer("checkpoint-every", 0, 0, INT64_MAX);
+    }
+    if (const auto resume = a.value("resume")) {
+        if (a.value("out") && fs::path(*a.value("out")) != fs::path(*resume))
+            throw UsageError(
+                "--resume: the job resumes into the folder it stopped in; leave out --out or give "
+                "the same folder");
+        if (inproc || job.script || with_ddp)
+            throw UsageError(
+                fmt::format("--resume: resumes gossamer peer processes, not {}; leave it out",
+                            inproc       ? "--inproc threads"
+                            : job.script ? "--script peers"
+                                         : "ddp"));
+        job.out = *resume;
+        // Every algorithm's step before anything starts: a folder that cannot resume is one
+        // line and exit 2 (each peer checks its own file again before it joins).
+        for (const auto& algo : algorithms) {
+            const auto step = peer::resume_step(job.out / algo, n, -1, std::nullopt, "--resume");
+            const auto first =
+                load_checkpoint_file(peer::checkpoint_path(job.out / algo, 0, step).string());
+            job.resume[algo] = {step, first.header.job_id};
+        }
+    }
     if (!inproc && !netns) {
         std::set<std::string> hosts;
         for (const auto& peer : job.topology.peers) hosts.insert(peer.host);
@@ -287,7 +321,10 @@ int run_launch(const std::vector<std::string>& args) {
     // OUT is made ready once every input is checked: an earlier launch's output is replaced, a
     // folder Gossamer did not write is refused; each OUT/<algorithm>/ is marked for its peers.
     const OutputOrigin origin{"", "--out"};
-    if (auto notice = prepare_output_dir(job.out, "gossamer launch", origin))
+    const bool resuming = !job.resume.empty();  // OUT is kept: its checkpoints are read
+    if (resuming)
+        prepare_output_dir(job.out, "gossamer launch", origin, OutputUse::share);
+    else if (auto notice = prepare_output_dir(job.out, "gossamer launch", origin))
         std::cerr << "note: " << *notice << "\n";
     // One lab for every algorithm; its holder removes it however this process ends.
     std::optional<lab::Lab> the_lab;
@@ -308,7 +345,22 @@ int run_launch(const std::vector<std::string>& args) {
     }
     summary["hosts"] = hosts;
     for (const auto& algo : algorithms) {
-        prepare_output_dir(job.out / algo, "gossamer launch", origin);
+        if (resuming) {
+            prepare_output_dir(job.out / algo, "gossamer launch", origin, OutputUse::share);
+            progress(fmt::format("{}: resuming at step {} from {}", algo, job.resume[algo].step,
+                                 (job.out / algo).string()),
+                     true);
+            // The stopped run's metrics stay, aside: the resumed peers write theirs afresh, and
+            // the launcher follows those from their first byte.
+            for (int r = 0; r < n; ++r) {
+                const auto metrics = job.out / algo / fmt::format("peer{}.jsonl", r);
+                std::error_code ec;
+                if (fs::exists(metrics, ec))
+                    fs::rename(metrics, job.out / algo / fmt::format("peer{}.stopped.jsonl", r));
+            }
+        } else {
+            prepare_output_dir(job.out / algo, "gossamer launch", origin);
+        }
         launch::LaunchRow row;
         try {
             row = inproc ? launch::launch_threads(job, *data, algo, progress)

@@ -71,8 +71,13 @@ const ArgParser& parser() {
           "$GOSSAMER_JOB_TOKEN)"},
          {"job-id", "N", "the job id; peers of other jobs are refused (default 1)"},
          {"checkpoint-every", "N",
-          "write OUT/checkpoint-<R>-<S>.bin every N steps (default: "
+          "write OUT/checkpoint-<R>-<S>.bin (the model) and OUT/checkpoint-<R>-<S>.state (the "
+          "whole state at the job's cut, docs/checkpoint.md) every N steps (default: "
           "output.checkpoint_every of the config; 0: none)"},
+         {"resume", "DIR",
+          "restart a stopped job from DIR's checkpoints: at the newest step every peer whose "
+          "checkpoints are in DIR holds (docs/checkpoint.md)"},
+         {"resume-step", "S", "with --resume: this step instead of the newest common one"},
          {"eval-interval", "S",
           "evaluate this peer's own model every S seconds of its clock, at the first step "
           "boundary at or after each tick, and write {\"eval\": k, \"time\", \"accuracy\", "
@@ -188,6 +193,14 @@ int run_peer(const std::vector<std::string>& args) {
                                  SettingSource::cli);
     peer::add_training_settings(job.settings, cfg, job.epochs);
     peer::add_cluster_setting(job.settings, a.value("cluster").value_or(""));
+    std::optional<std::int64_t> resume_step;
+    if (a.value("resume-step")) {
+        if (!a.value("resume")) throw UsageError("--resume-step: give --resume DIR with it");
+        resume_step = a.integer("resume-step", 0, 1, INT64_MAX);
+    }
+    std::optional<std::filesystem::path> resume;
+    if (const auto dir = a.value("resume")) resume = *dir;
+    peer::prepare_checkpoints(job, resume, resume_step);
     std::shared_ptr<const ComputeModel> compute;
     if (cluster) compute = std::make_shared<const ComputeModel>(*cluster, cfg.seed);
     job.driver = peer::options_for(job.rank, cluster, compute,

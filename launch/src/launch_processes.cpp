@@ -126,7 +126,10 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     const std::string exe = fs::read_symlink("/proc/self/exe").string();
     const std::string token = hex_token();
     std::mt19937_64 rng(std::random_device{}());
-    const auto job_id = std::uniform_int_distribution<std::uint64_t>(1, 1ULL << 62)(rng);
+    const auto resume = job.resume.find(algo);  // a resumed job keeps its id (docs/checkpoint.md)
+    const auto job_id = resume != job.resume.end()
+                            ? resume->second.job_id
+                            : std::uniform_int_distribution<std::uint64_t>(1, 1ULL << 62)(rng);
     // Blocking communication when the peers outnumber the cores needs nothing here: each peer
     // counts the topology's peers on its host (UcxOptions::local_peers) and its automatic mode
     // then sleeps on UCX's event fd instead of spinning.
@@ -167,6 +170,11 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
                                          "--eval-samples",
                                          std::to_string(job.eval_samples)};
         if (cluster) argv.insert(argv.end(), {"--cluster", *cluster});
+        if (job.checkpoint_every)
+            argv.insert(argv.end(), {"--checkpoint-every", std::to_string(*job.checkpoint_every)});
+        if (resume != job.resume.end())
+            argv.insert(argv.end(), {"--resume", dir.string(), "--resume-step",
+                                     std::to_string(resume->second.step)});
         if (job.trace)
             argv.insert(argv.end(), {"--trace", peer_trace_path(job, algo, r).string(),
                                      "--trace-limit", fmt::format("{}", job.trace_limit / 1e6)});

@@ -296,6 +296,8 @@ void AllreduceProtocol::finish_allreduce(Actions& out) {
 }
 
 void AllreduceProtocol::next_step(Actions& out) {
+    cut(steps_finished_);  // between all-reduces: nothing of the next one taken
+                           // (allreduce_state.cpp)
     if (steps_finished_ >= context().max_steps)
         out.done = true;
     else

@@ -180,7 +180,10 @@ void AsyncGossip::on_start(Time now, Actions& out) {
     now_ = now;
     history_.push_back(now);
     if (context().max_steps <= 0) return finish(out);
-    if (math_.on()) math_.set_z(worker().params());
+    if (math_.on() && resumed_at() > 0)
+        math_.debias(params(), w_);  // (x, w) of a checkpoint
+    else if (math_.on())
+        math_.set_z(worker().params());
     out.start_step = true;
 }
 
@@ -197,6 +200,7 @@ void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
     ++mutable_stats().rounds;
     if (t_ >= context().max_steps) return finish(out);
     if (options_.straggler_aware) send_reports(now, out);
+    if (checkpoint_due(t_)) return begin_quiesce(out);  // async_state.cpp
     if (math_.on()) math_.debias(params(), w_);
     out.start_step = true;  // wait-free: the next step starts right away
 }
@@ -311,10 +315,11 @@ void AsyncGossip::post(Actions& out, Message m) {
                [&](Message c) { send(out, std::move(c)); });
 }
 
-void AsyncGossip::on_send_completed(Time, std::uint64_t id, bool, Actions& out) {
+void AsyncGossip::on_send_completed(Time now, std::uint64_t id, bool, Actions& out) {
     // The edge is free: what added up meanwhile leaves as one share (also after done: the
     // driver runs until nothing is unsent).
     if (auto m = outbox_.completed(id)) post(out, std::move(*m));
+    if (quiescing_) check_quiesced(now, out);  // async_state.cpp
 }
 
 void AsyncGossip::take_mass(int from, const Message& m) {
@@ -405,7 +410,8 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     if (j < 0 || j >= n() || j == rank())
         throw Error(fmt::format("async: a message from invalid peer {}", j));
     Neighbour& nb = neighbour(j);
-    nb.heard.push_back(now);
+    nb.heard.push_back(now);  // held for a cut or not, it was heard (not silent)
+    if (quiesce_intercept(msg)) return check_quiesced(now, out);  // async_state.cpp
     if (msg.kind == MessageKind::control) {
         if (msg.chunk == kControlRate) return on_report(msg, nb);
         nb.e.finished = true;  // its last step is done: push nothing more to it
@@ -453,6 +459,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
                                  options_.deadline_cap);
         if (!nb.armed) arm_deadline(now, nb, out);
     }
+    if (quiescing_) check_quiesced(now, out);
 }
 
 void AsyncGossip::arm_deadline(Time now, Neighbour& nb, Actions& out) {
@@ -511,7 +518,7 @@ std::vector<int> AsyncGossip::settling_on() const {
     return waiting;
 }
 
-void AsyncGossip::on_peer_failed(Time, int j, Actions&) {
+void AsyncGossip::on_peer_failed(Time now, int j, Actions& out) {
     if (j == rank() || j < 0 || j >= n()) return;
     Neighbour& nb = neighbour(j);
     if (nb.e.failed) return;
@@ -525,6 +532,7 @@ void AsyncGossip::on_peer_failed(Time, int j, Actions&) {
         const int k = std::max(1, std::min(options_.targets, base_->out_degree(j)));
         mutable_stats().mass_lost += nb.last_share * k / (1.0 - options_.self_base());
     }
+    if (quiescing_) check_quiesced(now, out);
 }
 
 std::unique_ptr<Protocol> make_async(const json::Node* options, PeerContext ctx) {

@@ -153,6 +153,7 @@ void Dpsgd::on_start(Time now, Actions& out) {
 }
 
 void Dpsgd::begin_round(Time now, Actions& out) {
+    cut(t_);  // rounds before t_ mixed, nothing of round t_ sent or applied (dpsgd_state.cpp)
     // cta: round t's messages carry x_t, so they leave now, before the compute side owns x.
     if (options_.mode == DpsgdMode::cta) send_round(now, out);
     stage_ = Stage::stepping;

@@ -41,6 +41,7 @@ class Sgd final : public LocalOptimizer {
         }
     }
     void clear_state() override { std::fill(buf_.begin(), buf_.end(), 0.0f); }
+    std::vector<std::vector<float>*> buffers() override { return {&buf_}; }
 
     std::vector<float> buf_;
 };
@@ -76,6 +77,7 @@ class Adam final : public LocalOptimizer {
         std::fill(m_.begin(), m_.end(), 0.0f);
         std::fill(v_.begin(), v_.end(), 0.0f);
     }
+    std::vector<std::vector<float>*> buffers() override { return {&m_, &v_}; }
 
     std::vector<float> m_, v_;
 };

@@ -57,6 +57,7 @@ void Sgp::current_model(std::span<float> out) const {
 }
 
 void Sgp::on_start(Time, Actions& out) {
+    cut_at_ = resumed_at();
     next(out);
 }
 
@@ -117,6 +118,7 @@ void Sgp::on_send_completed(Time, std::uint64_t id, bool, Actions& out) {
     // The edge is free: what added up meanwhile leaves as one share. A failed send's mass is
     // lost with its receiver, as any share in flight to a failed peer.
     if (auto m = outbox_.completed(id)) post(out, std::move(*m));
+    if (stage_ == Stage::blocked) next(out);  // a cut may wait for the outbox (sgp_state.cpp)
 }
 
 void Sgp::take_share(const Message& m) {
@@ -160,6 +162,24 @@ void Sgp::absorb_buffer() {
     if (math_.on()) math_.absorb(params());
 }
 
+void Sgp::accept_share(const Message& msg) {
+    const int j = msg.sender;
+    take_share(msg);
+
+    Seen& seen = seen_[j];
+    InEdge& edge = in_edges_[j];
+    const std::int64_t behind = std::max<std::int64_t>(0, t_ - 1 - msg.round);
+    ++edge.shares;
+    edge.staleness_sum += behind;
+    edge.staleness_max = std::max(edge.staleness_max, behind);
+    if (msg.round > seen.round) {
+        const double wij = context().topology->at(msg.round)->weights.at(rank(), j);
+        seen = {msg.round, wij > 0 ? msg.weight / wij : 0.0};
+        edge.weight = wij;
+    }
+    heard(j, msg);
+}
+
 void Sgp::on_message(Time, Message msg, Actions& out) {
     const int j = msg.sender;
     if (msg.kind != MessageKind::mass_share)
@@ -176,20 +196,8 @@ void Sgp::on_message(Time, Message msg, Actions& out) {
     if (worker().math() && msg.payload.size() != worker().size())
         throw Error(fmt::format("sgp: a share from peer {} carries {} values, expected {}", j,
                                 msg.payload.size(), worker().size()));
-    take_share(msg);
-
-    Seen& seen = seen_[j];
-    InEdge& edge = in_edges_[j];
-    const std::int64_t behind = std::max<std::int64_t>(0, t_ - 1 - msg.round);
-    ++edge.shares;
-    edge.staleness_sum += behind;
-    edge.staleness_max = std::max(edge.staleness_max, behind);
-    if (msg.round > seen.round) {
-        const double wij = context().topology->at(msg.round)->weights.at(rank(), j);
-        seen = {msg.round, wij > 0 ? msg.weight / wij : 0.0};
-        edge.weight = wij;
-    }
-    heard(j, msg);
+    if (hold_for_cut(msg)) return;  // sgp_state.cpp (whole shares: after assembly)
+    accept_share(msg);
     if (stage_ == Stage::stepping) return;  // absorbed (and counted) at the step boundary
     advance_frontier();
     next(out);
@@ -226,7 +234,7 @@ void Sgp::next(Actions& out) {
         }
         return;
     }
-    if (t_ - 1 - frontier_ > options_.staleness) {
+    if (t_ - 1 - frontier_ > options_.staleness || !try_cut()) {
         stage_ = Stage::blocked;
         return;
     }

@@ -136,6 +136,8 @@ double Loop::now() {
 
 void Loop::apply(proto::Actions& a) {
     assert(std::this_thread::get_id() == comm_thread_);
+    if (auto snap = protocol_.take_snapshot(); snap && options_.on_snapshot)
+        options_.on_snapshot(std::move(*snap));  // docs/checkpoint.md
     for (auto& s : a.sends) {
         const std::uint64_t id = s.id;
         if (protocol_.one_in_flight_per_edge() && s.msg.kind != transport::MessageKind::control) {
@@ -438,6 +440,7 @@ DriverResult Loop::run() {
     } detach{transport_};
     next_watch_ = seconds(options_.watchdog);
     compute_.wake_when_computed(protocol_.takes_partition_ready());
+    next_step_ = protocol_.resumed_at();  // a resumed protocol carries on from its cut
     {
         proto::Actions a;
         protocol_.start(now(), a);

@@ -21,6 +21,7 @@
 #include "gossamer/core/model_file.hpp"
 #include "gossamer/core/ranks_text.hpp"
 #include "gossamer/peer/average.hpp"
+#include "gossamer/peer/checkpoints.hpp"
 #include "gossamer/peer/evaluator.hpp"
 #include "gossamer/peer/guard.hpp"
 #include "gossamer/peer/join.hpp"
@@ -167,6 +168,12 @@ int run_peer_job(PeerJob& job) {
         early.push_back(std::move(m));
         return true;
     };
+    if (job.checkpoint)  // the protocol's consistent cuts (docs/checkpoint.md)
+        d.on_snapshot = [&](proto::Snapshot&& s) {
+            CheckpointHeader h = *job.checkpoint;
+            h.step = s.step;
+            save_checkpoint_file(checkpoint_path(job.out, rank, s.step).string(), h, s.state);
+        };
     auto last_line = std::chrono::steady_clock::now();
     std::vector<float> x(size);
     // Evaluation points: `model` is the evaluator's until finish(), then the average's.
@@ -194,6 +201,7 @@ int run_peer_job(PeerJob& job) {
                               job.worker.steps, s.loss, s.time));
     };
     DriverResult r;
+    const std::int64_t resumed = job.protocol->resumed_at();  // steps taken before a resume
     try {
         Driver driver(*job.protocol, *job.worker.trainer, me->transport(), d);
         guard.restart();
@@ -268,15 +276,16 @@ int run_peer_job(PeerJob& job) {
     // it) were dropped by the transport, never applied.
     const auto from_lost = me->transport().drops()[transport::DropReason::not_member];
     say(rank,
-        fmt::format("finished {} steps in {:.1f} s; lost peers: {}{}{}", r.steps, r.end_time,
-                    ranks_text(lost), loss_causes(*me, lost),
+        fmt::format("finished {} steps in {:.1f} s; lost peers: {}{}{}", resumed + r.steps,
+                    r.end_time, ranks_text(lost), loss_causes(*me, lost),
                     from_lost ? fmt::format("; dropped {} messages from lost peers", from_lost)
                               : std::string()));
-    json::Json summary = {{"rank", rank},           {"algorithm", job.algorithm},
-                          {"steps", r.steps},       {"end_time", r.end_time},
-                          {"survivors", survivors}, {"lost", lost}};
+    json::Json summary = {
+        {"rank", rank},           {"algorithm", job.algorithm}, {"steps", resumed + r.steps},
+        {"end_time", r.end_time}, {"survivors", survivors},     {"lost", lost}};
     if (survivors.front() == rank)
-        summary["average"] = write_average(job, *model, layout, avg, survivors, lost, r.steps);
+        summary["average"] =
+            write_average(job, *model, layout, avg, survivors, lost, resumed + r.steps);
     if (job.json) std::printf("%s\n", summary.dump().c_str());
     return 0;
 }

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "blob.hpp"
+#include "gossamer/core/checkpoint_file.hpp"
 #include "gossamer/core/model_file.hpp"
 #include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/peer/local.hpp"
 #include "gossamer/transport/wire.hpp"
 #include "wire.hpp"
 
@@ -52,6 +54,72 @@ void model_files() {
     std::ifstream in1(tmp, std::ios::binary);
     put("model_file", "one-value.bin", {(std::istreambuf_iterator<char>(in1)), {}});
     fs::remove(tmp);
+}
+
+// A real cut: 4 cost-only peers of each resumable protocol on a ring take snapshots every 40 of
+// 100 steps over the in-process transport; rank 1's at step 40 seeds both checkpoint targets.
+// (allreduce does not run cost-only over a driver, whose transport carries `elements` values:
+// its state, three counters after the worker's steps, is written as allreduce_state.cpp does.)
+void checkpoints() {
+    topology::FamilySpec f;
+    f.family = "ring";
+    f.n = 4;
+    const auto ring = topology::generate(f);
+    int index = 0;
+    for (const char* name : {"dpsgd", "allreduce", "sgp", "async"}) {
+        std::vector<std::unique_ptr<proto::CostOnlyWorker>> workers;
+        std::vector<std::unique_ptr<proto::Protocol>> owned;
+        std::vector<proto::Protocol*> protocols;
+        std::vector<proto::LocalWorker*> locals;
+        for (int r = 0; r < 4; ++r) {
+            workers.push_back(std::make_unique<proto::CostOnlyWorker>(8));
+            owned.push_back(proto::make_protocol(
+                name, nullptr, proto::PeerContext{r, 4, ring, workers.back().get(), 100}));
+            owned.back()->enable_checkpoints(40);
+            protocols.push_back(owned.back().get());
+            locals.push_back(workers.back().get());
+        }
+        std::vector<char> state;
+        if (std::string_view(name) == "allreduce") {
+            StateWriter w;
+            w.tag("worker");
+            w.i64(40);
+            w.tag("allreduce");
+            w.i64(40);
+            w.i64(40);          // steps
+            w.i64(40);          // all-reduces
+            w.u64(40 * 2 * 3);  // messages sent to rank + 1: 2 (n - 1) per all-reduce
+            state = w.bytes();
+        } else {
+            peer::run_inproc_peers(protocols, locals, [&state](int r) {
+                peer::DriverOptions o;
+                if (r == 1)
+                    o.on_snapshot = [&state](proto::Snapshot&& s) {
+                        if (s.step == 40) state = std::move(s.state);
+                    };
+                o.stall_timeout = peer::Millis(10'000);
+                return o;
+            });
+        }
+        std::vector<std::uint8_t> blob = {static_cast<std::uint8_t>(index++)};
+        blob.insert(blob.end(), state.begin(), state.end());
+        put("checkpoint_state", fmt::format("{}-rank1-step40.bin", name), blob);
+        CheckpointHeader h;
+        h.job_id = 7;
+        h.algorithm = name;
+        h.rank = 1;
+        h.n = 4;
+        h.step = 40;
+        h.model = "cost-only (8 parameters)";
+        h.layout = PartitionLayout({{"all", 0, 8}}, 8);
+        const auto tmp = root / "checkpoint_file" / "tmp.state";
+        fs::create_directories(tmp.parent_path());
+        save_checkpoint_file(tmp.string(), h, state);
+        std::ifstream in(tmp, std::ios::binary);
+        put("checkpoint_file", fmt::format("{}-rank1-step40.state", name),
+            {(std::istreambuf_iterator<char>(in)), {}});
+        fs::remove(tmp);
+    }
 }
 
 void wire_headers() {
@@ -159,6 +227,7 @@ int main(int argc, char** argv) {
     }
     root = argv[1];
     model_files();
+    checkpoints();
     wire_headers();
     codecs();
     bootstrap_frames();

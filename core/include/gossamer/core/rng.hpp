@@ -72,6 +72,14 @@ class Rng {
         return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
     }
 
+    /// The generator's whole state (a checkpoint saves it; set_state continues the sequence).
+    void get_state(std::uint64_t (&out)[4]) const noexcept {
+        for (int i = 0; i < 4; ++i) out[i] = s_[i];
+    }
+    void set_state(const std::uint64_t (&in)[4]) noexcept {
+        for (int i = 0; i < 4; ++i) s_[i] = in[i];
+    }
+
   private:
     static constexpr std::uint64_t rotl(std::uint64_t x, int k) noexcept {
         return (x << k) | (x >> (64 - k));

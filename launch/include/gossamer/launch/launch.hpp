@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,16 @@ struct LaunchJob {
     /// the peers (processes or --inproc threads) run, redrawn in place on a terminal
     /// (docs/report.md, "Live view").
     bool live = false;
+    /// --resume: per algorithm, the checkpoint step its peers restart from (each gets
+    /// --resume OUT/<algorithm> --resume-step S; docs/checkpoint.md) and the job id of the
+    /// stopped job, which its checkpoints carry. Empty: a fresh start.
+    /// --checkpoint-every: handed to every peer (none: the config's output.checkpoint_every).
+    std::optional<std::int64_t> checkpoint_every;
+    struct Resume {
+        std::int64_t step = 0;
+        std::uint64_t job_id = 0;
+    };
+    std::map<std::string, Resume> resume;
 };
 
 /// One algorithm's outcome: a row of the table and OUT/<algorithm>/result.json.

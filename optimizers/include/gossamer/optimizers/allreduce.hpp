@@ -73,6 +73,8 @@ class AllreduceProtocol final : public Protocol {
     /// Zero-copy: an all-gather chunk of the running all-reduce lands in its place in the
     /// result buffer (docs/protocols.md, "Memory").
     std::span<float> receive_into(const Message& header) override;
+    /// Resumes bit for bit (allreduce_state.cpp).
+    std::string resume_refusal() const override { return ""; }
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -80,6 +82,8 @@ class AllreduceProtocol final : public Protocol {
     void on_message(Time now, Message msg, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
     void on_send_completed(Time now, std::uint64_t id, bool ok, Actions& out) override;
+    void save_state(StateWriter& w) const override;
+    void restore_state(StateReader& r) override;
 
   private:
     bool averages_gradients() const noexcept { return options_.period == 1; }

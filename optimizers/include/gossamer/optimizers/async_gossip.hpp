@@ -162,6 +162,15 @@ class AsyncGossip final : public Protocol {
     std::size_t partial_shares() const noexcept { return assembler_.partial(); }
     bool one_in_flight_per_edge() const override { return options_.outbox; }
     std::size_t unsent() const override { return outbox_.pending(); }
+    /// Resumes with its mass exact (async_state.cpp: it quiesces at each checkpoint step).
+    std::string resume_refusal() const override {
+        return options_.chunk_bytes.bytes > 0 || options_.chunk_bytes.automatic
+                   ? "algorithm async with chunk_bytes cannot checkpoint and resume yet (its cut "
+                     "is not taken between a share's chunks); drop chunk_bytes"
+                   : "";
+    }
+    /// True while the peer waits at a checkpoint step for the shares sent before it.
+    bool quiescing() const noexcept { return quiescing_; }
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -170,6 +179,8 @@ class AsyncGossip final : public Protocol {
     void on_deadline(Time now, std::uint64_t id, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
     void on_send_completed(Time now, std::uint64_t id, bool ok, Actions& out) override;
+    void save_state(StateWriter& w) const override;
+    void restore_state(StateReader& r) override;
 
   private:
     struct Neighbour {
@@ -226,6 +237,21 @@ class AsyncGossip final : public Protocol {
     const topology::Digraph* base_ = nullptr;  // the schedule's base graph (shared, immutable)
     ShareOutbox outbox_;
     ShareAssembler assembler_;
+
+    // Quiescence at checkpoint steps (async_state.cpp).
+    /// The next checkpoint step this peer cuts at (INT64_MAX: none).
+    std::int64_t next_cut() const;
+    /// Stops at checkpoint step t_: sends each out-neighbour the count of shares pushed to it.
+    void begin_quiesce(Actions& out);
+    /// Takes a message that belongs after the next cut (holds it) or is a cut's marker; false:
+    /// on_message goes on with it.
+    bool quiesce_intercept(const Message& msg);
+    /// Once the outbox is empty and every live in-neighbour's shares before the cut are in:
+    /// the snapshot, then the held messages, then the next step.
+    void check_quiesced(Time now, Actions& out);
+    bool quiescing_ = false;
+    std::map<int, std::int64_t> cut_marks_;  // sender -> shares it pushed here before the cut
+    std::vector<Message> held_;              // messages of rounds at or after the next cut
 };
 
 /// The "async" protocol with its options (nullptr: defaults).

@@ -129,6 +129,8 @@ class Dpsgd final : public Protocol {
     bool takes_partition_ready() const override;
     /// Channels sent before their step ended (partition_ready), in all.
     std::uint64_t early_sends() const noexcept { return early_sends_; }
+    /// Resumes bit for bit except with delay 1 or reweight (dpsgd_state.cpp).
+    std::string resume_refusal() const override;
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -137,6 +139,8 @@ class Dpsgd final : public Protocol {
     void on_deadline(Time now, std::uint64_t id, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
     void on_partition_ready(Time now, std::uint32_t id, Actions& out) override;
+    void save_state(StateWriter& w) const override;
+    void restore_state(StateReader& r) override;
 
   private:
     enum class Stage { idle, stepping, waiting, done };

@@ -31,6 +31,7 @@
 #include <span>
 #include <vector>
 
+#include "gossamer/core/state_io.hpp"
 #include "gossamer/optimizers/compressor.hpp"
 #include "gossamer/optimizers/device.hpp"
 #include "gossamer/transport/message.hpp"
@@ -72,6 +73,11 @@ class ReplicaSender {
         return device_ ? std::span<const float>(dreplica_.span())
                        : std::span<const float>(replica_);
     }
+
+    /// Checkpoints (edge_replica_state.cpp; host memory only): x_hat, the sequence number and
+    /// round, saved as they are (x_hat + (x - x_hat) is not x in floating point).
+    void save(StateWriter& w) const;
+    void restore(StateReader& r);
 
   private:
     transport::Message encode_on_device(transport::Message m, std::span<const float> x);
@@ -124,6 +130,11 @@ class ReplicaReceiver {
     std::uint64_t stale() const noexcept { return stale_; }
     /// Full models applied other than the first contact (re-synchronisations).
     std::uint64_t resyncs() const noexcept { return resyncs_; }
+
+    /// Checkpoints (host memory only): the replica, the expected number and covered round,
+    /// the counters; queued messages are not saved (their senders send them again).
+    void save(StateWriter& w) const;
+    void restore(StateReader& r);
 
   private:
     void apply(const transport::Message& msg);

@@ -13,8 +13,10 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "gossamer/core/json.hpp"
+#include "gossamer/core/state_io.hpp"
 
 namespace gossamer::optim {
 
@@ -72,6 +74,10 @@ class LocalOptimizer {
     /// Completed steps (Adam's bias correction uses steps() after the increment).
     std::int64_t steps() const { return steps_; }
     const OptimizerConfig& config() const { return config_; }
+    /// Checkpoints: the step count and the buffers (momentum; Adam's moments), and their
+    /// restore (ConfigError through the reader when the state is of another optimizer or size).
+    void save(StateWriter& w) const;
+    void restore(StateReader& r);
 
   protected:
     LocalOptimizer(const OptimizerConfig& config, std::size_t size)
@@ -80,6 +86,8 @@ class LocalOptimizer {
     virtual void apply(std::span<float> params, std::span<const float> grads, double lr,
                        std::int64_t t) = 0;
     virtual void clear_state() = 0;
+    /// The buffers as float vectors, in a fixed order (none for plain SGD).
+    virtual std::vector<std::vector<float>*> buffers() = 0;
 
   private:
     OptimizerConfig config_;

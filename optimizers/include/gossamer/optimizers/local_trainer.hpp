@@ -66,6 +66,10 @@ class LocalTrainer final : public proto::LocalWorker {
     /// Partition id's optimizer step of the running step, ahead of apply_gradient (which then
     /// skips it); the same arithmetic as in apply_gradient. False if already stepped.
     bool step_partition(std::size_t id, std::span<float> x, std::span<const float> g) override;
+    /// Checkpoints (trainer_state.cpp): parameters, step count, work, optimizer state.
+    bool checkpointable() const override { return true; }
+    void save_state(StateWriter& w) const override;
+    void restore_state(StateReader& r) override;
 
     /// Trains with these rates from now on. Throws Error unless m.layout() equals layout().
     void set_multirate(Multirate m);

@@ -22,6 +22,7 @@
 
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/partition.hpp"
+#include "gossamer/core/state_io.hpp"
 #include "gossamer/optimizers/compressor.hpp"
 #include "gossamer/optimizers/multirate.hpp"
 #include "gossamer/topology/schedule.hpp"
@@ -87,6 +88,14 @@ class LocalWorker {
     virtual bool step_partition(std::size_t, std::span<float>, std::span<const float>) {
         return false;
     }
+    /// Checkpoints (docs/checkpoint.md): whether save_state/restore_state keep this worker's
+    /// whole state. False by default (device workers); resume is then refused.
+    virtual bool checkpointable() const { return false; }
+    /// x, the optimizer state and the step counters (the batch order and learning rate follow
+    /// from the step count). Called between steps only.
+    virtual void save_state(StateWriter&) const {}
+    /// Restores what save_state wrote; throws ConfigError (StateReader) when it does not fit.
+    virtual void restore_state(StateReader&) {}
 };
 
 /// One partition's gossip channel as the averaging protocols (dpsgd, choco) set it up: the
@@ -137,6 +146,9 @@ class CostOnlyWorker final : public LocalWorker {
     std::span<const float> gradient() const override { return {}; }
     void apply_gradient(std::span<float>, std::span<const float>) override { ++steps_; }
     std::int64_t steps() const override { return steps_; }
+    bool checkpointable() const override { return true; }
+    void save_state(StateWriter& w) const override { w.i64(steps_); }
+    void restore_state(StateReader& r) override { steps_ = r.i64("worker steps"); }
 
   private:
     std::size_t size_;
@@ -174,6 +186,13 @@ struct PeerContext {
     /// The cluster file's links, for "chunk_bytes": "auto" (share_chunks.hpp); null when the
     /// job has none (shared memory, loopback, real links nobody described).
     std::shared_ptr<const Cluster> cluster = nullptr;
+};
+
+/// One consistent cut of a peer (docs/checkpoint.md): its worker's and its protocol's state
+/// after `step` local steps, which every peer of the job takes at the same step.
+struct Snapshot {
+    std::int64_t step = 0;
+    std::vector<char> state;
 };
 
 /// Counters every protocol keeps (the driver adds time-based ones).
@@ -261,6 +280,26 @@ class Protocol {
     /// keeps running, delivering send completions, until there are none, done or not.
     virtual std::size_t unsent() const { return 0; }
     const ProtocolStats& stats() const noexcept { return stats_; }
+
+    // Checkpoints and resume (docs/checkpoint.md; protocol_state.cpp).
+    /// "" when this protocol, with its options and worker, saves a consistent cut and resumes
+    /// from it bit for bit (dpsgd, allreduce) or with its mass exact (sgp, async); else one line
+    /// saying why not, naming the algorithm.
+    virtual std::string resume_refusal() const;
+    /// Before start(): take a snapshot at every `every`-th step (0: none). Throws ConfigError
+    /// with resume_refusal() when the protocol cannot.
+    void enable_checkpoints(std::int64_t every);
+    std::int64_t checkpoint_every() const noexcept { return checkpoint_every_; }
+    /// The snapshot taken at the latest cut, once (a driver writes it after the event that took
+    /// it); nullopt when there is no new one.
+    std::optional<Snapshot> take_snapshot();
+    /// Before start(): the worker's and the protocol's state of a snapshot (from a checkpoint
+    /// labelled `label` in errors); start() then carries on from the cut. Throws ConfigError
+    /// naming the label when the state does not fit this protocol, its options or its worker.
+    void restore(const std::string& label, std::string_view state);
+    /// The step restore() resumed at (0: a fresh start).
+    std::int64_t resumed_at() const noexcept { return resumed_at_; }
+
     int rank() const noexcept { return ctx_.rank; }
     int n() const noexcept { return ctx_.n; }
 
@@ -291,6 +330,17 @@ class Protocol {
     /// drivers only, see enable_zero_copy); returns its send id.
     std::uint64_t send_borrowed(Actions& out, Message msg, std::span<const float> values);
     ProtocolStats& mutable_stats() noexcept { return stats_; }
+    /// A protocol's cut after `step` local steps: every message of an earlier round it must
+    /// take has been taken, and nothing of a later round has been sent or applied (queued
+    /// messages of later rounds are not saved: their senders send them again after a resume).
+    /// Takes a snapshot when `step` is a checkpoint step (checkpoint_due).
+    void cut(std::int64_t step);
+    /// Whether step is a checkpoint step: a multiple of checkpoint_every(), > 0 and before the
+    /// last step.
+    bool checkpoint_due(std::int64_t step) const noexcept;
+    /// The protocol's own state at a cut (the worker's is saved before it) and its restore.
+    virtual void save_state(StateWriter&) const {}
+    virtual void restore_state(StateReader&) {}
 
   private:
     void after(Actions& out);
@@ -305,6 +355,8 @@ class Protocol {
     std::vector<char> ready_;
     std::vector<std::uint64_t> ready_hash_;
     void check_ready_unchanged() const;
+    std::int64_t checkpoint_every_ = 0, resumed_at_ = 0;
+    std::optional<Snapshot> snapshot_;
 };
 
 /// Builds protocol `name` ("allreduce", "dpsgd", "sgp", ...) with its options (a JSON object,

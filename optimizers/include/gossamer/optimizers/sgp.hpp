@@ -92,6 +92,13 @@ class Sgp final : public Protocol {
     /// peer was past a share's round when it arrived (max(0, round() - 1 - its round)); `shares`.
     json::Json edge_metrics() const override;
     std::size_t unsent() const override { return outbox_.pending(); }
+    /// Resumes with its mass exact (sgp_state.cpp: it quiesces at each checkpoint step).
+    std::string resume_refusal() const override {
+        return options_.chunk_bytes.bytes > 0 || options_.chunk_bytes.automatic
+                   ? "algorithm sgp with chunk_bytes cannot checkpoint and resume yet (its cut "
+                     "is not taken between a share's chunks); drop chunk_bytes"
+                   : "";
+    }
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -99,6 +106,8 @@ class Sgp final : public Protocol {
     void on_message(Time now, Message msg, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
     void on_send_completed(Time now, std::uint64_t id, bool ok, Actions& out) override;
+    void save_state(StateWriter& w) const override;
+    void restore_state(StateReader& r) override;
 
   private:
     enum class Stage { idle, stepping, blocked, done };
@@ -143,6 +152,19 @@ class Sgp final : public Protocol {
     ShareOutbox outbox_;
     ShareAssembler assembler_;
     std::vector<int> dead_;  // sorted
+
+    // Quiescence at checkpoint steps (sgp_state.cpp).
+    /// The checkpoint step this peer cuts at next (INT64_MAX: none).
+    std::int64_t next_cut() const;
+    /// Holds a share of a round at or after the next cut until the cut; true when held.
+    bool hold_for_cut(Message& msg);
+    /// At a checkpoint step t_: false while shares before it are missing or the outbox holds
+    /// some; else the snapshot, then the held shares are taken, and true.
+    bool try_cut();
+    /// A share's mass and bookkeeping (what on_message does with one it does not hold).
+    void accept_share(const Message& msg);
+    std::int64_t cut_at_ = 0;    // the latest step cut at
+    std::vector<Message> held_;  // shares of rounds at or after the next cut
 };
 
 /// The "sgp" protocol with its options (nullptr: defaults). Throws as parse_sgp_options and the

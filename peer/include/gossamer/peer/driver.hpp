@@ -88,6 +88,10 @@ struct DriverOptions {
     /// summary; the records it returns are written to the metrics file, one line each (what
     /// other threads measured: gossamer peer's evaluations). Empty: none.
     std::function<std::vector<json::Json>()> extra_metrics;
+    /// Called on the communication thread with each snapshot the protocol took at a cut
+    /// (Protocol::enable_checkpoints; docs/checkpoint.md), after the event that took it: where
+    /// the caller writes its checkpoint. Empty: snapshots are dropped.
+    std::function<void(proto::Snapshot&&)> on_snapshot;
 };
 
 /// One finished local step.

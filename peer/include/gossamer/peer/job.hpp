@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gossamer/bootstrap/settings.hpp"
+#include "gossamer/core/checkpoint_file.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/peer/driver.hpp"
@@ -40,7 +42,20 @@ struct PeerJob {
     DriverOptions driver;  ///< the cluster's emulation (cluster_options.hpp), the metrics path
     /// What the handshake compares besides job, token, peers and model (peer/settings.hpp).
     std::vector<bootstrap::Setting> settings;
+    /// Set by prepare_checkpoints when the protocol takes snapshots: what each
+    /// OUT/checkpoint-<R>-<S>.state says of its job (its step set per file).
+    std::optional<CheckpointHeader> checkpoint;
 };
+
+/// After the protocol and settings are set up, before the peer joins (resume.cpp,
+/// docs/checkpoint.md): with checkpoint_every > 0, switches on the protocol's snapshots (an
+/// algorithm that cannot resume gets one note line and model checkpoints only); with `resume`,
+/// restores the protocol from DIR's checkpoint of this rank at resume_step(DIR, n, rank,
+/// `step`) and adds the resume step to the settings the handshake compares. Throws ConfigError
+/// (one line, exit 2) for an algorithm that cannot resume, no common step, a checkpoint of
+/// another job or layout, or a truncated or corrupt file.
+void prepare_checkpoints(PeerJob& job, const std::optional<std::filesystem::path>& resume,
+                         std::optional<std::int64_t> step);
 
 /// Exit status of a peer that may not write the job's result (docs/peer.md, "Membership"): it
 /// reaches no strict majority of the job's peers, or it was paused longer than the heartbeat

@@ -1,0 +1,136 @@
+// async's checkpoints (docs/checkpoint.md). Shares in flight at a cut would be lost or counted
+// twice, so at a checkpoint step S the peer quiesces before it saves anything:
+//   1. when its step S - 1 ends (its last push before the cut is out or in the outbox) it starts
+//      no step, and tells each live out-neighbour how many shares it pushed to it in all (a
+//      control message, chunk kControlCut, round S, edge_seq = the count);
+//   2. it waits until its outbox is empty and, from each live in-neighbour, the count has come
+//      and that many shares have arrived (and been added to (x, w): no step runs);
+//   3. it saves (x, w) and its counters, then starts step S.
+// Messages that belong after the cut (rounds >= S: shares a faster peer pushed after its own
+// cut, rate reports, the next cut's counts) are held while this peer has not cut yet, and taken
+// right after it. So the masses saved at S add up to those of the job with nothing in flight:
+// sum w = n (minus what failed peers took), and a resumed job starts from exactly that.
+// Nobody waits on a peer that waits: a peer's count and its shares before the cut leave before
+// it waits for anything. Rates, arrival windows and deadlines are measured in time, so they are
+// not saved; after a resume they are measured afresh (the rates last measured are kept).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "gossamer/optimizers/async_gossip.hpp"
+
+namespace gossamer::proto {
+namespace {
+
+constexpr std::uint32_t kControlCut = 2;  // async_gossip.cpp has 0 (finished) and 1 (rate)
+
+}  // namespace
+
+std::int64_t AsyncGossip::next_cut() const {
+    const std::int64_t every = checkpoint_every();
+    if (every <= 0) return std::numeric_limits<std::int64_t>::max();
+    const std::int64_t s = quiescing_ ? t_ : (t_ / every + 1) * every;
+    return s < context().max_steps ? s : std::numeric_limits<std::int64_t>::max();
+}
+
+void AsyncGossip::begin_quiesce(Actions& out) {
+    quiescing_ = true;
+    for (const auto& [j, nb] : nbrs_) {
+        if (!nb.e.out || !usable(nb)) continue;
+        Message m;
+        m.kind = MessageKind::control;
+        m.chunk = kControlCut;
+        m.receiver = j;
+        m.round = t_;
+        m.edge_seq = static_cast<std::uint64_t>(nb.e.pushes);
+        send(out, std::move(m));
+    }
+    check_quiesced(now_, out);
+}
+
+bool AsyncGossip::quiesce_intercept(const Message& msg) {
+    const std::int64_t cut = next_cut();
+    if (msg.kind == MessageKind::control && msg.chunk == kControlCut && msg.round == cut) {
+        cut_marks_[msg.sender] = static_cast<std::int64_t>(msg.edge_seq);
+        return true;
+    }
+    if (msg.round < cut) return false;
+    held_.push_back(msg);
+    return true;
+}
+
+void AsyncGossip::check_quiesced(Time now, Actions& out) {
+    if (!quiescing_ || outbox_.pending() > 0) return;
+    for (const auto& [j, nb] : nbrs_) {
+        if (!nb.e.in || nb.e.failed || nb.e.finished) continue;
+        const auto it = cut_marks_.find(j);
+        if (it == cut_marks_.end() || nb.e.shares < it->second) return;
+    }
+    absorb_buffer();
+    cut(t_);
+    quiescing_ = false;
+    cut_marks_.clear();
+    // What belongs after the cut, in the order it came (a later cut's messages are held again).
+    std::vector<Message> later;
+    later.swap(held_);
+    for (Message& m : later) on_message(now, std::move(m), out);
+    if (math_.on()) math_.debias(params(), w_);
+    out.start_step = true;
+}
+
+void AsyncGossip::save_state(StateWriter& w) const {
+    w.i64(t_);
+    w.f64(w_);
+    w.f64(self_share_);
+    std::uint64_t rng[4];
+    rng_.get_state(rng);
+    for (auto v : rng) w.u64(v);
+    w.u64(nbrs_.size());
+    for (const auto& [j, nb] : nbrs_) {
+        const AsyncEdge& e = nb.e;
+        w.u32(static_cast<std::uint32_t>(j));
+        w.i64(e.pushes);
+        w.i64(e.last_push);
+        w.f64(e.last_fraction);
+        w.f64(e.weight_sent);
+        w.i64(e.shares);
+        w.f64(e.weight_received);
+        w.i64(e.absorbed);
+        w.f64(e.rate);
+        w.f64(e.reported_self);
+        w.i64(e.reports);
+    }
+}
+
+void AsyncGossip::restore_state(StateReader& r) {
+    t_ = r.i64("async steps");
+    w_ = r.f64("async weight");
+    if (!(w_ > 0) || !std::isfinite(w_)) r.fail(fmt::format("async weight {} is not > 0", w_));
+    self_share_ = r.f64("async self share");
+    std::uint64_t rng[4];
+    for (auto& v : rng) v = r.u64("async sampling state");
+    rng_.set_state(rng);
+    const auto count = r.count("async neighbours", static_cast<std::uint64_t>(n()));
+    if (count != nbrs_.size())
+        r.fail(fmt::format("{} neighbours in the checkpoint, {} in this job's graph", count,
+                           nbrs_.size()));
+    for (std::uint64_t k = 0; k < count; ++k) {
+        const int j = static_cast<int>(r.u32("a neighbour"));
+        auto it = nbrs_.find(j);
+        if (it == nbrs_.end()) r.fail(fmt::format("peer {} is not a neighbour in this graph", j));
+        AsyncEdge& e = it->second.e;
+        e.pushes = r.i64("pushes");
+        e.last_push = r.i64("last push");
+        e.last_fraction = r.f64("last fraction");
+        e.weight_sent = r.f64("weight sent");
+        e.shares = r.i64("shares");
+        e.weight_received = r.f64("weight received");
+        e.absorbed = r.i64("shares absorbed");
+        e.rate = r.f64("rate");
+        e.reported_self = r.f64("reported self share");
+        e.reports = r.i64("reports");
+    }
+}
+
+}  // namespace gossamer::proto
