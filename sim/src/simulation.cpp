@@ -39,8 +39,10 @@ struct FailureNotice {
     int rank, dead;
 };
 struct Evaluate {};
-// The sender's uplink is done with a message (Transfer::sent); only for protocols that keep one
-// message in flight per edge (Protocol::one_in_flight_per_edge), which need the completions.
+// The sender's uplink is done with a message (Transfer::sent): every send's, so that the
+// protocol's measured edges (Protocol::edge_speeds) time the simulated completions as a real
+// peer's time the transport's; protocols that keep one message in flight per edge
+// (Protocol::one_in_flight_per_edge) also free the edge on it.
 struct SendDone {
     int rank;
     int counted;  // the receiver when the message counts against the edge bound, else -1
@@ -144,6 +146,11 @@ Engine::Engine(const SimSetup& s)
                                         : proto::make_protocol(
                                               s.algorithm, s.options ? &*s.options : nullptr, ctx);
     }
+    // The virtual network sends each peer's messages through its uplink one after another:
+    // the measured edges time each send from its turn in that queue.
+    proto::EdgeSpeedOptions speeds;
+    speeds.one_queue = true;
+    for (auto& p : peers_) p.protocol->configure_edge_speeds(speeds);
     result_.algorithm = s.algorithm;
     result_.seed = s.seed;
 }
@@ -197,9 +204,12 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
                     "{}: peer {} sent a second {} on edge {} -> {} at {:.6f} s while one is in "
                     "flight; the protocol keeps at most one in flight per edge",
                     p.protocol->name(), rank, transport::to_string(send.msg.kind), rank, to, now));
-            ++pending_;
-            queue_.push(tr.sent, SendDone{rank, data ? to : -1, send.id});
         }
+        ++pending_;
+        queue_.push(
+            tr.sent,
+            SendDone{rank, bounded && send.msg.kind != transport::MessageKind::control ? to : -1,
+                     send.id});
         trace_.send(rank, now, send.msg);
         ++pending_;
         queue_.push(tr.arrival, Arrival{to, hold(std::move(send.msg))});
@@ -418,7 +428,7 @@ SimResult Engine::run() {
         ps.bytes_received = p.protocol->stats().bytes_received;
         ps.failed = !p.alive;
         ps.recorded = s_.peer_records_every > 0 && r % s_.peer_records_every == 0;
-        if (ps.recorded) ps.edges = p.protocol->edge_metrics();  // O(degree) JSON values each
+        if (ps.recorded) ps.edges = p.protocol->edge_report();  // O(degree) JSON values each
         ps.staleness_max = p.protocol->stats().staleness_max;
         const auto work = p.worker->work();
         const auto& split = p.protocol->stats().partition_bytes_sent;
