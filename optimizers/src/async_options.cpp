@@ -22,7 +22,7 @@ AsyncOptions parse_async_options(const json::Node* options) {
     options->expect_object({"targets", "straggler_aware", "beta", "base_self", "target_power",
                             "edge_bound", "rate_window", "report_every", "balance", "step",
                             "follow_schedule", "deadline_percentile", "deadline_cap", "seed",
-                            "outbox"});
+                            "outbox", "links", "link_power"});
     if (auto v = options->find("targets")) o.targets = static_cast<int>(v->as_int(1, 1024));
     if (auto v = options->find("straggler_aware")) o.straggler_aware = v->as_bool();
     if (auto v = options->find("beta")) o.beta = checked_double(*v, 0, 100, true, "(0, 100]");
@@ -48,6 +48,18 @@ AsyncOptions parse_async_options(const json::Node* options) {
         o.deadline_cap = checked_double(*v, 0, 1e9, true, "(0, 1e9]");
     if (auto v = options->find("seed")) o.seed = static_cast<std::uint64_t>(v->as_int(0));
     if (auto v = options->find("outbox")) o.outbox = v->as_bool();
+    if (auto v = options->find("links")) o.link_aware = v->as_enum({"off", "aware"}) == "aware";
+    if (auto v = options->find("link_power"))
+        o.link_power = checked_double(*v, 0, 16, false, "[0, 16]");
+    if (o.link_aware) {
+        // A slow edge is pushed to less often, and what is pushed while it is busy adds up in
+        // its outbox: without one, the transport's queue would grow instead.
+        if (auto v = options->find("outbox"); v && !o.outbox)
+            v->fail("must be true with \"links\": \"aware\"",
+                    "drop \"outbox\": false (link-aware async keeps one share in flight per "
+                    "edge)");
+        o.outbox = true;
+    }
     return o;
 }
 
