@@ -73,6 +73,34 @@ TEST_CASE("edge codecs: an encoded delta decodes to the same floats at both ends
     }
 }
 
+TEST_CASE("edge codecs: the device path encodes the host path's bytes, raw and compressed") {
+    const EdgeCodecs c(tiers(R"([{"below": 1e8, "compressor": {"name": "int8", "block": 4}}])"));
+    const auto dev = proto::emulated_device();
+    const std::vector<float> delta = {0.5f, -1.25f, 3.0f, 0.0f, 7.5f, -2.0f, 1e-3f, 4.0f};
+    const std::size_t n = delta.size();
+    for (const std::uint8_t codec : {proto::kCodecRaw, std::uint8_t{2}}) {
+        CAPTURE(int(codec));
+        const optim::Compressor* q = c.compressor(codec, nullptr);
+        const optim::CodecKey key{0, 9, 1};
+        std::vector<float> host_payload(EdgeCodecs::words(q, n)), host_xhat(n, 2.0f);
+        proto::encode_delta(q, delta, key, host_payload, host_xhat);
+        proto::DeviceVector d_delta(*dev, n), d_xhat(*dev, n), d_recv(*dev, n);
+        dev->upload(d_delta.data(), delta);
+        const std::vector<float> twos(n, 2.0f);
+        dev->upload(d_xhat.data(), twos);
+        dev->upload(d_recv.data(), twos);
+        std::vector<float> dev_payload(host_payload.size());
+        proto::encode_delta(q, d_delta.span(), key, dev_payload, d_xhat.span(), dev.get());
+        proto::decode_delta(q, dev_payload, key, d_recv.span(), dev.get());
+        std::vector<float> sender(n), receiver(n);
+        dev->download(sender, d_xhat.data());
+        dev->download(receiver, d_recv.data());
+        CHECK(dev_payload == host_payload);
+        CHECK(sender == host_xhat);
+        CHECK(receiver == host_xhat);
+    }
+}
+
 TEST_CASE("edge codecs: bad tiers and shared replicas are ConfigErrors naming the path") {
     for (const char* bad :
          {R"({"edge_compression": []})", R"({"edge_compression": [{"below": 0,
