@@ -427,6 +427,11 @@ DriverResult Loop::run() {
                                        seconds(options_.run_timeout), options_.fail_at});
         if (!deadlines_.empty()) until = std::min(until, deadlines_.top().first);
         if (!held_.empty()) until = std::min(until, held_.top().first);
+        // A protocol that acts on its measured edges needs completions stamped when they
+        // happen: a transport may not wake the loop for one (UCX over TCP), so while its sends
+        // are in flight the loop looks every 2 ms (docs/protocols.md, "Measured edges").
+        if (protocol_.acts_on_edge_speeds() && !inbox_->in_flight.empty())
+            until = std::min(until, t + 0.002);
         const double wait = std::clamp(until - t, 0.0, 1.0);
         transport_.wait(Millis(static_cast<std::int64_t>(std::ceil(wait * 1000))));
     }

@@ -156,6 +156,7 @@ class AsyncGossip final : public Protocol {
     /// The outbox (empty without the option).
     const ShareOutbox& outbox() const noexcept { return outbox_; }
     bool one_in_flight_per_edge() const override { return options_.outbox; }
+    bool acts_on_edge_speeds() const override { return options_.link_aware; }
     std::size_t unsent() const override { return outbox_.pending(); }
 
   protected:

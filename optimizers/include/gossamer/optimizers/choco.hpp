@@ -111,6 +111,7 @@ class Choco final : public Protocol {
     /// With per-edge compression: one object per out-neighbour, {peer, out, codecs: {name:
     /// deltas}} (names: "channel", "raw", then each tier's compressor); else null.
     json::Json edge_metrics() const override;
+    bool acts_on_edge_speeds() const override { return codecs_.on(); }
     /// Re-sync requests sent, and full replicas sent in answer to others' requests.
     std::uint64_t resync_requests() const noexcept { return resync_requests_; }
     std::uint64_t resync_answers() const noexcept { return resync_answers_; }

@@ -203,6 +203,9 @@ class Protocol {
     /// send is timed from the event that queued it to its send_completed. Read-only for
     /// protocols; drivers feed it by delivering completions.
     const EdgeSpeeds& edge_speeds() const noexcept { return speeds_; }
+    /// True when the protocol's choices depend on edge_speeds() (link-aware async, per-edge
+    /// compression): real drivers then stamp completions within 2 ms of when they happen.
+    virtual bool acts_on_edge_speeds() const { return false; }
     /// Drivers: send `id` was handed to the transport at `at`, later than the event that queued
     /// it (the measured edges time it from then; EdgeSpeeds::handed_over).
     void send_handed_over(std::uint64_t id, Time at) { speeds_.handed_over(id, at); }
