@@ -39,6 +39,14 @@ void EdgeSpeeds::handed_over(std::uint64_t id, double at) {
     if (it != pending_.end() && it->id == id) it->at = std::max(it->at, at);
 }
 
+void EdgeSpeeds::forget(std::uint64_t id) {
+    const auto it = std::lower_bound(pending_.begin(), pending_.end(), id,
+                                     [](const Pending& p, std::uint64_t v) { return p.id < v; });
+    if (it == pending_.end() || it->id != id) return;
+    edge(it->to).bytes += it->bytes;
+    pending_.erase(it);
+}
+
 void EdgeSpeeds::completed(std::uint64_t id, double at, bool ok) {
     const auto it = std::lower_bound(pending_.begin(), pending_.end(), id,
                                      [](const Pending& p, std::uint64_t v) { return p.id < v; });

@@ -37,7 +37,12 @@ void Protocol::message_arrived(Time now, Message msg, Actions& out) {
 
 void Protocol::send_completed(Time now, std::uint64_t id, bool ok, Actions& out, Time done_at) {
     event_time_ = now;
-    speeds_.completed(id, done_at >= 0 && done_at <= now ? done_at : now, ok);
+    // After its last step a peer only drains what is left, to receivers that finish too and
+    // stop pacing their side: those completions would time the end of the job, not the link.
+    if (done_)
+        speeds_.forget(id);
+    else
+        speeds_.completed(id, done_at >= 0 && done_at <= now ? done_at : now, ok);
     on_send_completed(now, id, ok, out);
     after(out);
 }

@@ -72,6 +72,8 @@ class EdgeSpeeds {
     /// Replaces the options (a driver's, before any send: the simulator sets one_queue).
     /// Throws Error for alpha outside (0, 1] or small_bytes >= large_bytes.
     void configure(const EdgeSpeedOptions& options);
+    /// Send `id` completed but is not to be timed (counted in bytes only).
+    void forget(std::uint64_t id);
     /// One timed transfer directly (what posted + completed amount to, with no queueing).
     void observe(int to, std::uint64_t bytes, double posted_at, double done_at);
 
