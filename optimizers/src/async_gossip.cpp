@@ -26,6 +26,7 @@ AsyncGossip::AsyncGossip(PeerContext ctx, AsyncOptions options)
       options_(std::move(options)),
       rng_(options_.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank())),
       self_share_(options_.self_base()),
+      effective_self_(options_.self_base()),
       math_(worker()),
       assembler_(worker().size(), worker().math()) {
     const auto& topo = context().topology;
@@ -93,7 +94,7 @@ double AsyncGossip::neighbour_rate() const {
 }
 
 double AsyncGossip::outflow() const {
-    return own_rate() * (1.0 - self_share_);
+    return own_rate() * (1.0 - advertised_self());
 }
 
 double AsyncGossip::push_fraction(int peer) const {
@@ -237,7 +238,7 @@ void AsyncGossip::push_shares(Actions& out) {
     auto& outs = sc.outs;
     auto& preferred = sc.preferred;
     const int degree = static_cast<int>(live_.size());
-    const int k = std::min(options_.targets, degree);
+    int k = std::min(options_.targets, degree);
     const double r_self = own_rate();
     self_share_ = options_.self_base();
     if (options_.straggler_aware)
@@ -256,10 +257,16 @@ void AsyncGossip::push_shares(Actions& out) {
             const double r = e.rate > 0 ? e.rate : (r_self > 0 ? r_self : 1.0);
             weight = std::pow(r, options_.target_power);
         }
+        weight *= link_weight(j, r_self);
         cands.push_back({j, e.last_push, std::max(weight, 1e-300)});
     }
     const int base_degree = base_->out_degree(rank());
     const std::int64_t force = edge_force_age(edge_bound(), base_degree, options_.targets);
+    // Link-aware: busy edges wait unless forced; with none free this step pushes nothing.
+    if (options_.link_aware && (k = keep_free_edges(cands, k, force)) == 0) {
+        self_share_ = 1.0;
+        return note_kept(1.0);
+    }
     preferred.clear();
     if (options_.follow_schedule) {
         // Round t's out-neighbours, rotated by t k: a round with more of them than k slots (a
@@ -279,6 +286,7 @@ void AsyncGossip::push_shares(Actions& out) {
             const double r = it->second.e.rate;
             if (options_.straggler_aware && r > 0 && r_self > 0 && r < r_self)
                 accept = std::pow(r / r_self, options_.target_power);
+            accept *= link_weight(j, r_self);
             preferred.emplace_back(j, accept);
         }
     }
@@ -305,6 +313,7 @@ void AsyncGossip::push_shares(Actions& out) {
         post(out, std::move(m));
     }
     w_ *= kept;
+    note_kept(kept);
     if (math_.on()) math_.keep(x, kept);
 }
 
@@ -346,7 +355,7 @@ void AsyncGossip::send_reports(Time now, Actions& out) {
         m.receiver = j;
         m.round = t_;
         m.sent_at = now;
-        m.payload = {static_cast<float>(own_rate()), static_cast<float>(self_share_)};
+        m.payload = {static_cast<float>(own_rate()), static_cast<float>(advertised_self())};
         m.elements = m.payload.size();
         send(out, std::move(m));
     };

@@ -19,10 +19,11 @@ double checked_double(const json::Node& node, double lo, double hi, bool open_lo
 AsyncOptions parse_async_options(const json::Node* options) {
     AsyncOptions o;
     if (!options) return o;
-    options->expect_object({"targets", "straggler_aware", "beta", "base_self", "target_power",
-                            "edge_bound", "rate_window", "report_every", "balance", "step",
-                            "follow_schedule", "deadline_percentile", "deadline_cap", "seed",
-                            "outbox", "silence", "silence_factor", "chunk_bytes"});
+    options->expect_object(
+        {"targets",         "straggler_aware",     "beta",         "base_self", "target_power",
+         "edge_bound",      "rate_window",         "report_every", "balance",   "step",
+         "follow_schedule", "deadline_percentile", "deadline_cap", "seed",      "outbox",
+         "silence",         "silence_factor",      "chunk_bytes",  "links",     "link_power"});
     if (auto v = options->find("targets")) o.targets = static_cast<int>(v->as_int(1, 1024));
     if (auto v = options->find("straggler_aware")) o.straggler_aware = v->as_bool();
     if (auto v = options->find("beta")) o.beta = checked_double(*v, 0, 100, true, "(0, 100]");
@@ -53,6 +54,18 @@ AsyncOptions parse_async_options(const json::Node* options) {
     if (auto v = options->find("silence_factor"))
         o.silence_factor = checked_double(*v, 1, 1e9, false, "[1, 1e9]");
     if (auto v = options->find("chunk_bytes")) o.chunk_bytes = parse_chunk_bytes(*v);
+    if (auto v = options->find("links")) o.link_aware = v->as_enum({"off", "aware"}) == "aware";
+    if (auto v = options->find("link_power"))
+        o.link_power = checked_double(*v, 0, 16, false, "[0, 16]");
+    if (o.link_aware) {
+        // A slow edge is pushed to less often, and what is pushed while it is busy adds up in
+        // its outbox: without one, the transport's queue would grow instead.
+        if (auto v = options->find("outbox"); v && !o.outbox)
+            v->fail("must be true with \"links\": \"aware\"",
+                    "drop \"outbox\": false (link-aware async keeps one share in flight per "
+                    "edge)");
+        o.outbox = true;
+    }
     return o;
 }
 

@@ -45,17 +45,13 @@ std::string unbalanced_message(const topology::Round& round, std::int64_t t,
         t, topo, i, in, out);
 }
 
-std::span<std::byte> bytes_of(std::vector<float>& words) {
-    return std::as_writable_bytes(std::span<float>(words));
-}
-
 }  // namespace
 
 ChocoOptions parse_choco_options(const json::Node* options) {
     ChocoOptions o;
     if (!options) return o;
     options->expect_object({"gamma", "compressor", "resync_timeout", "replicas", "delay",
-                            "chunk_bytes", "partition_ready"});
+                            "chunk_bytes", "partition_ready", "edge_compression"});
     if (auto ready = options->find("partition_ready")) o.partition_ready = ready->as_bool();
     if (auto chunk = options->find("chunk_bytes")) o.chunk_bytes = parse_chunk_bytes(*chunk);
     if (auto delay = options->find("delay")) o.delay = static_cast<int>(delay->as_int(0, 1));
@@ -71,6 +67,12 @@ ChocoOptions parse_choco_options(const json::Node* options) {
                      : v == "shared" ? ChocoReplicas::shared
                                      : ChocoReplicas::per_edge;
     }
+    if (auto e = options->find("edge_compression")) {
+        o.edge_compression = parse_edge_codec_tiers(*e);
+        if (o.replicas == ChocoReplicas::shared)
+            e->fail("needs per-edge replicas, but replicas is \"shared\"",
+                    "drop \"replicas\": \"shared\" (each edge then keeps its own replica)");
+    }
     if (auto timeout = options->find("resync_timeout")) {
         o.resync_timeout = timeout->as_double();
         if (!(o.resync_timeout > 0))
@@ -83,7 +85,8 @@ ChocoOptions parse_choco_options(const json::Node* options) {
 Choco::Choco(PeerContext ctx, ChocoOptions options)
     : Protocol(std::move(ctx)),
       options_(options),
-      compressor_(optim::make_compressor(options_.compressor)) {
+      compressor_(optim::make_compressor(options_.compressor)),
+      codecs_(options_.edge_compression) {
     const auto& topo = context().topology;
     if (!topo) throw Error("choco needs a topology");
     if (topo->n() != n())
@@ -98,6 +101,11 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
     const auto period = topo->period();
     shared_ = options_.replicas == ChocoReplicas::shared ||
               (options_.replicas == ChocoReplicas::automatic && period && *period == 1);
+    // Per-edge compression: a delta's compressor depends on its edge, so every edge keeps its
+    // own replica (docs/compression.md, "Per-edge compression").
+    if (codecs_.on() && options_.replicas == ChocoReplicas::shared)
+        throw Error("choco: per-edge compression needs per-edge replicas");
+    if (codecs_.on()) shared_ = false;
     if (shared_ && !period)
         throw TopologyError(fmt::format(
             "choco with shared replicas needs a periodic topology, but {} draws its rounds at "
@@ -249,24 +257,29 @@ Message Choco::encode(Channel& c, Slot& slot, int receiver) {
         return m;
     }
     m.kind = MessageKind::model_delta;
-    m.elements = c.q->encoded_words(n);
+    // Per-edge compression: this edge's codec from its measured throughput, named in the header.
+    const optim::Compressor* q = c.q;
+    if (codecs_.on() && receiver >= 0) {
+        m.codec = codecs_.choose(edge_speeds().throughput(receiver));
+        q = codecs_.compressor(m.codec, c.q);
+        OutEdge& e = c.out[receiver];
+        if (e.codecs.size() <= m.codec) e.codecs.resize(m.codec + std::size_t{1}, 0);
+        ++e.codecs[m.codec];
+    }
+    m.elements = EdgeCodecs::words(q, n);
     if (!math) return m;
     const auto k = key(c, rank(), receiver, m.edge_seq);
+    m.payload.resize(m.elements);
     if (Device* d = worker().device()) {
         if (dscratch_.size() < n) dscratch_ = DeviceVector(*d, worker().size());
         d->delta(dscratch_.data(), x_of(c).data(), slot.xhat.dev.data(), n);
-        m.payload.resize(m.elements);
-        d->encode(*c.q, dscratch_.data(), n, k, bytes_of(m.payload));
-        d->decode_add(*c.q, std::as_bytes(std::span<const float>(m.payload)), k,
-                      slot.xhat.dev.data(), n);
+        encode_delta(q, std::span<const float>(dscratch_.data(), n), k, m.payload,
+                     std::span<float>(slot.xhat.dev.data(), n), d);
         return m;
     }
     scratch_.resize(n);
     gossamer::delta(scratch_, x_of(c), slot.xhat.host);
-    m.payload.resize(m.elements);
-    c.q->encode(scratch_, k, bytes_of(m.payload));
-    // x_hat moves by the decoded message, exactly as the receiver's copy will.
-    c.q->decode_add(std::as_bytes(std::span<const float>(m.payload)), k, slot.xhat.host);
+    encode_delta(q, scratch_, k, m.payload, slot.xhat.host);
     return m;
 }
 
@@ -324,16 +337,15 @@ void Choco::advance(Channel& c, int j, InEdge& e) {
         if (worker().math()) {
             if (e.xhat.view().size() != n)
                 throw Error(fmt::format("choco: a delta from peer {} before its full model", j));
-            if (m.payload.size() != c.q->encoded_words(n))
+            // The sender's codec for this delta (edge_codec.hpp); 0: the channel's compressor.
+            const optim::Compressor* q = codecs_.compressor(m.codec, c.q);
+            if (m.payload.size() != EdgeCodecs::words(q, n))
                 throw Error(fmt::format("choco: a delta from peer {} of {} words, expected {}", j,
-                                        m.payload.size(), c.q->encoded_words(n)));
-            const auto bytes = std::as_bytes(std::span<const float>(m.payload));
-            const auto k = key(c, j, rank(), m.edge_seq);
-            if (Device* d = worker().device()) {
-                d->decode_add(*c.q, bytes, k, e.xhat.dev.data(), n);
-            } else {
-                c.q->decode_add(bytes, k, e.xhat.host);
-            }
+                                        m.payload.size(), EdgeCodecs::words(q, n)));
+            Device* d = worker().device();
+            decode_delta(q, m.payload, key(c, j, rank(), m.edge_seq),
+                         d ? std::span<float>(e.xhat.dev.data(), n) : std::span<float>(e.xhat.host),
+                         d);
         }
         e.covered = std::max(e.covered, m.round);
         ++e.next_seq;

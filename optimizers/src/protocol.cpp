@@ -14,11 +14,13 @@ Protocol::Protocol(PeerContext ctx) : ctx_(std::move(ctx)) {
 }
 
 void Protocol::start(Time now, Actions& out) {
+    event_time_ = now;
     on_start(now, out);
     after(out);
 }
 
 void Protocol::step_finished(Time now, double loss, Actions& out) {
+    event_time_ = now;
     assert(stepping_ && "step_finished without a running step");
     check_ready_unchanged();
     stepping_ = false;
@@ -27,23 +29,33 @@ void Protocol::step_finished(Time now, double loss, Actions& out) {
 }
 
 void Protocol::message_arrived(Time now, Message msg, Actions& out) {
+    event_time_ = now;
     ++stats_.messages_received;
     stats_.bytes_received += msg.wire_bytes();
     on_message(now, std::move(msg), out);
     after(out);
 }
 
-void Protocol::send_completed(Time now, std::uint64_t id, bool ok, Actions& out) {
+void Protocol::send_completed(Time now, std::uint64_t id, bool ok, Actions& out, Time done_at) {
+    event_time_ = now;
+    // After its last step a peer only drains what is left, to receivers that finish too and
+    // stop pacing their side: those completions would time the end of the job, not the link.
+    if (done_)
+        speeds_.forget(id);
+    else
+        speeds_.completed(id, done_at >= 0 && done_at <= now ? done_at : now, ok);
     on_send_completed(now, id, ok, out);
     after(out);
 }
 
 void Protocol::deadline_reached(Time now, std::uint64_t id, Actions& out) {
+    event_time_ = now;
     on_deadline(now, id, out);
     after(out);
 }
 
 void Protocol::peer_failed(Time now, int rank, Actions& out) {
+    event_time_ = now;
     on_peer_failed(now, rank, out);
     after(out);
 }
@@ -67,6 +79,7 @@ void Protocol::send(Actions& out, Message msg) {
     if (msg.partition >= stats_.partition_bytes_sent.size())
         stats_.partition_bytes_sent.resize(msg.partition + std::size_t{1}, 0);
     stats_.partition_bytes_sent[msg.partition] += msg.wire_bytes();
+    speeds_.posted(next_send_id_, msg.receiver, msg.wire_bytes(), event_time_);
     out.sends.push_back(Send{std::move(msg), next_send_id_++});
 }
 

@@ -13,6 +13,11 @@ bool ShareOutbox::free(int to) const {
     return it == edges_.end() || it->second.in_flight.empty();
 }
 
+std::size_t ShareOutbox::in_flight() const {
+    return static_cast<std::size_t>(std::count_if(
+        edges_.begin(), edges_.end(), [](const auto& e) { return !e.second.in_flight.empty(); }));
+}
+
 void ShareOutbox::sent(int to, std::span<const std::uint64_t> ids) {
     Edge& e = edges_[to];
     if (!e.in_flight.empty())

@@ -120,7 +120,7 @@ void Peer::Impl::snapshot(const transport::Transport* t, const peer::DriverResul
     m.partition_bytes_sent = st.partition_bytes_sent;
     m.mass = protocol->mass();
     m.mass_lost = st.mass_lost;
-    m.edges = protocol->edge_metrics();
+    m.edges = protocol->edge_report();
     if (r) {
         m.failed_peers = r->failed_peers;
     } else if (t) {

@@ -35,6 +35,7 @@ struct SendDone {
     std::uint64_t id;
     Status status;
     bool control = false;  // a control message's (a re-sync request): not progress
+    double at = -1;        // when the transport reported it (the measured edges time it)
 };
 struct Failed {
     Status status;
@@ -156,10 +157,12 @@ void Loop::apply(proto::Actions& a) {
             m.payload.resize(m.elements);
         trace_.send(last_, m);
         const double release = pace(m);
-        if (release > last_)
-            held_.emplace(release, id);
-        else
+        if (release > last_) {
+            held_.emplace(release, id);  // emulated link: the hold is part of its time
+        } else {
+            protocol_.send_handed_over(id, seconds(Clock::now() - start_));
             send(id);
+        }
     }
     for (const auto& d : a.deadlines) deadlines_.emplace(std::max(d.at, last_), d.id);
     if (a.start_step) trace_.starting();
@@ -188,21 +191,21 @@ void Loop::send(std::uint64_t id) {
     const auto lent = inbox_->borrowed.find(id);
     const auto values =
         lent != inbox_->borrowed.end() ? lent->second : std::span<const float>(m.payload);
-    transport_.send(m, std::as_bytes(values),
-                    [inbox = inbox_, id, &t = transport_](const Status& st) {
-                        // Called from the transport's progress(), so `t` is alive: the payload
-                        // goes back to its pool for later receives instead of being freed.
-                        auto it = inbox->in_flight.find(id);
-                        bool control = false;
-                        if (it != inbox->in_flight.end()) {
-                            control = it->second.kind == transport::MessageKind::control;
-                            if (!it->second.payload.empty())
-                                t.recycle(std::move(it->second.payload));
-                            inbox->in_flight.erase(it);
-                            inbox->borrowed.erase(id);
-                        }
-                        inbox->events.push_back(SendDone{id, st, control});
-                    });
+    transport_.send(
+        m, std::as_bytes(values),
+        [inbox = inbox_, id, &t = transport_, start = start_](const Status& st) {
+            // Called from the transport's progress(), so `t` is alive: the payload
+            // goes back to its pool for later receives instead of being freed.
+            auto it = inbox->in_flight.find(id);
+            bool control = false;
+            if (it != inbox->in_flight.end()) {
+                control = it->second.kind == transport::MessageKind::control;
+                if (!it->second.payload.empty()) t.recycle(std::move(it->second.payload));
+                inbox->in_flight.erase(it);
+                inbox->borrowed.erase(id);
+            }
+            inbox->events.push_back(SendDone{id, st, control, seconds(Clock::now() - start)});
+        });
 }
 
 // When the emulated link lets `m` go: sends on one link queue behind each other, each taking
@@ -239,7 +242,7 @@ void Loop::deliver(Event& e, proto::Actions& a) {
             edge_busy_.completed(it->second);
             bounded_.erase(it);
         }
-        protocol_.send_completed(t, s->id, s->status.ok(), a);
+        protocol_.send_completed(t, s->id, s->status.ok(), a, s->at);
     } else if (auto* f = std::get_if<Failed>(&e)) {
         const int dead = f->status.peer;
         failures_[dead] = f->status.reason;
@@ -390,7 +393,7 @@ void Loop::finish() {
     if (!ended_) result_.end_time = now();
     result_.idle = std::max(0.0, result_.end_time - result_.busy);
     result_.stats = protocol_.stats();
-    result_.edges = protocol_.edge_metrics();
+    result_.edges = protocol_.edge_report();
     write_extra();
     trace_.finish(result_.end_time, result_.failed);
     if (!metrics_) return;
@@ -469,6 +472,11 @@ DriverResult Loop::run() {
         if (!deadlines_.empty()) until = std::min(until, deadlines_.top().first);
         if (!ready_.empty()) until = std::min(until, ready_.top().first);
         if (!held_.empty()) until = std::min(until, held_.top().first);
+        // A protocol that acts on its measured edges needs completions stamped when they
+        // happen: a transport may not wake the loop for one (UCX over TCP), so while its sends
+        // are in flight the loop looks every 2 ms (docs/protocols.md, "Measured edges").
+        if (protocol_.acts_on_edge_speeds() && !inbox_->in_flight.empty())
+            until = std::min(until, t + 0.002);
         const double wait = std::clamp(until - t, 0.0, 1.0);
         transport_.wait(Millis(static_cast<std::int64_t>(std::ceil(wait * 1000))));
     }

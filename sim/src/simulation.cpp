@@ -42,8 +42,10 @@ struct FailureNotice {
     int rank, dead;
 };
 struct Evaluate {};
-// The sender's uplink is done with a message (Transfer::sent); only for protocols that keep one
-// message in flight per edge (Protocol::one_in_flight_per_edge), which need the completions.
+// The sender's uplink is done with a message (Transfer::sent): every send's, so that the
+// protocol's measured edges (Protocol::edge_speeds) time the simulated completions as a real
+// peer's time the transport's; protocols that keep one message in flight per edge
+// (Protocol::one_in_flight_per_edge) also free the edge on it.
 struct SendDone {
     int rank;
     int counted;  // the receiver when the message counts against the edge bound, else -1
@@ -182,6 +184,12 @@ Engine::Engine(const SimSetup& s)
                                         : proto::make_protocol(
                                               s.algorithm, s.options ? &*s.options : nullptr, ctx);
     }
+    // The fifo network sends each peer's messages through its uplink one after another: the
+    // measured edges time each send from its turn in that queue. The fair network shares the
+    // uplink among the flows in flight, as TCP does between real peers' sends (no queue).
+    proto::EdgeSpeedOptions speeds;
+    speeds.one_queue = !fair_.has_value();
+    for (auto& p : peers_) p.protocol->configure_edge_speeds(speeds);
     result_.algorithm = s.algorithm;
     result_.seed = s.seed;
 }
@@ -243,10 +251,11 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
             continue;
         }
         const Transfer tr = network_.transfer(rank, to, send.msg.wire_bytes(), now);
-        if (bounded) {
-            ++pending_;
-            queue_.push(tr.sent, SendDone{rank, data ? to : -1, send.id});
-        }
+        ++pending_;
+        queue_.push(
+            tr.sent,
+            SendDone{rank, bounded && send.msg.kind != transport::MessageKind::control ? to : -1,
+                     send.id});
         trace_.send(rank, now, send.msg);
         ++pending_;
         queue_.push(tr.arrival, Arrival{to, hold(std::move(send.msg))});
@@ -336,10 +345,10 @@ void Engine::handle(Time now, Event& e) {
         fair_->finish(fe->flow, now);
         unsettle(now);
         // As under fifo: the uplink is done with it now, its last byte arrives a latency later.
-        if (f.bounded) {
-            ++pending_;
-            queue_.push(now, SendDone{f.rank, f.counted, f.id});
-        }
+        // Every send completes (edge speeds are measured from completions); only a bounded
+        // protocol's data messages count against its edges.
+        ++pending_;
+        queue_.push(now, SendDone{f.rank, f.bounded ? f.counted : -1, f.id});
         ++pending_;
         queue_.push(now + network_.latency(f.rank, f.to), Arrival{f.to, f.message});
     } else if (std::holds_alternative<Settle>(e)) {
@@ -507,7 +516,7 @@ SimResult Engine::run() {
         ps.bytes_received = p.protocol->stats().bytes_received;
         ps.failed = !p.alive;
         ps.recorded = s_.peer_records_every > 0 && r % s_.peer_records_every == 0;
-        if (ps.recorded) ps.edges = p.protocol->edge_metrics();  // O(degree) JSON values each
+        if (ps.recorded) ps.edges = p.protocol->edge_report();  // O(degree) JSON values each
         ps.staleness_max = p.protocol->stats().staleness_max;
         const auto work = p.worker->work();
         const auto& split = p.protocol->stats().partition_bytes_sent;

@@ -76,6 +76,10 @@ struct AsyncOptions {
     /// Chunked sends: each share leaves in chunks of at most this many bytes of values, the
     /// weight with the last (share_chunks.hpp); 0: whole shares.
     ChunkBytes chunk_bytes;
+    /// "links": "aware": targets are also weighted by their measured edge speed (link_aware.hpp);
+    /// implies the outbox. Off by default (published figures are without it).
+    bool link_aware = false;
+    double link_power = 1.0;  ///< exponent of the link factor, [0, 16]
 
     double self_base() const { return base_self.value_or(1.0 / (targets + 1.0)); }
 };
@@ -133,6 +137,9 @@ class AsyncGossip final : public Protocol {
     std::size_t buffered_shares() const noexcept { return pending_.size(); }
     /// The self share s of the latest push (the base share before the first).
     double self_share() const noexcept { return self_share_; }
+    /// The share of its mass this peer kept per step, averaged over about rate_window steps
+    /// (a step that pushed nothing kept all of it).
+    double effective_self_share() const noexcept { return effective_self_; }
     /// Measured own and mean neighbour rates (steps per second; 0: unknown).
     double own_rate() const;
     double neighbour_rate() const;
@@ -161,6 +168,7 @@ class AsyncGossip final : public Protocol {
     /// Shares of which some chunks, not all, have come (chunk_bytes).
     std::size_t partial_shares() const noexcept { return assembler_.partial(); }
     bool one_in_flight_per_edge() const override { return options_.outbox; }
+    bool acts_on_edge_speeds() const override { return options_.link_aware; }
     std::size_t unsent() const override { return outbox_.pending(); }
     /// Resumes with its mass exact (async_state.cpp: it quiesces at each checkpoint step).
     std::string resume_refusal() const override {
@@ -215,6 +223,16 @@ class AsyncGossip final : public Protocol {
     /// push_shares' working vectors are one set per thread, not per peer: a simulated job holds
     /// many peers on one thread (async_gossip.cpp).
     void collect_live_out();
+    /// The link factor of out-edge j this step (1 without link awareness; link_aware.hpp).
+    double link_weight(int j, double r_self) const;
+    /// Link-aware: drops the candidates whose edge has a share in flight, except those unused
+    /// for `force_age` steps (the edge bound); returns min(k, candidates left).
+    int keep_free_edges(std::vector<EdgeCandidate>& cands, int k, std::int64_t force_age) const;
+    /// Adds a step's kept share to effective_self_share().
+    void note_kept(double kept);
+    /// The self share rate reports and outflow() use: the effective one when link-aware (steps
+    /// that push nothing keep everything), else the latest push's.
+    double advertised_self() const;
     /// push_fraction with k targets this step.
     double fraction_to(const AsyncEdge& e, int k) const;
     bool usable(const Neighbour& nb) const { return !nb.e.failed && !nb.e.finished; }
@@ -226,7 +244,7 @@ class AsyncGossip final : public Protocol {
     AsyncOptions options_;
     Rng rng_;
     std::int64_t t_ = 0;
-    double w_ = 1.0, buf_w_ = 0.0, self_share_;
+    double w_ = 1.0, buf_w_ = 0.0, self_share_, effective_self_;
     PushSumMath math_;                           // z and the receive buffer
     std::vector<std::pair<int, Time>> pending_;  // (sender, sent at) in the buffer
     std::deque<Time> history_;                   // own step boundaries: rate, staleness

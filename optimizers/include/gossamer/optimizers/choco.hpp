@@ -46,6 +46,7 @@
 #include "gossamer/core/json.hpp"
 #include "gossamer/optimizers/compressor.hpp"
 #include "gossamer/optimizers/device.hpp"
+#include "gossamer/optimizers/edge_codec.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/share_chunks.hpp"
 
@@ -73,6 +74,9 @@ struct ChocoOptions {
     /// partitions are all ready is mixed (delayed: round t - 1), stepped and sent before the
     /// step ends; the same values as without, earlier.
     bool partition_ready = false;
+    /// Per-edge compression (edge_codec.hpp): each delta's compressor chosen from its edge's
+    /// measured throughput; needs per-edge replicas ("auto" then means per_edge).
+    std::vector<EdgeCodecTier> edge_compression;
 };
 
 /// Reads {"gamma": 0.5, "compressor": {...}, "resync_timeout": 5.0} (compressor.hpp); nullptr
@@ -108,6 +112,12 @@ class Choco final : public Protocol {
     /// Messages of channel c sent on edge (this peer, j) and applied from edge (j, this peer).
     std::uint64_t sent_on(int j, std::size_t c = 0) const;
     std::uint64_t applied_from(int j, std::size_t c = 0) const;
+    /// Deltas sent on edge (this peer, j) with each codec (edge_codec.hpp), by codec id.
+    std::vector<std::uint64_t> codecs_sent(int j) const;
+    /// With per-edge compression: one object per out-neighbour, {peer, out, codecs: {name:
+    /// deltas}} (names: "channel", "raw", then each tier's compressor); else null.
+    json::Json edge_metrics() const override;
+    bool acts_on_edge_speeds() const override { return codecs_.on(); }
     /// Re-sync requests sent, and full replicas sent in answer to others' requests.
     std::uint64_t resync_requests() const noexcept { return resync_requests_; }
     std::uint64_t resync_answers() const noexcept { return resync_answers_; }
@@ -139,7 +149,8 @@ class Choco final : public Protocol {
         std::int64_t last_round = -1;
     };
     struct OutEdge {
-        Slot slot;  // per-edge mode; in shared mode only the message count
+        Slot slot;                          // per-edge mode; in shared mode only the message count
+        std::vector<std::uint64_t> codecs;  // deltas sent by codec id (per-edge compression)
         std::deque<std::pair<std::uint64_t, Time>> recent;  // (seq, sent at) of recent sends
     };
     struct InEdge {
@@ -193,6 +204,7 @@ class Choco final : public Protocol {
 
     ChocoOptions options_;
     std::unique_ptr<optim::Compressor> compressor_;
+    EdgeCodecs codecs_;  // per-edge compression, off without tiers
     bool shared_ = true;
     bool waiting_ = false;
     std::int64_t t_ = 0;

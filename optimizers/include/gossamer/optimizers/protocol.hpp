@@ -24,6 +24,7 @@
 #include "gossamer/core/partition.hpp"
 #include "gossamer/core/state_io.hpp"
 #include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/optimizers/edge_speed.hpp"
 #include "gossamer/optimizers/multirate.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "gossamer/transport/message.hpp"
@@ -222,7 +223,9 @@ class Protocol {
     /// The step begun by the last start_step action is done: gradient() holds its gradient.
     void step_finished(Time now, double loss, Actions& out);
     void message_arrived(Time now, Message msg, Actions& out);
-    void send_completed(Time now, std::uint64_t id, bool ok, Actions& out);
+    /// `done_at` (<= now; < 0: now): when the transport reported the completion, if the
+    /// driver stamped it before delivering the event (the measured edges time it).
+    void send_completed(Time now, std::uint64_t id, bool ok, Actions& out, Time done_at = -1);
     void deadline_reached(Time now, std::uint64_t id, Actions& out);
     void peer_failed(Time now, int rank, Actions& out);
 
@@ -236,6 +239,21 @@ class Protocol {
     /// Per-edge metrics for the driver's output (staleness, shares, weights in use): a JSON
     /// array with one object per neighbour, or null when the protocol keeps none.
     virtual json::Json edge_metrics() const { return nullptr; }
+    /// edge_metrics() with each measured out-edge's throughput and latency merged in
+    /// (merge_edge_speeds): what drivers write as a peer's "edges".
+    json::Json edge_report() const { return merge_edge_speeds(edge_metrics(), speeds_); }
+    /// The out-edges measured from this peer's own send completions (edge_speed.hpp): every
+    /// send is timed from the event that queued it to its send_completed. Read-only for
+    /// protocols; drivers feed it by delivering completions.
+    const EdgeSpeeds& edge_speeds() const noexcept { return speeds_; }
+    /// True when the protocol's choices depend on edge_speeds() (link-aware async, per-edge
+    /// compression): real drivers then stamp completions within 2 ms of when they happen.
+    virtual bool acts_on_edge_speeds() const { return false; }
+    /// Drivers: send `id` was handed to the transport at `at`, later than the event that queued
+    /// it (the measured edges time it from then; EdgeSpeeds::handed_over).
+    void send_handed_over(std::uint64_t id, Time at) { speeds_.handed_over(id, at); }
+    /// Drivers, before start(): how the transport queues sends (EdgeSpeedOptions::one_queue).
+    void configure_edge_speeds(const EdgeSpeedOptions& options) { speeds_.configure(options); }
     /// Called by a driver before start() when it honours zero-copy: it sends Send::borrowed
     /// memory as the payload (and keeps it until send_completed), and asks receive_into() where
     /// a message's payload should land. Drivers that do neither (sim, the test harnesses)
@@ -347,6 +365,8 @@ class Protocol {
 
     PeerContext ctx_;
     ProtocolStats stats_;
+    EdgeSpeeds speeds_;
+    Time event_time_ = 0;  // the event being handled: when its sends were queued
     bool stepping_ = false;
     bool done_ = false;
     bool zero_copy_ = false;

@@ -22,6 +22,8 @@ class ShareOutbox {
   public:
     /// True when no share of this peer's is in flight to `to`.
     bool free(int to) const;
+    /// Shares of this peer's in flight, on all edges together.
+    std::size_t in_flight() const;
     /// The share with send id `id` (Send::id) left for `to`: the edge is busy until completed(id).
     void sent(int to, std::uint64_t id) { sent(to, std::span<const std::uint64_t>(&id, 1)); }
     /// A share cut into chunks (share_chunks.hpp) left for `to` as the sends `ids`: one share in

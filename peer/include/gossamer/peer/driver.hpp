@@ -110,7 +110,7 @@ struct DriverResult {
     double idle = 0;         ///< end_time - busy
     std::vector<StepRecord> step_log;
     proto::ProtocolStats stats;
-    json::Json edges;               ///< the protocol's edge_metrics() at the end
+    json::Json edges;               ///< the protocol's edge_report() at the end
     std::vector<int> failed_peers;  ///< peers this one was told had failed, in order
     bool failed = false;            ///< this peer stopped at DriverOptions::fail_at
 };
