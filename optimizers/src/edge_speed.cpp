@@ -143,7 +143,8 @@ json::Json merge_edge_speeds(json::Json edges, const EdgeSpeeds& speeds) {
         o["link_samples"] = e.large_samples + e.small_samples;
         o["link_bytes"] = e.bytes;
     };
-    for (const auto& [peer, e] : speeds.edges()) {
+    for (const auto& [rank, e] : speeds.edges()) {
+        const int peer = rank;  // clang does not capture a structured binding (C++20 allows it)
         auto it = std::find_if(edges.begin(), edges.end(), [&](const json::Json& o) {
             return o.is_object() && o.contains("peer") && o["peer"] == peer;
         });
