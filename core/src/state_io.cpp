@@ -87,19 +87,25 @@ std::uint64_t StateReader::count(const char* what, std::uint64_t most) {
 std::vector<float> StateReader::floats(const char* what) {
     const auto n = count(what, (bytes_.size() - pos_) / sizeof(float));
     std::vector<float> v(n);
-    std::memcpy(v.data(), take(n * sizeof(float), what), n * sizeof(float));
+    const auto* src = take(n * sizeof(float), what);
+    if (n > 0)
+        std::memcpy(v.data(), src, n * sizeof(float));  // an empty vector's data() may be null
     return v;
 }
 void StateReader::floats_into(const char* what, std::span<float> out) {
     const auto n = u64(what);
     if (n != out.size())
         fail(fmt::format("{} holds {} values where this job has {}", what, n, out.size()));
-    std::memcpy(out.data(), take(n * sizeof(float), what), n * sizeof(float));
+    const auto* src = take(n * sizeof(float), what);
+    if (n > 0)
+        std::memcpy(out.data(), src, n * sizeof(float));  // an empty vector's data() may be null
 }
 std::vector<double> StateReader::doubles(const char* what) {
     const auto n = count(what, (bytes_.size() - pos_) / sizeof(double));
     std::vector<double> v(n);
-    std::memcpy(v.data(), take(n * sizeof(double), what), n * sizeof(double));
+    const auto* src = take(n * sizeof(double), what);
+    if (n > 0)
+        std::memcpy(v.data(), src, n * sizeof(double));  // an empty vector's data() may be null
     return v;
 }
 std::string StateReader::string(const char* what) {
