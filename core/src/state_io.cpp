@@ -69,6 +69,12 @@ std::int64_t StateReader::i64(const char* what) {
     std::memcpy(&v, take(sizeof v, what), sizeof v);
     return v;
 }
+std::int64_t StateReader::counter(const char* what) {
+    const auto v = i64(what);
+    if (v < -1 || v > (std::int64_t{1} << 53))
+        fail(fmt::format("{} is {}, not a step or round count", what, v));
+    return v;
+}
 double StateReader::f64(const char* what) {
     double v;
     std::memcpy(&v, take(sizeof v, what), sizeof v);

@@ -16,8 +16,8 @@ void AllreduceProtocol::save_state(StateWriter& w) const {
 }
 
 void AllreduceProtocol::restore_state(StateReader& r) {
-    steps_finished_ = r.i64("allreduce steps");
-    round_ = r.i64("allreduce round");
+    steps_finished_ = r.counter("allreduce steps");
+    round_ = r.counter("allreduce round");
     edge_seq_ = r.u64("allreduce messages sent");
     if (steps_finished_ < 0 || round_ < 0 || round_ > steps_finished_)
         r.fail(

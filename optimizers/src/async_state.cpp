@@ -104,7 +104,7 @@ void AsyncGossip::save_state(StateWriter& w) const {
 }
 
 void AsyncGossip::restore_state(StateReader& r) {
-    t_ = r.i64("async steps");
+    t_ = r.counter("async steps");
     w_ = r.f64("async weight");
     if (!(w_ > 0) || !std::isfinite(w_)) r.fail(fmt::format("async weight {} is not > 0", w_));
     self_share_ = r.f64("async self share");
@@ -120,16 +120,16 @@ void AsyncGossip::restore_state(StateReader& r) {
         auto it = nbrs_.find(j);
         if (it == nbrs_.end()) r.fail(fmt::format("peer {} is not a neighbour in this graph", j));
         AsyncEdge& e = it->second.e;
-        e.pushes = r.i64("pushes");
-        e.last_push = r.i64("last push");
+        e.pushes = r.counter("pushes");
+        e.last_push = r.counter("last push");
         e.last_fraction = r.f64("last fraction");
         e.weight_sent = r.f64("weight sent");
-        e.shares = r.i64("shares");
+        e.shares = r.counter("shares");
         e.weight_received = r.f64("weight received");
-        e.absorbed = r.i64("shares absorbed");
+        e.absorbed = r.counter("shares absorbed");
         e.rate = r.f64("rate");
         e.reported_self = r.f64("reported self share");
-        e.reports = r.i64("reports");
+        e.reports = r.counter("reports");
     }
 }
 

@@ -12,22 +12,11 @@
 namespace gossamer::proto {
 
 bool Dpsgd::takes_partition_ready() const {
-    const auto* w = context().worker;
-    return options_.partition_ready && w->math() && w->partitions() && !w->device() &&
-           !w->multirate();
+    return options_.partition_ready && proto::takes_partition_ready(*context().worker);
 }
 
 void Dpsgd::check_ready_option() const {
-    if (!options_.partition_ready) return;
-    if (context().worker->multirate())
-        throw ConfigError("", "partition_ready",
-                          "multirate partitions gossip on their own round counters, which "
-                          "partition_ready does not follow",
-                          "drop partition_ready or the multirate section");
-    if (context().worker->device())
-        throw ConfigError("", "partition_ready",
-                          "a worker on a device steps the whole model at once",
-                          "drop partition_ready, or train on the host");
+    check_partition_ready_option(options_.partition_ready, *context().worker);
 }
 
 void Dpsgd::on_partition_ready(Time now, std::uint32_t, Actions& out) {

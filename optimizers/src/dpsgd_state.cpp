@@ -47,8 +47,8 @@ void Dpsgd::save_state(StateWriter& w) const {
 }
 
 void Dpsgd::restore_state(StateReader& r) {
-    t_ = r.i64("dpsgd round");
-    sent_ = r.i64("dpsgd rounds sent");
+    t_ = r.counter("dpsgd round");
+    sent_ = r.counter("dpsgd rounds sent");
     if (t_ < 0 || sent_ != t_)
         r.fail(fmt::format("dpsgd round {} with {} rounds sent is not a cut", t_, sent_));
     resync_requests_ = r.u64("dpsgd re-sync requests");
@@ -64,7 +64,7 @@ void Dpsgd::restore_state(StateReader& r) {
         return static_cast<int>(j);
     };
     for (Channel& c : channels_) {
-        c.round = r.i64("a channel's round");
+        c.round = r.counter("a channel's round");
         c.out.clear();
         c.in.clear();
         for (auto k = r.count("out-edges", static_cast<std::uint64_t>(n())); k > 0; --k) {

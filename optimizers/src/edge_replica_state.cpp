@@ -15,7 +15,7 @@ void ReplicaSender::save(StateWriter& w) const {
 
 void ReplicaSender::restore(StateReader& r) {
     next_seq_ = r.u64("an out-edge's sequence number");
-    last_round_ = r.i64("an out-edge's round");
+    last_round_ = r.counter("an out-edge's round");
     replica_ = r.floats("an out-edge's replica");
     if (!replica_.empty() && replica_.size() != size_)
         r.fail(fmt::format("an out-edge's replica holds {} values, the channel {}", replica_.size(),
@@ -34,7 +34,7 @@ void ReplicaReceiver::save(StateWriter& w) const {
 
 void ReplicaReceiver::restore(StateReader& r) {
     next_seq_ = r.u64("an in-edge's sequence number");
-    covered_ = r.i64("an in-edge's round");
+    covered_ = r.counter("an in-edge's round");
     gaps_ = r.u64("an in-edge's gaps");
     stale_ = r.u64("an in-edge's stale count");
     resyncs_ = r.u64("an in-edge's re-syncs");

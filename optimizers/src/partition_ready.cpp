@@ -94,4 +94,21 @@ std::span<float> Protocol::ready_params(std::size_t offset, std::size_t size) {
     return ctx_.worker->params().subspan(offset, size);
 }
 
+bool takes_partition_ready(const LocalWorker& w) {
+    return w.math() && w.partitions() && !w.device() && !w.multirate();
+}
+
+void check_partition_ready_option(bool wanted, const LocalWorker& w) {
+    if (!wanted) return;
+    if (w.multirate())
+        throw ConfigError("", "partition_ready",
+                          "multirate partitions gossip on their own round counters, which "
+                          "partition_ready does not follow",
+                          "drop partition_ready or the multirate section");
+    if (w.device())
+        throw ConfigError("", "partition_ready",
+                          "a worker on a device steps the whole model at once",
+                          "drop partition_ready, or train on the host");
+}
+
 }  // namespace gossamer::proto

@@ -57,7 +57,7 @@ void Protocol::restore(const std::string& label, std::string_view state) {
     r.tag("worker");
     ctx_.worker->restore_state(r);
     r.tag(name());
-    const std::int64_t step = r.i64("the cut's step");
+    const std::int64_t step = r.counter("the cut's step");
     if (step <= 0 || step >= ctx_.max_steps)
         r.fail(fmt::format("the cut at step {} is not inside this job's {} steps", step,
                            ctx_.max_steps));

@@ -73,8 +73,8 @@ void Sgp::save_state(StateWriter& w) const {
 }
 
 void Sgp::restore_state(StateReader& r) {
-    t_ = r.i64("sgp steps");
-    frontier_ = r.i64("sgp frontier");
+    t_ = r.counter("sgp steps");
+    frontier_ = r.counter("sgp frontier");
     w_ = r.f64("sgp weight");
     if (!(w_ > 0) || !std::isfinite(w_)) r.fail(fmt::format("sgp weight {} is not > 0", w_));
     if (frontier_ != t_ - 1)
@@ -93,16 +93,16 @@ void Sgp::restore_state(StateReader& r) {
     for (auto k = r.count("sgp senders", peers); k > 0; --k) {
         const int j = peer("a sender");
         Seen& s = seen_[j];
-        s.round = r.i64("a sender's round");
+        s.round = r.counter("a sender's round");
         s.mass = r.f64("a sender's mass");
     }
     for (auto k = r.count("sgp outbox rounds", peers); k > 0; --k) {
         const int j = peer("an outbox sender");
-        last_round_[j] = r.i64("an outbox round");
+        last_round_[j] = r.counter("an outbox round");
     }
     heard_.clear();
     for (auto k = r.count("sgp rounds heard", std::uint64_t{1} << 20); k > 0; --k) {
-        const auto round = r.i64("a round heard");
+        const auto round = r.counter("a round heard");
         heard_.emplace_back(round, peer("a sender heard"));
     }
 }

@@ -19,7 +19,7 @@ void LocalOptimizer::restore(StateReader& r) {
     if (kind != to_string(config_.kind))
         r.fail(fmt::format("the optimizer is {} in the checkpoint and {} in this job", kind,
                            to_string(config_.kind)));
-    const auto steps = r.i64("optimizer steps");
+    const auto steps = r.counter("optimizer steps");
     if (steps < 0) r.fail(fmt::format("optimizer steps {} is negative", steps));
     for (auto* b : buffers()) r.floats_into("an optimizer buffer", *b);
     steps_ = steps;

@@ -40,6 +40,9 @@ class StateReader {
     std::uint32_t u32(const char* what);
     std::uint64_t u64(const char* what);
     std::int64_t i64(const char* what);
+    /// A step or round counter: fails unless -1 <= v <= 2^53 (a counter that arithmetic on it,
+    /// such as t - 1 or the next cut, cannot overflow).
+    std::int64_t counter(const char* what);
     double f64(const char* what);
     bool boolean(const char* what);
     /// A count read from the state, refused past `most` (so a corrupt count allocates nothing).

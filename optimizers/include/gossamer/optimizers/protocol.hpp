@@ -379,6 +379,13 @@ class Protocol {
     std::optional<Snapshot> snapshot_;
 };
 
+/// Whether worker `w` can take partition-ready events: math on the host, with partitions and no
+/// multirate (what dpsgd's and choco's `"partition_ready": true` needs).
+bool takes_partition_ready(const LocalWorker& w);
+/// Refuses `"partition_ready": true` (wanted) on a worker that cannot take it, with the option
+/// named and the fix: ConfigError for multirate or a device worker.
+void check_partition_ready_option(bool wanted, const LocalWorker& w);
+
 /// Builds protocol `name` ("allreduce", "dpsgd", "sgp", ...) with its options (a JSON object,
 /// or nullptr for the defaults). Throws ConfigError naming the option's path.
 std::unique_ptr<Protocol> make_protocol(std::string_view name, const json::Node* options,
