@@ -322,7 +322,16 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
         } else if (st.signal == 0 && st.code == peer::kNoResult && !stopped[r]) {
             ++row.failed;  // the job lost it (a majority carried on, or nobody writes a result)
             rec["lost"] = "cut off";
-            const auto last = last_lines(log, 1);
+            // Its own last line ("[rank R] ..."), not a bootstrap warning its other thread
+            // wrote after it (rank 0 closing the connection to a peer it expelled).
+            auto last = last_lines(log, 8);
+            const auto own = std::find_if(last.rbegin(), last.rend(), [r](const std::string& l) {
+                return l.rfind(fmt::format("[rank {}] ", r), 0) == 0;
+            });
+            if (own != last.rend())
+                last = {*own};
+            else if (!last.empty())
+                last = {last.back()};
             std::cerr << fmt::format("{}: peer {} was cut off from the job ({}): {}; lost peer\n",
                                      algo, r, describe(st),
                                      last.empty() ? std::string("its log is empty") : last.back());
