@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/model_file.hpp"
 #include "gossamer/core/state_io.hpp"
 
 namespace gossamer {
@@ -27,10 +28,6 @@ std::uint32_t crc32_of(const char* data, std::size_t n) {
         n -= chunk;
     }
     return static_cast<std::uint32_t>(crc);
-}
-
-[[noreturn]] void io_error(const std::string& path, const char* what) {
-    throw Error(fmt::format("{}: cannot {} checkpoint: {}", path, what, std::strerror(errno)));
 }
 
 }  // namespace
@@ -62,30 +59,7 @@ void save_checkpoint_file(const std::string& path, const CheckpointHeader& h,
     const auto* c = reinterpret_cast<const char*>(&crc);
     bytes.insert(bytes.end(), c, c + sizeof crc);
 
-    const std::string tmp = path + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) io_error(path, "create");
-    const char* p = bytes.data();
-    std::size_t left = bytes.size();
-    while (left > 0) {
-        const ssize_t n = ::write(fd, p, left);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            io_error(path, "write");
-        }
-        p += n;
-        left -= static_cast<std::size_t>(n);
-    }
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
-        ::unlink(tmp.c_str());
-        io_error(path, "flush");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        ::unlink(tmp.c_str());
-        io_error(path, "rename");
-    }
+    write_file_atomically(path, std::string_view(bytes.data(), bytes.size()), "checkpoint");
 }
 
 CheckpointFile load_checkpoint_file(const std::string& path) {

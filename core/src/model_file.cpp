@@ -82,11 +82,39 @@ std::uint32_t crc32_of(const char* data, std::size_t n) {
     return static_cast<std::uint32_t>(crc);
 }
 
-[[noreturn]] void io_error(const std::string& path, const char* what) {
-    throw Error(fmt::format("{}: cannot {} model file: {}", path, what, std::strerror(errno)));
-}
-
 }  // namespace
+
+void write_file_atomically(const std::string& path, std::string_view bytes, const char* what) {
+    const auto fail = [&](const char* step) {
+        throw Error(fmt::format("{}: cannot {} {}: {}", path, step, what, std::strerror(errno)));
+    };
+    const std::string tmp = path + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) fail("create");
+    const char* p = bytes.data();
+    std::size_t left = bytes.size();
+    while (left > 0) {
+        const ssize_t n = ::write(fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const int e = errno;
+            ::close(fd);
+            ::unlink(tmp.c_str());
+            errno = e;
+            fail("write");
+        }
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+        ::unlink(tmp.c_str());
+        fail("flush");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        ::unlink(tmp.c_str());
+        fail("rename");
+    }
+}
 
 void save_model_file(const std::string& path, std::string_view model, std::int64_t step,
                      const PartitionLayout& layout, std::span<const float> params) {
@@ -108,30 +136,7 @@ void save_model_file(const std::string& path, std::string_view model, std::int64
     w.put_bytes(params.data(), params.size_bytes());
     w.put(crc32_of(w.bytes().data(), w.bytes().size()));
 
-    const std::string tmp = path + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) io_error(path, "create");
-    const char* p = w.bytes().data();
-    std::size_t left = w.bytes().size();
-    while (left > 0) {
-        const ssize_t n = ::write(fd, p, left);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            io_error(path, "write");
-        }
-        p += n;
-        left -= static_cast<std::size_t>(n);
-    }
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
-        ::unlink(tmp.c_str());
-        io_error(path, "flush");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        ::unlink(tmp.c_str());
-        io_error(path, "rename");
-    }
+    write_file_atomically(path, std::string_view(w.bytes().data(), w.bytes().size()), "model file");
 }
 
 ModelFile load_model_file(const std::string& path) {

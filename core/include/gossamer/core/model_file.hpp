@@ -27,6 +27,11 @@ struct ModelFile {
 
 /// Writes the file atomically. Throws Error naming the path when it cannot be written (the
 /// target is then unchanged) or when `params.size()` differs from the layout's total.
+/// Writes `bytes` to path + ".tmp", fsyncs it and renames it over `path`, so a reader (or a
+/// crash) never sees a torn file. Throws Error "PATH: cannot create|write|flush|rename WHAT:
+/// reason" (`what`: "model file", "checkpoint"), with the temporary file removed.
+void write_file_atomically(const std::string& path, std::string_view bytes, const char* what);
+
 void save_model_file(const std::string& path, std::string_view model, std::int64_t step,
                      const PartitionLayout& layout, std::span<const float> params);
 
