@@ -257,7 +257,10 @@ TEST_SUITE("lab") {
             const auto& p = *peers[static_cast<std::size_t>(r)];
             CHECK(peers[static_cast<std::size_t>(r)]->wait(60s) == 0);
             CAPTURE(p.log());
-            CHECK(p.log().find("lost peers: 1 (rank " + std::to_string(lost)) != std::string::npos);
+            // "lost peers: R (rank R (address) declared lost: ...)": the list, then the cause.
+            const auto r_lost = std::to_string(lost);
+            CHECK(p.log().find("lost peers: " + r_lost + " (rank " + r_lost + " (") !=
+                  std::string::npos);
         }
         // The expelled end writes nothing and says why (peer.md, membership).
         CHECK(peers[static_cast<std::size_t>(lost)]->wait(60s) == 4);
