@@ -141,9 +141,9 @@ void paused_past_its_loss(const std::string& algo) {
     const auto said = log.find("[rank 2] this peer was paused for ");
     REQUIRE(said != std::string::npos);
     // Rank 0's expelled notice was waiting in its socket when it resumed.
-    CHECK(
-        log.find("heartbeat timeout to declare it lost); rank 0 declared this peer lost (rank 2 (",
-                 said) != std::string::npos);
+    CHECK(log.find("heartbeat timeout to declare it lost); the job's coordinator declared this "
+                   "peer lost (rank 2 (",
+                   said) != std::string::npos);
     CHECK(log.find("the job carried on without it: exiting without a result", said) !=
           std::string::npos);
     CHECK(log.find("average of ranks") == std::string::npos);

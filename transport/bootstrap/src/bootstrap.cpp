@@ -61,6 +61,8 @@ Bootstrap::Impl::Impl(Options options) : opt(std::move(options)) {
     joined.assign(static_cast<std::size_t>(n), false);
     gone.assign(static_cast<std::size_t>(n), false);
     refusals.resize(static_cast<std::size_t>(n));
+    awaited.resize(static_cast<std::size_t>(n));
+    expel_later.resize(static_cast<std::size_t>(n));
     if (opt.warn_interval <= Millis(0)) opt.warn_interval = Millis(10000);
 }
 
@@ -141,6 +143,8 @@ void Bootstrap::Impl::shutdown() {
         m->send(wire::frame(wire::Kind::bye));
         m->close_after_flush();
     }
+    for (auto& e : expel_later)
+        if (e) e->conn->close();
 }
 
 void Bootstrap::Impl::crash() {
@@ -150,6 +154,8 @@ void Bootstrap::Impl::crash() {
     heartbeat_timer.cancel();
     for (auto& m : members)
         if (m) m->close();
+    for (auto& e : expel_later)
+        if (e) e->conn->close();
 }
 
 Bootstrap::Bootstrap(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {

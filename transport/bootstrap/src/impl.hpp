@@ -39,8 +39,12 @@ struct Bootstrap::Impl {
     View view;                                 // the last installed
     std::optional<std::string> expelled_line;  // rank 0 declared this peer lost
     std::uint64_t view_answers = 0;            // view_install frames received
-    bool root_lost = false;                    // others: rank 0 is gone
-    ClockOffset clock;                         // others: set before finish() releases the caller
+    bool root_lost = false;  // others: no coordinator connected (lost, the next not reached yet)
+    /// The job's coordinator (docs/bootstrap.md, "Succession"): rank 0 until it is lost, then
+    /// the lowest rank of the installed view this peer has not lost. Written on the bootstrap
+    /// thread under mu.
+    int coord = 0;
+    ClockOffset clock;  // others: set before finish() releases the caller
 
     // Bootstrap thread.
     std::vector<std::shared_ptr<Connection>> members;  // rank 0: by rank; others: [0] only
@@ -60,6 +64,17 @@ struct Bootstrap::Impl {
     bool quiet_proposal = true;         // rank 0: `proposal` removes only peers that left
     std::vector<std::string> refusals;  // rank 0: why each rank's last handshake was refused
     std::deque<std::weak_ptr<Connection>> pending;  // accepted, no handshake yet (oldest first)
+    // Succession (succession.cpp).
+    bool coord_left = false;  // the coordinator this peer lost said goodbye (a job ending?)
+    std::vector<Clock::time_point> awaited;  // new coordinator: not followed by then is lost
+    struct Expel {
+        std::shared_ptr<Connection> conn;
+        std::string line;
+    };
+    // Coordinator: peers it lost, told so only once a view without them is installed (an
+    // isolated coordinator, whose views never install, expels nobody).
+    std::vector<std::optional<Expel>> expel_later;
+    std::vector<std::pair<int, std::string>> held_reports;  // made while no coordinator answered
     // The listener's warnings: kWarningsShown per window, the rest counted and summed up.
     static constexpr int kWarningsShown = 3;
     int warnings_shown = 0;
@@ -69,6 +84,8 @@ struct Bootstrap::Impl {
     asio::steady_timer warn_timer{io};
 
     explicit Impl(Options options);
+
+    bool is_coord() const { return coord == opt.rank; }
 
     /// "rank 3 (127.0.0.1:29503)"
     std::string name(int rank) const;
@@ -99,6 +116,9 @@ struct Bootstrap::Impl {
     void give_up_join();
     asio::awaitable<void> join_root(Blob address);
     asio::awaitable<std::shared_ptr<Connection>> connect_root(Clock::time_point deadline);
+    /// One attempt to reach `where` by `deadline`: the connection, or null and why.
+    asio::awaitable<std::pair<std::shared_ptr<Connection>, std::string>> connect_once(
+        const Endpoint& where, Clock::time_point deadline);
     /// Estimates `clock` from the round trips join_root made (a warning if it cannot).
     void set_clock(const std::vector<ClockSample>& samples);
 
@@ -119,6 +139,14 @@ struct Bootstrap::Impl {
     void send_view(int rank, wire::Kind kind, const View& v);
     void on_view_frame(const Frame& f);  // others: propose, install, expelled
     void answer_query(int rank);         // rank 0
+
+    // succession.cpp: the next coordinator when the one a peer follows is lost.
+    void succeed();    // the lowest live rank of the view: follow it, or take over
+    void take_over();  // this peer becomes the coordinator
+    asio::awaitable<void> follow(int rank, Clock::time_point deadline);
+    asio::awaitable<void> serve_rejoin(std::shared_ptr<Connection> conn, wire::Hello hello);
+    void expel_excluded(const View& installed);  // coordinator, at an install
+    void refuse_rejoin(Connection& conn, Reason reason, std::string text);
 
     // suspect.cpp: failures only a transport saw.
     void report_failure(int rank, const std::string& why);

@@ -136,7 +136,7 @@ asio::awaitable<void> Bootstrap::Impl::serve(std::shared_ptr<Connection> conn) {
                             f.header.version, opt.rank, wire::kVersion)});
         co_return;
     }
-    if (f.header.kind != wire::Kind::hello) {
+    if (f.header.kind != wire::Kind::hello && f.header.kind != wire::Kind::rejoin) {
         refuse_garbage(*conn, fmt::format("sent a frame of kind {} before its handshake",
                                           static_cast<int>(f.header.kind)));
         co_return;
@@ -146,6 +146,10 @@ asio::awaitable<void> Bootstrap::Impl::serve(std::shared_ptr<Connection> conn) {
         hello = wire::decode_hello(f.body);
     } catch (const wire::Malformed& e) {
         refuse_garbage(*conn, std::string("a malformed handshake: ") + e.what());
+        co_return;
+    }
+    if (f.header.kind == wire::Kind::rejoin) {
+        co_await serve_rejoin(conn, std::move(hello));
         co_return;
     }
     int r = static_cast<int>(hello.rank);
@@ -253,47 +257,51 @@ void Bootstrap::Impl::give_up_join() {
     fail(BootstrapError(Reason::missing_peers, std::move(missing), name(0) + ": " + text));
 }
 
+asio::awaitable<std::pair<std::shared_ptr<Connection>, std::string>> Bootstrap::Impl::connect_once(
+    const Endpoint& where, Clock::time_point deadline) {
+    tcp::resolver resolver(io);
+    boost::system::error_code ec;
+    auto found = co_await resolver.async_resolve(where.host, std::to_string(where.port),
+                                                 asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return std::pair{nullptr, ec.message()};
+    // The timer closes the socket at the limit; `done` stops a late timer handler.
+    auto socket = std::make_shared<tcp::socket>(io);
+    auto done = std::make_shared<bool>(false);
+    asio::steady_timer limit(io);
+    limit.expires_at(std::min(deadline, Clock::now() + opt.io_timeout));
+    limit.async_wait([socket, done](boost::system::error_code e) {
+        boost::system::error_code ignored;
+        if (!e && !*done) socket->close(ignored);
+    });
+    co_await asio::async_connect(*socket, found, asio::redirect_error(asio::use_awaitable, ec));
+    *done = true;
+    limit.cancel();
+    // Linux can connect a socket to itself when nobody listens on a local port of the
+    // ephemeral range; that is not the peer.
+    boost::system::error_code e1, e2;
+    if (!ec && socket->is_open() && socket->local_endpoint(e1) == socket->remote_endpoint(e2)) {
+        socket->close(e1);
+        ec = asio::error::connection_refused;
+    }
+    if (!ec && socket->is_open())
+        co_return std::pair{std::make_shared<Connection>(std::move(*socket)), std::string()};
+    if (!ec) ec = asio::error::timed_out;
+    co_return std::pair{nullptr, ec.message()};
+}
+
 asio::awaitable<std::shared_ptr<Connection>> Bootstrap::Impl::connect_root(
     Clock::time_point deadline) {
-    const Endpoint& root = opt.peers[0];
     int attempts = 0;
     std::string last_error = "no attempt";
-    tcp::resolver resolver(io);
     for (;;) {
         ++attempts;
-        boost::system::error_code ec;
-        auto found = co_await resolver.async_resolve(root.host, std::to_string(root.port),
-                                                     asio::redirect_error(asio::use_awaitable, ec));
-        if (!ec) {
-            // The timer closes the socket at the limit; `done` stops a late timer handler.
-            auto socket = std::make_shared<tcp::socket>(io);
-            auto done = std::make_shared<bool>(false);
-            asio::steady_timer limit(io);
-            limit.expires_at(std::min(deadline, Clock::now() + opt.io_timeout));
-            limit.async_wait([socket, done](boost::system::error_code e) {
-                boost::system::error_code ignored;
-                if (!e && !*done) socket->close(ignored);
-            });
-            co_await asio::async_connect(*socket, found,
-                                         asio::redirect_error(asio::use_awaitable, ec));
-            *done = true;
-            limit.cancel();
-            // Linux can connect a socket to itself when nobody listens on a local port of
-            // the ephemeral range; that is not rank 0.
-            boost::system::error_code e1, e2;
-            if (!ec && socket->is_open() &&
-                socket->local_endpoint(e1) == socket->remote_endpoint(e2)) {
-                socket->close(e1);
-                ec = asio::error::connection_refused;
-            }
-            if (!ec && socket->is_open())
-                co_return std::make_shared<Connection>(std::move(*socket));
-            if (!ec) ec = asio::error::timed_out;
-        }
-        last_error = ec.message();
+        auto [conn, error] = co_await connect_once(opt.peers[0], deadline);
+        if (conn) co_return conn;
+        last_error = error;
         if (stopping) co_return nullptr;
         if (Clock::now() + opt.retry_interval >= deadline) break;
         asio::steady_timer pause(io, opt.retry_interval);
+        boost::system::error_code ec;
         co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
     fail(BootstrapError(

@@ -21,7 +21,8 @@ inline constexpr std::uint8_t kMagic[4] = {'G', 'S', 'B', 'T'};
 // 4: the hello carries the sender's listen address, the table every peer's (count-only jobs).
 // 5: clock queries and replies after the welcome (clock offsets between hosts), and the suspect
 //    report (a failure only a transport saw).
-inline constexpr std::uint16_t kVersion = 5;
+// 6: rejoin (a member follows the next coordinator after losing the one it had: succession).
+inline constexpr std::uint16_t kVersion = 6;
 inline constexpr std::size_t kHeaderBytes = 12;
 inline constexpr std::uint32_t kMaxBody = 64u << 20;  // a table of many peers' blobs
 inline constexpr std::uint32_t kMaxBlob = 1u << 20;   // one address blob
@@ -57,8 +58,12 @@ enum class Kind : std::uint8_t {
     // A failure only a peer's transport saw (a send timeout on a cut edge): code = the rank it
     // failed, text = why. Rank 0 turns it into a loss (docs/bootstrap.md, "Transport failures").
     suspect = 16,  // member -> rank 0
+    // A member that lost its coordinator, to the lowest live rank of its view (a Hello without
+    // blob or settings: rank, job, peer list, token). Answered by welcome, or by a refuse whose
+    // code is Reason::not_coordinator (it still follows another) or not_member.
+    rejoin = 17,
 };
-inline constexpr Kind kLastKind = Kind::suspect;
+inline constexpr Kind kLastKind = Kind::rejoin;
 
 /// Bytes that are not this protocol; what() says what was wrong.
 class Malformed : public std::runtime_error {
