@@ -183,10 +183,15 @@ Bootstrap::~Bootstrap() {
 }
 
 std::vector<Blob> Bootstrap::rendezvous(std::span<const std::byte> address) {
-    Impl& s = *impl_;
+    return impl_->enter(address, false);
+}
+
+std::vector<Blob> Bootstrap::Impl::enter(std::span<const std::byte> address, bool joining) {
+    Impl& s = *this;
     {
         std::lock_guard lock(s.mu);
-        if (s.rendezvous_called) throw std::logic_error("Bootstrap::rendezvous called twice");
+        if (s.rendezvous_called)
+            throw std::logic_error("Bootstrap::rendezvous or join called twice");
         s.rendezvous_called = true;
     }
     Blob blob(address.begin(), address.end());
@@ -195,7 +200,9 @@ std::vector<Blob> Bootstrap::rendezvous(std::span<const std::byte> address) {
                              fmt::format("rank {}: an address blob of {} bytes exceeds the limit "
                                          "of {} bytes",
                                          s.opt.rank, blob.size(), wire::kMaxBlob));
-    if (s.opt.rank == 0)
+    if (joining)
+        spawn(s.io, s.join_running(std::move(blob)), "joining the running job");
+    else if (s.opt.rank == 0)
         asio::post(s.io,
                    [&s, blob = std::move(blob)]() mutable { s.start_as_root(std::move(blob)); });
     else

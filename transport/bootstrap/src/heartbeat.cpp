@@ -144,6 +144,12 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
                     }
                 }
                 break;
+            case wire::Kind::table:
+                if (!is_coord() && started) on_table_update(f);
+                break;
+            case wire::Kind::peer_joined:
+                if (!is_coord()) on_peer_joined(f);
+                break;
             case wire::Kind::view_propose:
             case wire::Kind::view_install:
             case wire::Kind::expelled:

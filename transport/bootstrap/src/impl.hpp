@@ -75,6 +75,10 @@ struct Bootstrap::Impl {
     // isolated coordinator, whose views never install, expels nobody).
     std::vector<std::optional<Expel>> expel_later;
     std::vector<std::pair<int, std::string>> held_reports;  // made while no coordinator answered
+    // Joins (join.cpp).
+    std::vector<int> admitted;  // coordinator: joined, not yet in an installed view
+    std::vector<int> joins;     // ranks that joined the running job, in order (under mu)
+    std::function<void(int, const Blob&)> on_joined;  // under mu
     // The listener's warnings: kWarningsShown per window, the rest counted and summed up.
     static constexpr int kWarningsShown = 3;
     int warnings_shown = 0;
@@ -109,7 +113,8 @@ struct Bootstrap::Impl {
 
     // rendezvous.cpp
     asio::awaitable<void> serve(std::shared_ptr<Connection> conn);
-    std::optional<wire::Notice> check(const wire::Hello& hello) const;
+    /// joining: a join to the running job (join.cpp), not a hello before the barrier.
+    std::optional<wire::Notice> check(const wire::Hello& hello, bool joining = false) const;
     void refuse(Connection& conn, int rank, wire::Notice notice);
     void start_as_root(Blob address);
     void maybe_release();
@@ -147,6 +152,16 @@ struct Bootstrap::Impl {
     asio::awaitable<void> serve_rejoin(std::shared_ptr<Connection> conn, wire::Hello hello);
     void expel_excluded(const View& installed);  // coordinator, at an install
     void refuse_rejoin(Connection& conn, Reason reason, std::string text);
+
+    // join.cpp: a peer entering the running job (Bootstrap::join).
+    asio::awaitable<void> serve_join(std::shared_ptr<Connection> conn, wire::Hello hello);
+    asio::awaitable<void> join_running(Blob address);
+    void announce_joins(const View& installed);  // coordinator, at an install
+    void on_table_update(const Frame& f);        // followers, after the barrier
+    void on_peer_joined(const Frame& f);         // followers
+    void joined_callback(int rank);
+    /// rendezvous() (joining false) or join(): starts the bootstrap thread's part, waits.
+    std::vector<Blob> enter(std::span<const std::byte> address, bool joining);
 
     // suspect.cpp: failures only a transport saw.
     void report_failure(int rank, const std::string& why);

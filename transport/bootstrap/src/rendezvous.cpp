@@ -45,7 +45,7 @@ void Bootstrap::Impl::refuse(Connection& conn, int rank, wire::Notice notice) {
     conn.close_after_flush();
 }
 
-std::optional<wire::Notice> Bootstrap::Impl::check(const wire::Hello& h) const {
+std::optional<wire::Notice> Bootstrap::Impl::check(const wire::Hello& h, bool joining) const {
     auto no = [](Reason r, std::string text) {
         return wire::Notice{static_cast<std::uint32_t>(r), {}, std::move(text)};
     };
@@ -95,10 +95,19 @@ std::optional<wire::Notice> Bootstrap::Impl::check(const wire::Hello& h) const {
     if (auto m = compare_settings(h.settings, opt.settings))
         return no(Reason::setting_mismatch, mismatch_text(*m, r, opt.rank));
     auto& current = members[static_cast<std::size_t>(r)];
+    if (joining) {
+        if (view.contains(r) && !gone[static_cast<std::size_t>(r)])
+            return no(Reason::duplicate_rank,
+                      fmt::format("rank {} is still a member of the running job (view {}); "
+                                  "join with a rank that left or was lost, or stop the other "
+                                  "process first",
+                                  h.rank, view.number));
+        return std::nullopt;
+    }
     if (started)
         return no(Reason::late_join,
-                  fmt::format("rank {} tried to join after the start-up barrier; restart the job "
-                              "to add a peer",
+                  fmt::format("rank {} tried to join after the start-up barrier; start it with "
+                              "--join to enter the running job",
                               h.rank));
     if (joined[static_cast<std::size_t>(r)] && current && current->is_open())
         return no(Reason::duplicate_rank,
@@ -136,7 +145,8 @@ asio::awaitable<void> Bootstrap::Impl::serve(std::shared_ptr<Connection> conn) {
                             f.header.version, opt.rank, wire::kVersion)});
         co_return;
     }
-    if (f.header.kind != wire::Kind::hello && f.header.kind != wire::Kind::rejoin) {
+    if (f.header.kind != wire::Kind::hello && f.header.kind != wire::Kind::rejoin &&
+        f.header.kind != wire::Kind::join) {
         refuse_garbage(*conn, fmt::format("sent a frame of kind {} before its handshake",
                                           static_cast<int>(f.header.kind)));
         co_return;
@@ -150,6 +160,10 @@ asio::awaitable<void> Bootstrap::Impl::serve(std::shared_ptr<Connection> conn) {
     }
     if (f.header.kind == wire::Kind::rejoin) {
         co_await serve_rejoin(conn, std::move(hello));
+        co_return;
+    }
+    if (f.header.kind == wire::Kind::join) {
+        co_await serve_join(conn, std::move(hello));
         co_return;
     }
     int r = static_cast<int>(hello.rank);

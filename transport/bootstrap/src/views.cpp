@@ -52,6 +52,11 @@ void Bootstrap::Impl::propose_view(bool quiet) {
         next.number = std::max(view.number, proposal ? proposal->number : 0) + 1;
     }
     std::erase_if(next.members, [&](int r) { return gone[static_cast<std::size_t>(r)]; });
+    for (int r : admitted)
+        if (!gone[static_cast<std::size_t>(r)] && !next.contains(r)) {
+            next.members.push_back(r);
+            std::sort(next.members.begin(), next.members.end());
+        }
     proposal = next;
     // Goodbyes at the end of a job shrink the view too, without a line each.
     quiet_proposal = quiet && (!pending || quiet_proposal);
@@ -79,10 +84,16 @@ void Bootstrap::Impl::check_view() {
         std::lock_guard lock(mu);
         needed = view.members.size() / 2 + 1;
     }
-    for (int r : proposal->members) acked += acks[static_cast<std::size_t>(r)] ? 1 : 0;
+    {
+        // Only members of the installed view vote; a rank joining votes from the next one on.
+        std::lock_guard lock(mu);
+        for (int r : proposal->members)
+            acked += acks[static_cast<std::size_t>(r)] && view.contains(r) ? 1 : 0;
+    }
     if (acked < needed) return;
     View installed = *proposal;
     proposal.reset();
+    announce_joins(installed);
     {
         std::lock_guard lock(mu);
         view = installed;

@@ -21,7 +21,8 @@ inline constexpr std::uint8_t kMagic[4] = {'G', 'S', 'B', 'T'};
 // 4: the hello carries the sender's listen address, the table every peer's (count-only jobs).
 // 5: clock queries and replies after the welcome (clock offsets between hosts), and the suspect
 //    report (a failure only a transport saw).
-// 6: rejoin (a member follows the next coordinator after losing the one it had: succession).
+// 6: rejoin (a member follows the next coordinator after losing the one it had: succession),
+//    join and peer_joined (a peer enters the running job).
 inline constexpr std::uint16_t kVersion = 6;
 inline constexpr std::size_t kHeaderBytes = 12;
 inline constexpr std::uint32_t kMaxBody = 64u << 20;  // a table of many peers' blobs
@@ -62,8 +63,14 @@ enum class Kind : std::uint8_t {
     // blob or settings: rank, job, peer list, token). Answered by welcome, or by a refuse whose
     // code is Reason::not_coordinator (it still follows another) or not_member.
     rejoin = 17,
+    // A peer entering the running job (Bootstrap::join): a full Hello. Answered by welcome and
+    // the table, then the view that holds it; or refuse (not_coordinator: try another rank).
+    join = 18,
+    // Coordinator -> members, when a view that adds a joined rank is installed: code = its
+    // rank, text = the line. Right before it, a `table` frame with every current blob.
+    peer_joined = 19,
 };
-inline constexpr Kind kLastKind = Kind::rejoin;
+inline constexpr Kind kLastKind = Kind::peer_joined;
 
 /// Bytes that are not this protocol; what() says what was wrong.
 class Malformed : public std::runtime_error {

@@ -131,6 +131,22 @@ class Bootstrap {
     /// Call once.
     std::vector<Blob> rendezvous(std::span<const std::byte> address);
 
+    /// Enters a job that is already running, instead of rendezvous() (docs/bootstrap.md,
+    /// "Joining a running job"): asks rank 0, then every other rank whose address it knows, for
+    /// the job's coordinator, which checks this peer like a hello (job, token, peer list, model,
+    /// layout, settings) and admits it if its rank is not a live member. Returns every peer's
+    /// blob once a view that holds this peer is installed; ranks outside that view count as
+    /// lost (lost_peers()). Throws BootstrapError: refused (the line names the field), or
+    /// unreachable ("no running job to join ...") after join_timeout. Call once, instead of
+    /// rendezvous().
+    std::vector<Blob> join(std::span<const std::byte> address);
+    /// Called on the bootstrap thread for every peer that joins the running job, with its new
+    /// blob, once a view that holds it is installed (thread-safe to set; set it before
+    /// rendezvous()). Must return quickly and not call back into this object.
+    void on_peer_joined(std::function<void(int rank, const Blob& blob)> callback);
+    /// The ranks that joined the running job so far, in order (thread-safe).
+    std::vector<int> joined_peers() const;
+
     /// Called on the bootstrap thread for every peer that leaves after the rendezvous (rank 0
     /// sees every peer; the others see rank 0 and what rank 0 forwards). Must return quickly and
     /// not call back into this object. Set it before rendezvous().
