@@ -69,6 +69,7 @@ class Ucx final : public UcxTransport {
     std::string_view backend() const noexcept override { return "ucx"; }
     std::vector<std::byte> address() const override { return address_; }
     void connect(const std::map<int, std::vector<std::byte>>& addresses) override;
+    void readmit(int peer, const std::vector<std::byte>& blob) override;
     bool blocking() const noexcept override { return blocking_; }
     UcxMemoryTypes memory_types() const override;  // ucx_memory.cpp
 

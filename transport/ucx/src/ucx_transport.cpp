@@ -131,6 +131,16 @@ void Ucx::connect(const std::map<int, std::vector<std::byte>>& addresses) {
     }
 }
 
+void Ucx::readmit(int peer, const std::vector<std::byte>& blob) {
+    assert(std::this_thread::get_id() == owner_);
+    if (peer < 0 || peer >= size() || peer == rank())
+        throw TransportError(fmt::format("ucx: rank {}: cannot readmit peer {}", rank(), peer));
+    // The old endpoint's sends were completed when the peer failed; connect() closes it.
+    connect({{peer, blob}});
+    clear_failed(peer);
+    log::debug("transport ucx: rank {}: peer {} readmitted with a new address", rank(), peer);
+}
+
 Ucx::~Ucx() {
     log::debug("transport ucx: rank {}: {} messages received, {} receive buffers allocated", rank(),
                counters_.messages_received, buffers_allocated_);
