@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "cluster_churn.hpp"
 #include "gossamer/core/error.hpp"
 
 namespace gossamer {
@@ -136,8 +137,9 @@ std::vector<SlowPeriod> parse_slow(const Node& list) {
 }
 
 // The per-peer keys a defaults block or a peer override may set.
-constexpr std::array<std::string_view, 7> kPeerFields = {"base_time", "factor",   "jitter", "slow",
-                                                         "uplink",    "downlink", "fail_at"};
+constexpr std::array<std::string_view, 10> kPeerFields = {
+    "base_time", "factor",  "jitter",  "slow",     "uplink",
+    "downlink",  "fail_at", "join_at", "leave_at", "rejoin_at"};
 
 // The values one block sets; unset ones leave the peer as it is.
 struct Patch {
@@ -146,7 +148,7 @@ struct Patch {
     std::optional<Jitter> jitter;
     std::optional<std::vector<SlowPeriod>> slow;
     std::optional<double> uplink, downlink;
-    std::optional<Time> fail_at;
+    std::optional<Time> fail_at, join_at, leave_at, rejoin_at;
 
     void apply(PeerSpec& p) const {
         if (base_time) p.base_time = *base_time;
@@ -156,6 +158,9 @@ struct Patch {
         if (uplink) p.uplink = *uplink;
         if (downlink) p.downlink = *downlink;
         if (fail_at) p.fail_at = *fail_at;
+        if (join_at) p.join_at = *join_at;
+        if (leave_at) p.leave_at = *leave_at;
+        if (rejoin_at) p.rejoin_at = *rejoin_at;
     }
 };
 
@@ -175,6 +180,18 @@ Patch parse_patch(const Node& obj) {
         out.fail_at = read_non_negative(*v, "fail_at", kMaxTimePoint, " seconds",
                                         "give the virtual time in seconds at which the peer stops, "
                                         "or drop \"fail_at\" for a peer that never fails");
+    if (auto v = obj.find("join_at"))
+        out.join_at = read_non_negative(*v, "join_at", kMaxTimePoint, " seconds",
+                                        "give the virtual time in seconds at which the peer enters "
+                                        "the running job, or drop \"join_at\" (0: from the start)");
+    if (auto v = obj.find("leave_at"))
+        out.leave_at = read_non_negative(*v, "leave_at", kMaxTimePoint, " seconds",
+                                         "give the virtual time in seconds at which the peer "
+                                         "leaves gracefully, or drop \"leave_at\"");
+    if (auto v = obj.find("rejoin_at"))
+        out.rejoin_at = read_non_negative(*v, "rejoin_at", kMaxTimePoint, " seconds",
+                                          "give the virtual time in seconds at which the crashed "
+                                          "peer comes back, or drop \"rejoin_at\"");
     return out;
 }
 
@@ -219,7 +236,7 @@ void parse_peers(const Node& list, std::vector<PeerSpec>& peers) {
     for (std::size_t k = 0; k < list.size(); ++k) {
         const Node entry = list[k];
         entry.expect_object({"rank", "ranks", "range", "base_time", "factor", "jitter", "slow",
-                             "uplink", "downlink", "fail_at"});
+                             "uplink", "downlink", "fail_at", "join_at", "leave_at", "rejoin_at"});
         const std::vector<int> ranks = parse_selector(entry, n);
         const Patch patch = parse_patch(entry);
         bool sets_any = false;
@@ -237,13 +254,21 @@ void parse_peers(const Node& list, std::vector<PeerSpec>& peers) {
         }
         if (!sets_any)
             entry.fail("the override sets nothing",
-                       "add one of base_time, factor, jitter, slow, uplink, downlink, fail_at");
+                       "add one of base_time, factor, jitter, slow, uplink, downlink, fail_at, "
+                       "join_at, leave_at, rejoin_at");
         for (int r : ranks) {
             patch.apply(peers[r]);
             if (patch.base_time || patch.factor)
                 check_step_time(peers[r], entry, fmt::format("rank {}'s", r));
         }
     }
+    // The churn fields of one rank may come from different entries: checked together at the end,
+    // each error at the entry that set the field it names.
+    check_churn(peers, [&](int r, std::string_view field) {
+        const auto f = static_cast<std::size_t>(
+            std::find(kPeerFields.begin(), kPeerFields.end(), field) - kPeerFields.begin());
+        return list[static_cast<std::size_t>(owner[static_cast<std::size_t>(r)][f])].at(field);
+    });
 }
 
 void parse_links(const Node& list, int n, const LinkSpec& base,
@@ -334,6 +359,11 @@ Cluster parse_resolved(const json::Document& doc, int n) {
     if (defaults.has("fail_at"))
         defaults.at("fail_at").fail("a failure time in \"defaults\" would stop every peer",
                                     "set \"fail_at\" per peer under \"peers\"");
+    for (const char* churn : {"join_at", "leave_at", "rejoin_at"})
+        if (defaults.has(churn))
+            defaults.at(churn).fail(
+                fmt::format("\"{}\" in \"defaults\" would apply to every peer", churn),
+                fmt::format("set \"{}\" per peer under \"peers\" (docs/elastic.md)", churn));
     defaults.expect_object({"base_time", "factor", "jitter", "slow", "uplink", "downlink"});
     defaults.at("base_time");  // required: a missing key is an error here, not a silent 0
     PeerSpec base;
@@ -357,6 +387,12 @@ std::optional<NetworkModel> network_model_from(std::string_view name) {
     if (name == "fair") return NetworkModel::fair;
     if (name == "fifo") return NetworkModel::fifo;
     return std::nullopt;
+}
+
+bool Cluster::has_churn() const {
+    return std::any_of(peers.begin(), peers.end(), [](const PeerSpec& p) {
+        return p.join_at > 0 || p.leave_at != never || p.rejoin_at != never;
+    });
 }
 
 const LinkSpec& Cluster::link(int from, int to) const {

@@ -5,16 +5,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "async_control.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/straggler.hpp"
 
 namespace gossamer::proto {
 namespace {
 
-// Control messages carry their meaning in Message::chunk.
-// The sender took its last step; edge_seq: the shares it pushed to the receiver in all.
-constexpr std::uint32_t kControlFinished = 0;
-constexpr std::uint32_t kControlRate = 1;  // payload: the sender's {rate, self share}
+constexpr std::uint32_t kControlFinished = async_control::kFinished;
+constexpr std::uint32_t kControlRate = async_control::kRate;
 // Own step boundaries kept (for the own rate and for staleness; older shares count as this many
 // steps stale); at least rate_window + 1 (rate_window <= 4096).
 constexpr std::size_t kHistory = 4097;
@@ -196,6 +195,8 @@ void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
     // average (right after a split w is only s of it), and fresh mass is forwarded at once.
     absorb_buffer();
     apply_step();
+    serve_sponsored(out);                   // async_elastic.cpp
+    if (leave_due_) return hand_over(out);  // the step's push is the whole state
     push_shares(out);
     ++t_;
     ++mutable_stats().rounds;
@@ -328,7 +329,8 @@ void AsyncGossip::on_send_completed(Time now, std::uint64_t id, bool, Actions& o
     // The edge is free: what added up meanwhile leaves as one share (also after done: the
     // driver runs until nothing is unsent).
     if (auto m = outbox_.completed(id)) post(out, std::move(*m));
-    if (quiescing_) check_quiesced(now, out);  // async_state.cpp
+    if (!asks_.empty() && !stepping()) serve_sponsored(out);  // a sponsor's edge was busy
+    if (quiescing_) check_quiesced(now, out);                 // async_state.cpp
 }
 
 void AsyncGossip::take_mass(int from, const Message& m) {
@@ -420,6 +422,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
         throw Error(fmt::format("async: a message from invalid peer {}", j));
     Neighbour& nb = neighbour(j);
     nb.heard.push_back(now);  // held for a cut or not, it was heard (not silent)
+    if (on_membership(now, msg, nb, out)) return;                 // async_elastic.cpp
     if (quiesce_intercept(msg)) return check_quiesced(now, out);  // async_state.cpp
     if (msg.kind == MessageKind::control) {
         if (msg.chunk == kControlRate) return on_report(msg, nb);
@@ -442,10 +445,14 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
                                 msg.payload.size(), worker().size()));
     // With the outbox a share may carry several of the sender's pushes: edge_seq numbers the
     // latest, and the edge stays in order (one in flight).
-    if (options_.outbox)
-        nb.e.shares = std::max(nb.e.shares, static_cast<std::int64_t>(msg.edge_seq) + 1);
-    else
-        ++nb.e.shares;
+    // A share its previous incarnation sent before it rejoined moves mass but is not counted
+    // against the new one's edge (docs/elastic.md).
+    if (msg.sent_at >= nb.entered_at) {
+        if (options_.outbox)
+            nb.e.shares = std::max(nb.e.shares, static_cast<std::int64_t>(msg.edge_seq) + 1);
+        else
+            ++nb.e.shares;
+    }
     nb.e.weight_received += msg.weight;
     nb.last_share = msg.weight;
     now_ = now;
@@ -458,6 +465,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     const double span = nb.arrivals.back().first - nb.arrivals.front().first;
     if (span > 0 && hi > lo && nb.e.reports == 0) nb.e.rate = static_cast<double>(hi - lo) / span;
     nb.e.late_now = false;  // a late share is still absorbed; lateness was counted at its deadline
+    if (leaving_) return pass_on(msg, out);  // async_elastic.cpp
     take_mass(j, msg);
     if (nb.arrivals.size() > 1) {
         // The inter-arrival times of the window (what a separate window of gaps would hold).
@@ -496,7 +504,7 @@ void AsyncGossip::on_deadline(Time now, std::uint64_t id, Actions& out) {
 void AsyncGossip::finish(Actions& out) {
     // Tell every neighbour, so that none keeps pushing mass to a peer that never pushes back.
     for (const auto& [j, nb] : nbrs_) {
-        if (nb.e.failed) continue;
+        if (nb.e.failed || nb.e.absent) continue;
         Message m;
         m.kind = MessageKind::control;
         m.chunk = kControlFinished;
@@ -511,13 +519,16 @@ void AsyncGossip::finish(Actions& out) {
 // Shares pushed here before the sender learnt this peer finished are still absorbed (on_message
 // adds them to w and x when no step runs), so the final mass is exact.
 bool AsyncGossip::awaits(const Neighbour& nb) {
-    return nb.e.in && !nb.e.failed && (!nb.e.finished || nb.e.shares < nb.e.final_shares);
+    return nb.e.in && !nb.e.failed && !nb.e.absent &&
+           (!nb.e.finished || nb.e.shares < nb.e.final_shares);
 }
 
 bool AsyncGossip::settled() const {
     // Checked on every wake of a done peer's loop: no list built.
-    return done() && std::none_of(nbrs_.begin(), nbrs_.end(),
-                                  [](const auto& entry) { return awaits(entry.second); });
+    // A peer that left waited for its in-neighbours' last shares before it was done.
+    return done() && (left_ || std::none_of(nbrs_.begin(), nbrs_.end(), [](const auto& entry) {
+                          return awaits(entry.second);
+                      }));
 }
 
 std::vector<int> AsyncGossip::settling_on() const {
@@ -542,6 +553,8 @@ void AsyncGossip::on_peer_failed(Time now, int j, Actions& out) {
         mutable_stats().mass_lost += nb.last_share * k / (1.0 - options_.self_base());
     }
     if (quiescing_) check_quiesced(now, out);
+    if (joining() && j == sponsor_) ask_sponsor(out);  // async_elastic.cpp
+    if (leaving_) check_left(out);
 }
 
 std::unique_ptr<Protocol> make_async(const json::Node* options, PeerContext ctx) {

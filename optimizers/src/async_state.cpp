@@ -18,12 +18,13 @@
 #include <cmath>
 #include <limits>
 
+#include "async_control.hpp"
 #include "gossamer/optimizers/async_gossip.hpp"
 
 namespace gossamer::proto {
 namespace {
 
-constexpr std::uint32_t kControlCut = 2;  // async_gossip.cpp has 0 (finished) and 1 (rate)
+constexpr std::uint32_t kControlCut = async_control::kCut;
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 #include "gossamer/optimizers/protocol.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 
@@ -58,6 +60,45 @@ void Protocol::peer_failed(Time now, int rank, Actions& out) {
     event_time_ = now;
     on_peer_failed(now, rank, out);
     after(out);
+}
+
+std::string elastic_refusal(std::string_view name) {
+    if (name == "async") return "";
+    return fmt::format(
+        "algorithm {} cannot join, leave or rejoin a running job yet (only async can: "
+        "docs/elastic.md)",
+        name);
+}
+
+std::string Protocol::elastic_refusal() const {
+    return proto::elastic_refusal(name());
+}
+
+void Protocol::peer_absent(int rank) {
+    if (rank < 0 || rank >= ctx_.n || rank == ctx_.rank)
+        throw Error(fmt::format("peer_absent: rank {} is out of range or this peer", rank));
+    on_peer_absent(rank);
+}
+
+void Protocol::join(Time now, Entry entry, Actions& out) {
+    event_time_ = now;
+    joining_ = true;
+    on_join(now, entry, out);
+    after(out);
+}
+
+void Protocol::leave(Time now, Actions& out) {
+    event_time_ = now;
+    on_leave(now, out);
+    after(out);
+}
+
+void Protocol::on_join(Time, Entry, Actions&) {
+    throw Error(elastic_refusal());
+}
+
+void Protocol::on_leave(Time, Actions&) {
+    throw Error(elastic_refusal());
 }
 
 std::span<float> Protocol::params() {

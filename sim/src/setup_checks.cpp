@@ -10,6 +10,7 @@
 #include "gossamer/core/units.hpp"
 #include "gossamer/optimizers/choco.hpp"
 #include "gossamer/optimizers/dpsgd.hpp"
+#include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 
 namespace gossamer::sim {
@@ -49,6 +50,14 @@ double memory_needed(const SimSetup& s, std::uint64_t parameters) {
 }
 
 void check_sizes(const SimSetup& s, std::uint64_t parameters, const SizeOrigin& origin) {
+    if (s.cluster && s.cluster->has_churn()) {
+        // Before anything runs: a churning cluster needs a protocol that can join and leave.
+        const std::string why = proto::elastic_refusal(s.algorithm);
+        if (!why.empty())
+            throw ConfigError(s.cluster->source, "peers", why,
+                              "simulate algorithm async, or drop join_at, leave_at and rejoin_at "
+                              "(docs/elastic.md)");
+    }
     const bool from_flag = !origin.size_flag.empty();
     check_memory(memory_needed(s, parameters),
                  fmt::format("simulating {} peers of {} parameters with {}", s.topology->n(),

@@ -8,6 +8,7 @@
 #include <optional>
 #include <variant>
 
+#include "engine.hpp"
 #include "gossamer/core/compute_model.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/params.hpp"
@@ -21,116 +22,7 @@
 #include "sim_trace.hpp"
 
 namespace gossamer::sim {
-namespace {
-
-struct StepDone {
-    int rank;
-    double loss;
-};
-struct Arrival {
-    int rank;
-    std::uint32_t message;  // index into Engine::messages_
-};
-struct DeadlineEvent {
-    int rank;
-    std::uint64_t id;
-};
-struct Failure {
-    int rank;
-};
-struct FailureNotice {
-    int rank, dead;
-};
-struct Evaluate {};
-// The sender's uplink is done with a message (Transfer::sent): every send's, so that the
-// protocol's measured edges (Protocol::edge_speeds) time the simulated completions as a real
-// peer's time the transport's; protocols that keep one message in flight per edge
-// (Protocol::one_in_flight_per_edge) also free the edge on it.
-struct SendDone {
-    int rank;
-    int counted;  // the receiver when the message counts against the edge bound, else -1
-    std::uint64_t id;
-};
-// The fair-share network: a flow ends, unless a later rate change moved it (version stale);
-// flows started or ended at this instant get their rates (one recomputation per instant).
-struct FlowEnd {
-    std::uint32_t flow, version;
-};
-struct Settle {};
-// Partition `id` of step `step` is final (Protocol::partition_ready), for protocols that take it.
-struct PartitionReady {
-    int rank;
-    std::uint32_t id;
-    std::int64_t step;
-};
-using Event = std::variant<StepDone, Arrival, DeadlineEvent, Failure, FailureNotice, Evaluate,
-                           SendDone, FlowEnd, Settle, PartitionReady>;
-
-// A message on the fair-share network, by flow id: what its end delivers.
-struct Flowing {
-    int rank, to, counted;  // counted: as in SendDone
-    bool bounded;
-    std::uint64_t id;
-    std::uint32_t message;
-};
-
-struct Peer {
-    Dataset shard;
-    std::unique_ptr<proto::LocalWorker> worker;
-    std::unique_ptr<proto::Protocol> protocol;
-    bool alive = true, done = false, stepping = false;
-    std::int64_t started = 0;
-    // Data messages in flight per edge, for protocols that bound them to one per edge (the
-    // chunks of one message count as one).
-    proto::EdgeInFlight edge_busy;
-    Time busy = 0, idle = 0, idle_since = 0, step_start = 0, step_end = 0;
-};
-
-class Engine {
-  public:
-    explicit Engine(const SimSetup& s);
-    SimResult run();
-
-  private:
-    void apply(int rank, Time now, proto::Actions& a);
-    void handle(Time now, Event& e);
-    void evaluate(Time now, bool final);
-    /// Partition-ready events of rank's step [start, end), for protocols that take them.
-    void schedule_ready(int rank, Time start, Time end);
-    bool active() const;
-    /// The one Actions object every event reuses, emptied: its vectors keep their capacity, so
-    /// an event costs no allocation (docs/simulator.md, "Scale").
-    proto::Actions& fresh_actions();
-    /// Messages in flight live out of the event queue's slots, which then stay small (a
-    /// deadline or a step end does not carry a Message's worth of bytes).
-    std::uint32_t hold(transport::Message&& m);
-    transport::Message take(std::uint32_t index);
-    /// Fair network: a Settle event at `now` unless one is queued.
-    void unsettle(Time now);
-
-    const SimSetup& s_;
-    const int n_;
-    ComputeModel compute_;
-    Network network_;
-    std::optional<FairNetwork> fair_;  // the network model unless the cluster asks for fifo
-    bool settle_queued_ = false;
-    std::vector<FairNetwork::Update> flow_updates_;
-    std::vector<Flowing> flowing_;  // by flow id
-    EventQueue<Event> queue_;
-    std::vector<Peer> peers_;
-    std::unique_ptr<Model> eval_model_;
-    Dataset peer_test_;
-    SimResult result_;
-    std::int64_t pending_ = 0;     // events other than evaluations
-    int active_ = 0;               // peers alive and not done: active() is O(1) per event
-    std::int64_t peer_steps_ = 0;  // local steps finished, over all peers (progress)
-    bool any_failed_ = false;
-    proto::Actions actions_;
-    std::vector<transport::Message> messages_;
-    std::vector<std::uint32_t> free_messages_;
-    SimTracer trace_;
-};
-
+namespace detail {
 Engine::Engine(const SimSetup& s)
     : s_(s),
       n_(s.topology->n()),
@@ -175,14 +67,15 @@ Engine::Engine(const SimSetup& s)
         } else {
             p.worker = std::make_unique<proto::CostOnlyWorker>(s.model_size);
         }
-        // Non-owning: the setup's cluster outlives the run.
-        proto::PeerContext ctx{
-            r,          n_,
-            s.topology, p.worker.get(),
-            steps,      std::shared_ptr<const Cluster>(std::shared_ptr<void>(), s.cluster)};
-        p.protocol = s.protocol_factory ? s.protocol_factory(ctx)
-                                        : proto::make_protocol(
-                                              s.algorithm, s.options ? &*s.options : nullptr, ctx);
+        steps_ = steps;
+        p.protocol = make(r);
+    }
+    if (s.cluster->has_churn()) {
+        const std::string why = peers_[0].protocol->elastic_refusal();
+        if (!why.empty())
+            throw ConfigError(s.cluster->source, "peers", why,
+                              "simulate algorithm async, or drop join_at, leave_at and rejoin_at "
+                              "(docs/elastic.md)");
     }
     // The fifo network sends each peer's messages through its uplink one after another: the
     // measured edges time each send from its turn in that queue. The fair network shares the
@@ -190,6 +83,7 @@ Engine::Engine(const SimSetup& s)
     proto::EdgeSpeedOptions speeds;
     speeds.one_queue = !fair_.has_value();
     for (auto& p : peers_) p.protocol->configure_edge_speeds(speeds);
+    speeds_ = speeds;
     result_.algorithm = s.algorithm;
     result_.seed = s.seed;
 }
@@ -245,8 +139,10 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
             const std::uint32_t flow = fair_->start(rank, to, send.msg.wire_bytes(), now);
             trace_.send(rank, now, send.msg);
             if (flowing_.size() <= flow) flowing_.resize(flow + 1);
-            flowing_[flow] = {rank,    to,      data ? to : -1,
-                              bounded, send.id, hold(std::move(send.msg))};
+            flowing_[flow] = {rank,           to,
+                              data ? to : -1, bounded,
+                              send.id,        hold(std::move(send.msg)),
+                              p.life,         peers_[static_cast<std::size_t>(to)].life};
             unsettle(now);
             continue;
         }
@@ -255,14 +151,15 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
         queue_.push(
             tr.sent,
             SendDone{rank, bounded && send.msg.kind != transport::MessageKind::control ? to : -1,
-                     send.id});
+                     send.id, p.life});
         trace_.send(rank, now, send.msg);
         ++pending_;
-        queue_.push(tr.arrival, Arrival{to, hold(std::move(send.msg))});
+        queue_.push(tr.arrival, Arrival{to, hold(std::move(send.msg)),
+                                        peers_[static_cast<std::size_t>(to)].life});
     }
     for (const auto& d : a.deadlines) {
         ++pending_;
-        queue_.push(std::max(d.at, now), DeadlineEvent{rank, d.id});
+        queue_.push(std::max(d.at, now), DeadlineEvent{rank, d.id, p.life});
     }
     if (a.start_step) {
         if (!p.stepping) p.idle += now - p.idle_since;
@@ -276,7 +173,7 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
         p.step_end = end;
         if (p.protocol->takes_partition_ready()) schedule_ready(rank, now, end);
         ++pending_;
-        queue_.push(end, StepDone{rank, loss});
+        queue_.push(end, StepDone{rank, loss, p.life});
     }
     if (a.done && !p.done) {
         p.done = true;
@@ -291,7 +188,7 @@ void Engine::handle(Time now, Event& e) {
     proto::Actions& a = fresh_actions();
     if (auto* d = std::get_if<StepDone>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(d->rank)];
-        if (!p.alive) return;
+        if (!live(d->rank, d->life)) return;
         p.stepping = false;
         p.idle_since = now;
         trace_.step(d->rank, p.step_start, now, p.started - 1, d->loss);
@@ -303,20 +200,21 @@ void Engine::handle(Time now, Event& e) {
     } else if (auto* m = std::get_if<Arrival>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(m->rank)];
         transport::Message msg = take(m->message);
-        if (!p.alive) return;  // lost with a dead peer (push-sum counts it as lost mass)
+        if (!live(m->rank, m->life)) return drop(msg);  // lost with a dead peer
         trace_.receive(m->rank, now, msg);
         trace_.cause_message(msg);
         p.protocol->message_arrived(now, std::move(msg), a);
         apply(m->rank, now, a);
     } else if (auto* dl = std::get_if<DeadlineEvent>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(dl->rank)];
-        if (!p.alive || p.done) return;
+        if (!live(dl->rank, dl->life) || p.done) return;
         trace_.cause({trace::WaitCause::deadline});
         p.protocol->deadline_reached(now, dl->id, a);
         apply(dl->rank, now, a);
     } else if (auto* f = std::get_if<Failure>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(f->rank)];
         if (!p.alive || p.done) return;
+        crash(f->rank);  // churn.cpp: the mass it held, its model for a rejoin
         p.alive = false;
         --active_;
         any_failed_ = true;
@@ -330,11 +228,11 @@ void Engine::handle(Time now, Event& e) {
         for (int r = 0; r < n_; ++r) {
             if (r == f->rank) continue;
             ++pending_;
-            queue_.push(now + s_.failure_detection, FailureNotice{r, f->rank});
+            queue_.push(now + s_.failure_detection, FailureNotice{r, f->rank, p.life});
         }
     } else if (auto* sd = std::get_if<SendDone>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(sd->rank)];
-        if (!p.alive) return;
+        if (!live(sd->rank, sd->life)) return;
         if (sd->counted >= 0) p.edge_busy.completed(sd->counted);
         // Done or not: an outbox may still hold a share for this edge.
         p.protocol->send_completed(now, sd->id, true, a);
@@ -348,9 +246,9 @@ void Engine::handle(Time now, Event& e) {
         // Every send completes (edge speeds are measured from completions); only a bounded
         // protocol's data messages count against its edges.
         ++pending_;
-        queue_.push(now, SendDone{f.rank, f.bounded ? f.counted : -1, f.id});
+        queue_.push(now, SendDone{f.rank, f.bounded ? f.counted : -1, f.id, f.life_from});
         ++pending_;
-        queue_.push(now + network_.latency(f.rank, f.to), Arrival{f.to, f.message});
+        queue_.push(now + network_.latency(f.rank, f.to), Arrival{f.to, f.message, f.life_to});
     } else if (std::holds_alternative<Settle>(e)) {
         settle_queued_ = false;
         fair_->settle(now, flow_updates_);
@@ -361,16 +259,21 @@ void Engine::handle(Time now, Event& e) {
         flow_updates_.clear();
     } else if (auto* pr = std::get_if<PartitionReady>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(pr->rank)];
-        if (!p.alive || !p.stepping || p.started - 1 != pr->step) return;
+        if (!live(pr->rank, pr->life) || !p.stepping || p.started - 1 != pr->step) return;
         p.protocol->partition_ready(now, pr->id, a);
         apply(pr->rank, now, a);
     } else if (auto* fn = std::get_if<FailureNotice>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(fn->rank)];
         if (!p.alive || p.done) return;
+        if (peers_[static_cast<std::size_t>(fn->dead)].life != fn->life) return;  // it is back
         trace_.peer_failed(fn->rank, now, fn->dead);
         trace_.cause({trace::WaitCause::failure, fn->dead, -1});
         p.protocol->peer_failed(now, fn->dead, a);
         apply(fn->rank, now, a);
+    } else if (auto* j = std::get_if<Join>(&e)) {
+        join(j->rank, now);  // churn.cpp
+    } else if (auto* l = std::get_if<Leave>(&e)) {
+        leave(l->rank, now);
     }
 }
 
@@ -385,7 +288,7 @@ void Engine::schedule_ready(int rank, Time start, Time end) {
     for (std::size_t id = parts->count() - 1; id >= 1; --id) {
         ++pending_;
         queue_.push(start + (end - start) * f[id],
-                    PartitionReady{rank, static_cast<std::uint32_t>(id), p.started - 1});
+                    PartitionReady{rank, static_cast<std::uint32_t>(id), p.started - 1, p.life});
     }
 }
 
@@ -394,7 +297,7 @@ void Engine::evaluate(Time now, bool final) {
     ep.time = now;
     ep.samples = result_.samples;
     for (const auto& p : peers_) {
-        ep.bytes += p.protocol->stats().bytes_sent;
+        ep.bytes += p.past_sent + p.protocol->stats().bytes_sent;
         for (const auto& w : p.worker->work()) ep.backward_macs += w.backward_macs;
     }
     const std::size_t size = eval_model_->parameter_count();
@@ -404,11 +307,16 @@ void Engine::evaluate(Time now, bool final) {
     std::vector<double> mean(size, 0.0);
     double total_w = 0;
     std::vector<ParamVector> models;
-    std::vector<bool> judged;  // evaluated on its own: all, or the sampled ranks (--peer-metrics)
+    std::vector<bool> judged;
+    std::vector<int> ranks;  // of the models  // evaluated on its own: all, or the sampled ranks
+                             // (--peer-metrics)
     const int every = s_.peer_records_every;
     for (int r = 0; r < n_; ++r) {
         auto& p = peers_[static_cast<std::size_t>(r)];
-        if (!p.alive) continue;
+        // Live members only: a peer waiting for its sponsor has no model yet, one that left
+        // handed its model on.
+        if (!p.alive || p.left || p.protocol->joining()) continue;
+        ranks.push_back(r);
         judged.push_back(every <= 1 || r % every == 0);
         ParamVector x(size);
         p.protocol->current_model(x.span());
@@ -420,6 +328,8 @@ void Engine::evaluate(Time now, bool final) {
     if (models.empty() || !(total_w > 0)) return;
     if (std::none_of(judged.begin(), judged.end(), [](bool b) { return b; }))
         judged.assign(judged.size(), true);  // every sampled peer failed: judge the others
+    ep.live = static_cast<int>(models.size());
+    if (s_.peer_distances) ep.distance.assign(static_cast<std::size_t>(n_), -1.0);
     ParamVector avg(size);
     for (std::size_t i = 0; i < size; ++i) avg.span()[i] = static_cast<float>(mean[i] / total_w);
     const EvalResult all = eval_model_->evaluate(avg.span(), *s_.test, 1000);
@@ -438,10 +348,13 @@ void Engine::evaluate(Time now, bool final) {
             ep.max_accuracy = std::max(ep.max_accuracy, one.accuracy.value_or(0));
             ep.mean_accuracy += one.accuracy.value_or(0) / evaluated;
         }
+        double own = 0;
         for (std::size_t i = 0; i < size; ++i) {
             const double d = x.span()[i] - avg.span()[i];
-            spread += d * d;
+            own += d * d;
         }
+        spread += own;
+        if (s_.peer_distances) ep.distance[static_cast<std::size_t>(ranks[m])] = std::sqrt(own);
     }
     ep.consensus = std::sqrt(spread / static_cast<double>(models.size()));
     trace_.evaluation(now, ep.accuracy, ep.loss);
@@ -459,9 +372,12 @@ SimResult Engine::run() {
     }
     const bool math = s_.mode == Mode::math;
     active_ = n_;
+    schedule_churn();  // churn.cpp: late joiners are not active yet
     if (math && s_.eval_interval > 0) queue_.push(0.0, Evaluate{});
     trace_.cause({trace::WaitCause::start});
     for (int r = 0; r < n_; ++r) {
+        if (!peers_[static_cast<std::size_t>(r)].alive) continue;  // joins later
+        tell_absent(r);
         proto::Actions& a = fresh_actions();
         peers_[static_cast<std::size_t>(r)].protocol->start(0.0, a);
         apply(r, 0.0, a);
@@ -511,10 +427,13 @@ SimResult Engine::run() {
         ps.busy = p.busy;
         ps.idle = p.idle;
         ps.idle_share = p.busy + p.idle > 0 ? p.idle / (p.busy + p.idle) : 0;
-        ps.bytes_sent = p.protocol->stats().bytes_sent;
-        ps.messages_sent = p.protocol->stats().messages_sent;
-        ps.bytes_received = p.protocol->stats().bytes_received;
-        ps.failed = !p.alive;
+        ps.bytes_sent = p.past_sent + p.protocol->stats().bytes_sent;
+        ps.messages_sent = p.past_messages + p.protocol->stats().messages_sent;
+        ps.bytes_received = p.past_received + p.protocol->stats().bytes_received;
+        ps.failed = !p.alive && p.crashed;
+        ps.left = p.left;
+        ps.joins = p.joins;
+        ps.mass = p.alive ? p.protocol->held_mass() : 0.0;
         ps.recorded = s_.peer_records_every > 0 && r % s_.peer_records_every == 0;
         if (ps.recorded) ps.edges = p.protocol->edge_report();  // O(degree) JSON values each
         ps.staleness_max = p.protocol->stats().staleness_max;
@@ -534,7 +453,9 @@ SimResult Engine::run() {
         if (p.alive) result_.mass += p.protocol->mass();
         result_.peers.push_back(ps);
     }
-    result_.mass_lost = n_ - result_.mass;
+    result_.mass_start = starters_;
+    result_.mass_lost = starters_ - result_.mass;
+    result_.crash_loss = crash_loss_;
     if (any_failed_ && s_.algorithm == "allreduce")
         for (const auto& ps : result_.peers)
             if (ps.failed) result_.stopped_by_failure = ps.rank;
@@ -543,14 +464,14 @@ SimResult Engine::run() {
     return result_;
 }
 
-}  // namespace
+}  // namespace detail
 
 SimResult simulate(const SimSetup& setup) {
     if (!setup.topology || !setup.cluster)
         throw Error("simulate: a topology and a cluster are needed");
     if (setup.mode == Mode::math && (!setup.config || !setup.train || !setup.test))
         throw Error("simulate: math mode needs a training config and data");
-    Engine engine(setup);
+    detail::Engine engine(setup);
     return engine.run();
 }
 

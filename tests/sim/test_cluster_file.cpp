@@ -1,4 +1,5 @@
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <string>
@@ -260,7 +261,7 @@ TEST_CASE("bad input: selectors, self-links, empty overrides and other inconsist
           "F: peers[0].range: the range [3, 1] is empty; write [first, last] with first <= last");
     CHECK(error_of(with(R"("peers": [{"rank": 0}])")) ==
           "F: peers[0]: the override sets nothing; add one of base_time, factor, jitter, slow, "
-          "uplink, downlink, fail_at");
+          "uplink, downlink, fail_at, join_at, leave_at, rejoin_at");
     CHECK(error_of(R"({"network": {"latency": 0, "bandwidth": 1e9, "links": [{"between": [2, 2],
         "latency": 1}]}, "defaults": {"base_time": 0.1}})") ==
           "F: network.links[0].between: a link from peer 2 to itself; remove it: a peer does not "
@@ -355,4 +356,73 @@ TEST_CASE("network.model: fair by default, fifo on request, anything else refuse
     CHECK(network_model_from("fifo") == NetworkModel::fifo);
     CHECK_FALSE(network_model_from("FIFO"));
     CHECK(std::string(to_string(NetworkModel::fair)) == "fair");
+}
+
+TEST_CASE("churn: join_at, leave_at and rejoin_at load and are checked together per rank") {
+    Cluster c = parse(with(R"("peers": [
+        {"rank": 1, "join_at": 2.5},
+        {"rank": 2, "leave_at": 4},
+        {"rank": 3, "fail_at": 1},
+        {"rank": 3, "rejoin_at": 3, "leave_at": 7}])"),
+                      4);
+    CHECK(c.has_churn());
+    CHECK(c.peers[0].join_at == 0.0);
+    CHECK(c.peers[0].leave_at == never);
+    CHECK(c.peers[0].rejoin_at == never);
+    CHECK(c.peers[1].join_at == 2.5);
+    CHECK(c.peers[2].leave_at == 4.0);
+    CHECK(c.peers[3].fail_at == 1.0);
+    CHECK(c.peers[3].rejoin_at == 3.0);
+    CHECK(c.peers[3].leave_at == 7.0);
+    CHECK_FALSE(parse(with(R"("peers": [{"rank": 3, "fail_at": 1}])"), 4).has_churn());
+}
+
+TEST_CASE("churn: each bad combination is one line naming the file, the rank and the field") {
+    // rejoin_at without fail_at (the error sits at the field, and names the rank).
+    CHECK(error_of(with(R"("peers": [{"rank": 2, "rejoin_at": 5}])")) ==
+          "F: peers[0].rejoin_at: rank 2 has rejoin_at 5 but no fail_at: only a crashed peer "
+          "rejoins; add \"fail_at\" earlier than rejoin_at, or use \"join_at\" for a peer "
+          "that enters late");
+    // rejoin_at <= fail_at, also when the two come from different entries.
+    CHECK(error_of(with(R"("peers": [{"rank": 1, "fail_at": 5}, {"rank": 1, "rejoin_at": 5}])")) ==
+          "F: peers[1].rejoin_at: rank 1 rejoins at 5 s but fails only at 5 s; make rejoin_at "
+          "later than fail_at");
+    // leave_at <= join_at.
+    CHECK(error_of(with(R"("peers": [{"rank": 3, "join_at": 4, "leave_at": 2}])")) ==
+          "F: peers[0].leave_at: rank 3 leaves at 2 s but joins at 4 s, so it is never in the "
+          "job; make leave_at later than join_at (join_at is 0 when not given)");
+    CHECK(error_of(with(R"("peers": [{"rank": 0, "leave_at": 0}])"))
+              .rfind("F: peers[0].leave_at: rank 0 leaves at 0 s but joins at 0 s", 0) == 0);
+    // fail_at before the peer joined.
+    CHECK(error_of(with(R"("peers": [{"rank": 1, "join_at": 3, "fail_at": 2}])")) ==
+          "F: peers[0].fail_at: rank 1 fails at 2 s but joins only at 3 s; make fail_at later "
+          "than join_at");
+    // A crash with no rejoin, then a leave.
+    CHECK(error_of(with(R"("peers": [{"rank": 1, "fail_at": 2, "leave_at": 3}])")) ==
+          "F: peers[0].leave_at: rank 1 fails at 2 s and never rejoins, so it cannot leave at "
+          "3 s; keep one of fail_at and leave_at, or add rejoin_at between them");
+    // A leave before the rejoin.
+    CHECK(
+        error_of(with(R"("peers": [{"rank": 1, "fail_at": 2, "rejoin_at": 5, "leave_at": 4}])")) ==
+        "F: peers[0].leave_at: rank 1 leaves at 4 s, not after it rejoins at 5 s; order the "
+        "times join_at < fail_at < rejoin_at < leave_at");
+    // Negative times.
+    for (const char* field : {"join_at", "leave_at", "rejoin_at"}) {
+        CAPTURE(field);
+        const std::string msg =
+            error_of(with(fmt::format(R"("peers": [{{"rank": 2, "{}": -1}}])", field)));
+        CHECK(msg.rfind(fmt::format("F: peers[0].{}: {} must be >= 0, found -1;", field, field),
+                        0) == 0);
+    }
+    // Every peer absent at t = 0: the first to join is named.
+    CHECK(
+        error_of(with(R"("peers": [{"range": [0, 3], "join_at": 2}, {"rank": 2, "leave_at": 9}])"),
+                 4) ==
+        "F: peers[0].join_at: every peer joins after t = 0 (the first, rank 0, at 2 s): nobody "
+        "starts the job; let at least one peer start at t = 0 (drop its join_at)");
+    // In "defaults" they would apply to every peer.
+    CHECK(
+        error_of(R"({"network": {"latency": 1e-5, "bandwidth": 1e9},
+                       "defaults": {"base_time": 0.1, "join_at": 3}})") ==
+        R"(F: defaults.join_at: "join_at" in "defaults" would apply to every peer; set "join_at" per peer under "peers" (docs/elastic.md))");
 }

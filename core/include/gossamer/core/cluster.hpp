@@ -62,9 +62,15 @@ struct PeerSpec {
     double factor = 1.0;   ///< multiplies the step time (4 = four times slower), > 0
     Jitter jitter;
     std::vector<SlowPeriod> slow;  ///< sorted by `from`, disjoint
-    Time fail_at = never;          ///< the peer stops at this time
-    double uplink = 0.0;           ///< bytes/s its sends share, > 0
-    double downlink = 0.0;         ///< bytes/s its receives share, > 0
+    Time fail_at = never;          ///< the peer stops at this time (a crash: its mass is lost)
+    /// Elastic jobs (docs/elastic.md): the peer is absent until join_at and then enters the
+    /// running job; it leaves gracefully (handing its state over) at leave_at; after fail_at it
+    /// comes back at rejoin_at. The loader checks join_at < fail_at < rejoin_at < leave_at.
+    Time join_at = 0.0;
+    Time leave_at = never;
+    Time rejoin_at = never;
+    double uplink = 0.0;    ///< bytes/s its sends share, > 0
+    double downlink = 0.0;  ///< bytes/s its receives share, > 0
 };
 
 /// How `gossamer sim` shares the network between the messages in flight
@@ -94,6 +100,8 @@ struct Cluster {
     std::map<std::pair<int, int>, LinkSpec> links;    ///< overrides by (from, to), resolved
 
     int n() const { return static_cast<int>(peers.size()); }
+    /// Whether any peer joins late, leaves or rejoins (docs/elastic.md).
+    bool has_churn() const;
     /// The link from -> to: its override, or the default.
     const LinkSpec& link(int from, int to) const;
 };

@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -94,6 +95,9 @@ struct AsyncEdge {
     bool out = false, in = false;  ///< base edge this -> peer / peer -> this
     bool failed = false;           ///< peer_failed was reported
     bool finished = false;         ///< the neighbour took its last step (it said so)
+    /// Elastic jobs (docs/elastic.md): not a live member (not joined yet, or gone).
+    bool absent = false;
+    bool leaving = false;  ///< it announced a graceful leave; its last shares may still come
     /// With `finished`: the shares it pushed to this peer in all (-1: not known yet).
     std::int64_t final_shares = -1;
     double rate = 0;           ///< measured steps per second (0: unknown)
@@ -179,6 +183,12 @@ class AsyncGossip final : public Protocol {
     }
     /// True while the peer waits at a checkpoint step for the shares sent before it.
     bool quiescing() const noexcept { return quiescing_; }
+    /// Elastic jobs (async_elastic.cpp): async can join, leave and rejoin.
+    std::string elastic_refusal() const override { return ""; }
+    /// w, the receive buffer, the outbox and shares held for a cut.
+    double held_mass() const override;
+    /// True from a graceful leave until this peer has handed everything on.
+    bool leaving() const noexcept { return leaving_; }
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -189,6 +199,9 @@ class AsyncGossip final : public Protocol {
     void on_send_completed(Time now, std::uint64_t id, bool ok, Actions& out) override;
     void save_state(StateWriter& w) const override;
     void restore_state(StateReader& r) override;
+    void on_peer_absent(int rank) override;
+    void on_join(Time now, Entry entry, Actions& out) override;
+    void on_leave(Time now, Actions& out) override;
 
   private:
     struct Neighbour {
@@ -200,6 +213,10 @@ class AsyncGossip final : public Protocol {
         double last_share = 0;  // w of its latest share
         bool armed = false;     // a deadline is pending
         std::int64_t staleness_sum = 0;
+        // Elastic jobs: when its latest incarnation entered (its own clock; shares sent before
+        // are absorbed but not counted), and whether its answer to this peer's leave is due.
+        Time entered_at = -1;
+        bool ack_due = false;
     };
 
     /// j's state, created (with its windows sized) on first use.
@@ -235,7 +252,9 @@ class AsyncGossip final : public Protocol {
     double advertised_self() const;
     /// push_fraction with k targets this step.
     double fraction_to(const AsyncEdge& e, int k) const;
-    bool usable(const Neighbour& nb) const { return !nb.e.failed && !nb.e.finished; }
+    bool usable(const Neighbour& nb) const {
+        return !nb.e.failed && !nb.e.finished && !nb.e.absent && !nb.e.leaving;
+    }
     /// Heard from recently enough to be pushed to (AsyncOptions::silence).
     bool silent(const Neighbour& nb) const;
     /// Done or not, whether this peer still waits for nb's last shares (settled()).
@@ -267,6 +286,31 @@ class AsyncGossip final : public Protocol {
     /// Once the outbox is empty and every live in-neighbour's shares before the cut are in:
     /// the snapshot, then the held messages, then the next step.
     void check_quiesced(Time now, Actions& out);
+    // Elastic jobs (async_elastic.cpp).
+    /// Membership control messages (async_control.hpp: kJoined and later); false: not one.
+    bool on_membership(Time now, const Message& msg, Neighbour& nb, Actions& out);
+    /// The sponsor's answer (a full_model message): this peer is a member from now on.
+    void on_admitted(Time now, const Message& msg, Actions& out);
+    /// j entered the job: its edges count from zero again.
+    void reset_neighbour(Neighbour& nb, Time entered_at);
+    /// Asks the lowest live neighbour to sponsor this joining peer (Error when none is left).
+    void ask_sponsor(Actions& out);
+    /// Splits (x, w) in half with every peer that asked and is waiting (between steps only).
+    void serve_sponsored(Actions& out);
+    /// Hands (x, w) to the live out-neighbours and tells every neighbour (between steps only).
+    void hand_over(Actions& out);
+    /// A share that reached this leaving peer goes on to a live out-neighbour.
+    void pass_on(const Message& msg, Actions& out);
+    /// Leaving: once every live in-neighbour answered and its shares are all here, the last
+    /// counts go out and the peer is done.
+    void check_left(Actions& out);
+    void send_control(Actions& out, int to, std::uint32_t code, std::uint64_t seq);
+    bool leave_due_ = false, leaving_ = false, left_ = false;
+    Entry entry_ = Entry::fresh;
+    int sponsor_ = -1;
+    std::vector<float> own_model_;            // rejoin: the model it comes back with (z)
+    std::vector<std::pair<int, bool>> asks_;  // (peer, rejoin) waiting for this sponsor's split
+
     bool quiescing_ = false;
     std::map<int, std::int64_t> cut_marks_;  // sender -> shares it pushed here before the cut
     std::vector<Message> held_;              // messages of rounds at or after the next cut

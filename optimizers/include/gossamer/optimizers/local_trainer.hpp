@@ -70,6 +70,8 @@ class LocalTrainer final : public proto::LocalWorker {
     bool checkpointable() const override { return true; }
     void save_state(StateWriter& w) const override;
     void restore_state(StateReader& r) override;
+    /// Elastic jobs: the step count (learning rate, batch order) becomes `step`.
+    void enter_at(std::int64_t step) override { steps_ = step; }
 
     /// Trains with these rates from now on. Throws Error unless m.layout() equals layout().
     void set_multirate(Multirate m);

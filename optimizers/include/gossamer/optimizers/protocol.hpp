@@ -97,6 +97,9 @@ class LocalWorker {
     virtual void save_state(StateWriter&) const {}
     /// Restores what save_state wrote; throws ConfigError (StateReader) when it does not fit.
     virtual void restore_state(StateReader&) {}
+    /// Elastic jobs (Protocol::join): a peer entering a running job takes the job's step count,
+    /// so that its learning rate and batch order are those of step `step` from now on.
+    virtual void enter_at(std::int64_t) {}
 };
 
 /// One partition's gossip channel as the averaging protocols (dpsgd, choco) set it up: the
@@ -150,6 +153,7 @@ class CostOnlyWorker final : public LocalWorker {
     bool checkpointable() const override { return true; }
     void save_state(StateWriter& w) const override { w.i64(steps_); }
     void restore_state(StateReader& r) override { steps_ = r.i64("worker steps"); }
+    void enter_at(std::int64_t step) override { steps_ = step; }
 
   private:
     std::size_t size_;
@@ -194,6 +198,12 @@ struct PeerContext {
 struct Snapshot {
     std::int64_t step = 0;
     std::vector<char> state;
+};
+
+/// How a peer enters a running job (Protocol::join; docs/elastic.md).
+enum class Entry {
+    fresh,   ///< a new peer: it takes half of its sponsor's model and mass
+    rejoin,  ///< a crashed peer back: it keeps the worker's model, takes half the sponsor's mass
 };
 
 /// Counters every protocol keeps (the driver adds time-based ones).
@@ -318,10 +328,40 @@ class Protocol {
     /// The step restore() resumed at (0: a fresh start).
     std::int64_t resumed_at() const noexcept { return resumed_at_; }
 
+    // Elastic jobs: join, graceful leave, rejoin (docs/elastic.md). Ranks stay stable; the live
+    // members define the live part of the topology. Protocols that cannot (elastic_refusal())
+    // throw Error from these.
+    /// "" when the protocol can join and leave a running job; else one line naming the
+    /// algorithm and what to use instead.
+    virtual std::string elastic_refusal() const;
+    /// Before start() or join(): `rank` is not a live member now (it joins later, it left, or
+    /// it failed). The protocol neither sends to it nor waits for it until it announces itself.
+    void peer_absent(int rank);
+    /// Instead of start(): this peer enters a running job. It asks a sponsor (its lowest live
+    /// neighbour rank) for half of the sponsor's state and starts stepping when that arrives;
+    /// `entry` says whether it takes the sponsor's model (fresh) or keeps the worker's (rejoin:
+    /// its checkpoint's, or the model it had at its crash). Throws Error when no neighbour is
+    /// live.
+    void join(Time now, Entry entry, Actions& out);
+    /// Graceful leave, at the next step boundary: the peer hands its whole state to its live
+    /// neighbours, tells every neighbour, passes on what still reaches it and returns done once
+    /// nothing more can (its neighbours then count it absent).
+    void leave(Time now, Actions& out);
+    /// Between join() and the sponsor's answer (the model is not defined yet).
+    bool joining() const noexcept { return joining_; }
+    /// All the mass this peer would lose in a crash: mass() plus receive buffers and shares
+    /// waiting to be sent (push-sum); drivers measure the mass a crash loses with it.
+    virtual double held_mass() const { return mass(); }
+
     int rank() const noexcept { return ctx_.rank; }
     int n() const noexcept { return ctx_.n; }
 
   protected:
+    virtual void on_peer_absent(int) {}
+    virtual void on_join(Time, Entry, Actions&);
+    virtual void on_leave(Time, Actions&);
+    /// The sponsor's state arrived: the peer is a member and its model is defined.
+    void mark_admitted() noexcept { joining_ = false; }
     virtual void on_start(Time now, Actions& out) = 0;
     virtual void on_step_finished(Time now, double loss, Actions& out) = 0;
     virtual void on_message(Time now, Message msg, Actions& out) = 0;
@@ -370,6 +410,7 @@ class Protocol {
     bool stepping_ = false;
     bool done_ = false;
     bool zero_copy_ = false;
+    bool joining_ = false;
     std::uint64_t next_send_id_ = 1;
     // partition_ready: per partition, declared in the running step, and its gradient's hash then.
     std::vector<char> ready_;
@@ -385,6 +426,10 @@ bool takes_partition_ready(const LocalWorker& w);
 /// Refuses `"partition_ready": true` (wanted) on a worker that cannot take it, with the option
 /// named and the fix: ConfigError for multirate or a device worker.
 void check_partition_ready_option(bool wanted, const LocalWorker& w);
+
+/// "" when the registry's algorithm `name` can join and leave a running job (async); else one
+/// line saying it cannot and what to use (checked before a simulation of a churning cluster).
+std::string elastic_refusal(std::string_view name);
 
 /// Builds protocol `name` ("allreduce", "dpsgd", "sgp", ...) with its options (a JSON object,
 /// or nullptr for the defaults). Throws ConfigError naming the option's path.

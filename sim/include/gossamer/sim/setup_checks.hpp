@@ -27,7 +27,9 @@ struct SizeOrigin {
 /// Throws ConfigError when memory_needed() exceeds what the machine leaves (core/memory.hpp), or
 /// when dpsgd's or choco's resync_timeout is not longer than one full model of `parameters`
 /// floats takes over the slowest link of the cluster (waiting peers would then ask for full
-/// copies faster than they arrive, and the event queue would grow without bound).
+/// copies faster than they arrive, and the event queue would grow without bound), and when the
+/// cluster has churn (join_at, leave_at, rejoin_at) that the algorithm cannot follow
+/// (proto::elastic_refusal; docs/elastic.md).
 void check_sizes(const SimSetup& s, std::uint64_t parameters, const SizeOrigin& origin);
 
 }  // namespace gossamer::sim

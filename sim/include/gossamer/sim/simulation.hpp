@@ -58,6 +58,9 @@ struct SimSetup {
     int peer_records_every = 1;
     /// Records the run's timeline here (docs/trace.md) when set; it outlives simulate().
     trace::Recorder* trace = nullptr;
+    /// Math mode: every EvalPoint also holds each live peer's distance to the mean
+    /// (EvalPoint::distance; O(n) per evaluation, so off by default).
+    bool peer_distances = false;
 };
 
 struct EvalPoint {
@@ -71,6 +74,10 @@ struct EvalPoint {
     std::int64_t samples = 0;         ///< samples processed by all peers so far
     std::uint64_t bytes = 0;          ///< bytes sent by all peers so far
     std::uint64_t backward_macs = 0;  ///< backward multiply-adds of all peers so far (math mode)
+    int live = 0;  ///< live members evaluated (not down, not left, not waiting for a sponsor)
+    /// With SimSetup::peer_distances: by rank, ||x_i - mean|| of each live member, -1 for the
+    /// others (docs/elastic.md).
+    std::vector<double> distance;
 };
 
 struct PeerSummary {
@@ -80,7 +87,10 @@ struct PeerSummary {
     double idle_share = 0;    ///< idle / (busy + idle)
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     std::uint64_t messages_sent = 0;  ///< chunks count one each
-    bool failed = false;
+    bool failed = false;              ///< down at the end (crashed and not back)
+    bool left = false;                ///< left gracefully (leave_at; docs/elastic.md)
+    int joins = 0;                    ///< times it entered the running job (join_at, rejoin_at)
+    double mass = 0;       ///< push-sum: the mass it holds at the end (1 for averaging protocols)
     json::Json edges;      ///< the protocol's per-edge metrics at the end (null if it keeps none)
     bool recorded = true;  ///< selected for a peers.jsonl record (SimSetup::peer_records_every)
     std::int64_t staleness_max = 0;   ///< the largest staleness of a share it absorbed (async)
@@ -101,7 +111,14 @@ struct SimResult {
     double wall_seconds = 0;   ///< real time the simulation took (not in metrics files)
     std::optional<int> stopped_by_failure;  ///< all-reduce: the rank whose failure stopped it
     double mass = 0;                        ///< push-sum: mass held by live peers at the end
-    double mass_lost = 0;                   ///< push-sum: n - mass (went with failed peers)
+    /// Push-sum: the job's total mass, one per peer present at t = 0 (n without late joiners: a
+    /// joiner takes its mass from a sponsor, docs/elastic.md).
+    double mass_start = 0;
+    double mass_lost = 0;  ///< push-sum: mass_start - mass (went with failed peers)
+    /// Push-sum: the mass crashes took, measured by the simulator: what each peer held when it
+    /// crashed and the shares that reached it while it was down. A graceful leave loses none,
+    /// so mass_lost equals crash_loss up to rounding (docs/elastic.md).
+    double crash_loss = 0;
 };
 
 /// Runs one simulation. Throws ConfigError for bad algorithm options or data that does not fit.

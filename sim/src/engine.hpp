@@ -1,0 +1,173 @@
+#pragma once
+// The simulator's engine (private to sim/src): events, virtual peers and the Engine class.
+// simulation.cpp runs events; churn.cpp lets peers join, leave and rejoin (docs/elastic.md).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include "gossamer/core/compute_model.hpp"
+#include "gossamer/optimizers/in_flight.hpp"
+#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/sim/event_queue.hpp"
+#include "gossamer/sim/fair_network.hpp"
+#include "gossamer/sim/network.hpp"
+#include "gossamer/sim/simulation.hpp"
+#include "sim_trace.hpp"
+
+namespace gossamer::sim::detail {
+
+// Events of a peer carry its incarnation (`life`, Peer::life): after a crash and a rejoin
+// (docs/elastic.md), what the old incarnation started or was sent is dropped.
+struct StepDone {
+    int rank;
+    double loss;
+    int life;
+};
+struct Arrival {
+    int rank;
+    std::uint32_t message;  // index into Engine::messages_
+    int life;               // the receiver's when the message was sent
+};
+struct DeadlineEvent {
+    int rank;
+    std::uint64_t id;
+    int life;
+};
+struct Failure {
+    int rank;
+};
+struct FailureNotice {
+    int rank, dead, life;  // life: the dead peer's incarnation that failed
+};
+// Elastic jobs (churn.cpp): the peer enters (join_at, or rejoin_at after its crash) or leaves
+// gracefully (leave_at).
+struct Join {
+    int rank;
+};
+struct Leave {
+    int rank;
+};
+struct Evaluate {};
+// The sender's uplink is done with a message (Transfer::sent): every send's, so that the
+// protocol's measured edges (Protocol::edge_speeds) time the simulated completions as a real
+// peer's time the transport's; protocols that keep one message in flight per edge
+// (Protocol::one_in_flight_per_edge) also free the edge on it.
+struct SendDone {
+    int rank;
+    int counted;  // the receiver when the message counts against the edge bound, else -1
+    std::uint64_t id;
+    int life;
+};
+// The fair-share network: a flow ends, unless a later rate change moved it (version stale);
+// flows started or ended at this instant get their rates (one recomputation per instant).
+struct FlowEnd {
+    std::uint32_t flow, version;
+};
+struct Settle {};
+// Partition `id` of step `step` is final (Protocol::partition_ready), for protocols that take it.
+struct PartitionReady {
+    int rank;
+    std::uint32_t id;
+    std::int64_t step;
+    int life;
+};
+using Event = std::variant<StepDone, Arrival, DeadlineEvent, Failure, FailureNotice, Evaluate,
+                           SendDone, FlowEnd, Settle, PartitionReady, Join, Leave>;
+
+// A message on the fair-share network, by flow id: what its end delivers.
+struct Flowing {
+    int rank, to, counted;  // counted: as in SendDone
+    bool bounded;
+    std::uint64_t id;
+    std::uint32_t message;
+    int life_from, life_to;  // the sender's and the receiver's incarnations at the send
+};
+
+struct Peer {
+    Dataset shard;
+    std::unique_ptr<proto::LocalWorker> worker;
+    std::unique_ptr<proto::Protocol> protocol;
+    bool alive = true, done = false, stepping = false;
+    std::int64_t started = 0;
+    // Data messages in flight per edge, for protocols that bound them to one per edge (the
+    // chunks of one message count as one).
+    proto::EdgeInFlight edge_busy;
+    Time busy = 0, idle = 0, idle_since = 0, step_start = 0, step_end = 0;
+    // Elastic jobs (churn.cpp).
+    int life = 0;                    // incarnation: one more at each rejoin
+    int joins = 0;                   // times it entered a running job (join_at, rejoin_at)
+    bool crashed = false;            // failed and not back yet: its next join is a rejoin
+    bool left = false;               // left gracefully (at leave_at)
+    std::vector<float> crash_model;  // the model it had at its crash (math mode)
+    std::uint64_t past_sent = 0, past_received = 0, past_messages = 0;  // earlier incarnations
+};
+
+class Engine {
+  public:
+    explicit Engine(const SimSetup& s);
+    SimResult run();
+
+  private:
+    void apply(int rank, Time now, proto::Actions& a);
+    void handle(Time now, Event& e);
+    void evaluate(Time now, bool final);
+    /// Partition-ready events of rank's step [start, end), for protocols that take them.
+    void schedule_ready(int rank, Time start, Time end);
+    bool active() const;
+    /// The one Actions object every event reuses, emptied: its vectors keep their capacity, so
+    /// an event costs no allocation (docs/simulator.md, "Scale").
+    proto::Actions& fresh_actions();
+    /// Messages in flight live out of the event queue's slots, which then stay small (a
+    /// deadline or a step end does not carry a Message's worth of bytes).
+    std::uint32_t hold(transport::Message&& m);
+    transport::Message take(std::uint32_t index);
+    /// Fair network: a Settle event at `now` unless one is queued.
+    void unsettle(Time now);
+
+    // Elastic jobs (churn.cpp).
+    /// Join, Leave and rejoin events of the cluster file; the ranks absent at t = 0.
+    void schedule_churn();
+    /// Tells `rank`'s protocol, before it starts or joins, which ranks are not live members.
+    void tell_absent(int rank);
+    void join(int rank, Time now);
+    void leave(int rank, Time now);
+    /// A crash: the mass the peer held is lost, and its model is kept for a rejoin.
+    void crash(int rank);
+    /// A message that reaches a peer that is down (or the incarnation it was sent to is gone):
+    /// the mass it carries is lost.
+    void drop(const transport::Message& m);
+    /// Whether the peer takes events now, as the incarnation `life`.
+    bool live(int rank, int life) const;
+    std::unique_ptr<proto::Protocol> make(int rank);
+
+    const SimSetup& s_;
+    const int n_;
+    ComputeModel compute_;
+    Network network_;
+    std::optional<FairNetwork> fair_;  // the network model unless the cluster asks for fifo
+    bool settle_queued_ = false;
+    std::vector<FairNetwork::Update> flow_updates_;
+    std::vector<Flowing> flowing_;  // by flow id
+    EventQueue<Event> queue_;
+    std::vector<Peer> peers_;
+    std::unique_ptr<Model> eval_model_;
+    Dataset peer_test_;
+    SimResult result_;
+    std::int64_t pending_ = 0;     // events other than evaluations
+    int active_ = 0;               // peers alive and not done: active() is O(1) per event
+    std::int64_t peer_steps_ = 0;  // local steps finished, over all peers (progress)
+    bool any_failed_ = false;
+    double crash_loss_ = 0;           // push-sum mass lost with crashes, measured here
+    int starters_ = 0;                // peers present at t = 0: the job's total mass
+    std::int64_t steps_ = 0;          // local steps per peer (the protocols' max_steps)
+    proto::EdgeSpeedOptions speeds_;  // what every protocol is configured with
+    proto::Actions actions_;
+    std::vector<transport::Message> messages_;
+    std::vector<std::uint32_t> free_messages_;
+    SimTracer trace_;
+};
+
+}  // namespace gossamer::sim::detail

@@ -1,0 +1,210 @@
+// Elastic jobs in the simulator (docs/elastic.md): peers join late, leave gracefully, crash and
+// rejoin, under async, with the push-sum mass exact but for what the crash took.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "gossamer/core/error.hpp"
+#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/sim/setup_checks.hpp"
+#include "gossamer/sim/simulation.hpp"
+#include "gossamer/topology/schedule.hpp"
+
+using namespace gossamer;
+
+namespace {
+
+constexpr int kPeers = 16;
+constexpr Time kStep = 0.01;  // seconds per local step: 160 steps, 1.6 s of virtual time
+
+optim::TrainingConfig logreg_config() {
+    return optim::parse_training_config(json::parse_text(R"({"seed": 2,
+        "data": {"name": "logreg_synthetic", "samples": 6400, "test_samples": 800, "features": 10, "seed": 4},
+        "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
+        "schedule": {"schedule": "cosine"}, "training": {"epochs": 10, "batch_size": 25}})",
+                                                         "logreg.json"));
+}
+
+// Two graceful leaves (3, 9), one crash and rejoin (5), two late joins (14, 15).
+Cluster churn_cluster() {
+    Cluster c = homogeneous_cluster(kPeers, kStep, 1e-4, 1e8);
+    c.source = "churn.json";
+    c.peers[3].leave_at = 0.45;
+    c.peers[9].leave_at = 0.85;
+    c.peers[5].fail_at = 0.3;
+    c.peers[5].rejoin_at = 0.7;
+    c.peers[14].join_at = 0.5;
+    c.peers[15].join_at = 0.65;
+    return c;
+}
+
+sim::SimSetup setup(const std::string& algorithm, const Cluster& cluster,
+                    const optim::TrainingConfig& cfg, const optim::TrainingData& data) {
+    topology::FamilySpec fam;
+    fam.family = "exponential";
+    fam.n = kPeers;
+    fam.weights = topology::WeightRule::uniform;
+    sim::SimSetup s;
+    s.algorithm = algorithm;
+    s.topology = topology::generate(fam);
+    s.cluster = &cluster;
+    s.config = &cfg;
+    s.train = &data.train;
+    s.test = &data.test;
+    s.epochs = cfg.epochs;
+    s.eval_interval = 0.05;
+    s.failure_detection = 0.02;
+    s.peer_distances = true;
+    return s;
+}
+
+// The first evaluation at or after `t`.
+const sim::EvalPoint& at_or_after(const sim::SimResult& r, Time t) {
+    for (const auto& e : r.evals)
+        if (e.time >= t) return e;
+    return r.evals.back();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "async under churn: mass exact but for the crash, joiners reach consensus, "
+    "deterministic") {
+    const auto cfg = logreg_config();
+    const auto data = optim::load_training_data(cfg);
+    const Cluster cluster = churn_cluster();
+    const auto s = setup("async", cluster, cfg, data);
+    const sim::SimResult r = sim::simulate(s);
+
+    // Mass: n = survivors' sum w + what the crash took, which the simulator measured itself.
+    CAPTURE(r.mass);
+    CAPTURE(r.crash_loss);
+    CHECK(r.crash_loss > 0.01);
+    // The job's mass is one per peer at t = 0: joiners take theirs from a sponsor.
+    CHECK(r.mass_start == kPeers - 2);
+    CHECK(std::abs(r.mass_start - r.mass - r.crash_loss) < 1e-9);
+    CHECK(std::abs(r.mass_lost - r.crash_loss) < 1e-9);
+    double sum = 0;
+    for (const auto& p : r.peers) sum += p.mass;
+    CHECK(std::abs(sum - r.mass) < 1e-9);
+    // The leavers handed everything on; everybody is a member at the end.
+    for (int leaver : {3, 9}) {
+        CAPTURE(leaver);
+        CHECK(r.peers[leaver].left);
+        CHECK(r.peers[leaver].mass == 0.0);
+        CHECK(r.peers[leaver].steps < r.peers[0].steps);
+    }
+    for (int entered : {5, 14, 15}) {
+        CAPTURE(entered);
+        CHECK(r.peers[entered].joins == 1);
+        CHECK_FALSE(r.peers[entered].failed);
+        CHECK(r.peers[entered].mass > 0);
+        CHECK(r.peers[entered].steps > 0);
+    }
+    CHECK(r.peers[0].joins == 0);
+    CHECK(r.evals.back().live == kPeers - 2);
+
+    // A peer that entered is within 2x the others' distance to the mean after 30 steps.
+    for (int entered : {5, 14, 15}) {
+        const Time t = entered == 5 ? cluster.peers[5].rejoin_at : cluster.peers[entered].join_at;
+        const auto& e = at_or_after(r, t + 30 * kStep);
+        double others = 0;
+        int count = 0;
+        for (int q = 0; q < kPeers; ++q)
+            if (q != 5 && q != 14 && q != 15 && e.distance[q] >= 0) {
+                others += e.distance[q];
+                ++count;
+            }
+        REQUIRE(count > 0);
+        others /= count;
+        CAPTURE(entered);
+        CAPTURE(e.time);
+        CAPTURE(e.distance[entered]);
+        CAPTURE(others);
+        CHECK(e.distance[entered] >= 0);
+        CHECK(e.distance[entered] <= 2 * others);
+    }
+    // Each entered within a few steps (its sponsor's answer is one transfer at a step end).
+    for (int entered : {5, 14, 15}) {
+        const Time t = entered == 5 ? cluster.peers[5].rejoin_at : cluster.peers[entered].join_at;
+        CAPTURE(entered);
+        CHECK(at_or_after(r, t + 5 * kStep).distance[entered] >= 0);
+        CHECK(at_or_after(r, t).live <= at_or_after(r, t + 5 * kStep).live);
+    }
+    // Churn costs little: within 2 points of the same job without it.
+    Cluster calm = homogeneous_cluster(kPeers, kStep, 1e-4, 1e8);
+    auto quiet = s;
+    quiet.cluster = &calm;
+    const double reference = sim::simulate(quiet).evals.back().accuracy;
+    CAPTURE(reference);
+    CHECK(r.evals.back().accuracy > reference - 0.02);
+
+    // The same seed gives the same results, to the bit.
+    const sim::SimResult again = sim::simulate(s);
+    REQUIRE(again.evals.size() == r.evals.size());
+    for (std::size_t i = 0; i < r.evals.size(); ++i) {
+        CHECK(again.evals[i].time == r.evals[i].time);
+        CHECK(again.evals[i].accuracy == r.evals[i].accuracy);
+        CHECK(again.evals[i].consensus == r.evals[i].consensus);
+        CHECK(again.evals[i].bytes == r.evals[i].bytes);
+        CHECK(again.evals[i].distance == r.evals[i].distance);
+    }
+    for (int q = 0; q < kPeers; ++q) {
+        CHECK(again.peers[q].bytes_sent == r.peers[q].bytes_sent);
+        CHECK(again.peers[q].mass == r.peers[q].mass);
+        CHECK(again.peers[q].steps == r.peers[q].steps);
+    }
+    CHECK(again.crash_loss == r.crash_loss);
+    CHECK(again.events == r.events);
+}
+
+TEST_CASE("async under churn in cost mode: the mass is exact too") {
+    const Cluster cluster = churn_cluster();
+    topology::FamilySpec fam;
+    fam.family = "ring";
+    fam.n = kPeers;
+    fam.weights = topology::WeightRule::uniform;
+    sim::SimSetup s;
+    s.algorithm = "async";
+    s.topology = topology::generate(fam);
+    s.cluster = &cluster;
+    s.mode = sim::Mode::cost;
+    s.model_size = 1000;
+    s.steps = 150;
+    s.failure_detection = 0.02;
+    const auto r = sim::simulate(s);
+    CHECK(r.crash_loss > 0);
+    CHECK(std::abs(kPeers - 2 - r.mass - r.crash_loss) < 1e-9);
+    CHECK(r.peers[3].mass == 0.0);
+    CHECK(r.peers[14].joins == 1);
+}
+
+TEST_CASE("a churning cluster under an algorithm that cannot follow it is one line") {
+    const Cluster cluster = churn_cluster();
+    topology::FamilySpec fam;
+    fam.family = "ring";
+    fam.n = kPeers;
+    fam.weights = topology::WeightRule::uniform;
+    for (const char* algo : {"dpsgd", "sgp", "allreduce"}) {
+        CAPTURE(algo);
+        sim::SimSetup s;
+        s.algorithm = algo;
+        s.topology = topology::generate(fam);
+        s.cluster = &cluster;
+        s.mode = sim::Mode::cost;
+        s.model_size = 10;
+        s.steps = 5;
+        try {
+            sim::check_sizes(s, 10, {});
+            FAIL("no error");
+        } catch (const ConfigError& e) {
+            const std::string msg = e.what();
+            CHECK(msg.find('\n') == std::string::npos);
+            CHECK(msg.rfind(std::string("churn.json: peers: algorithm ") + algo +
+                                " cannot join, leave or rejoin a running job yet",
+                            0) == 0);
+        }
+        CHECK_THROWS_AS(sim::simulate(s), ConfigError);
+    }
+}
