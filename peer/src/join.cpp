@@ -106,6 +106,7 @@ std::size_t JoinedPeer::apply_peer_losses() {
                 r, fmt::format("peer {} joined again but cannot be reached: {}", r, e.what()));
             continue;
         }
+        bootstrap_->readmitted(r);
         std::lock_guard lock(relay_->mu);
         relay_->joined.push_back(r);
         std::erase(relay_->vanished, r);

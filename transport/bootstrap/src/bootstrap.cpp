@@ -62,6 +62,7 @@ Bootstrap::Impl::Impl(Options options) : opt(std::move(options)) {
     gone.assign(static_cast<std::size_t>(n), false);
     refusals.resize(static_cast<std::size_t>(n));
     awaited.resize(static_cast<std::size_t>(n));
+    incarnation.assign(static_cast<std::size_t>(n), 0);
     expel_later.resize(static_cast<std::size_t>(n));
     if (opt.warn_interval <= Millis(0)) opt.warn_interval = Millis(10000);
 }

@@ -150,6 +150,17 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
             case wire::Kind::peer_joined:
                 if (!is_coord()) on_peer_joined(f);
                 break;
+            case wire::Kind::readmitted:
+                if (is_coord()) {
+                    try {
+                        const auto notice = wire::decode_notice(f.body);
+                        on_readmitted(rank, static_cast<int>(notice.code));
+                    } catch (const wire::Malformed& e) {
+                        log::warn("{}: a malformed readmission from {}: {}", name(opt.rank),
+                                  name(rank), e.what());
+                    }
+                }
+                break;
             case wire::Kind::view_propose:
             case wire::Kind::view_install:
             case wire::Kind::expelled:

@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -76,8 +77,13 @@ struct Bootstrap::Impl {
     std::vector<std::optional<Expel>> expel_later;
     std::vector<std::pair<int, std::string>> held_reports;  // made while no coordinator answered
     // Joins (join.cpp).
-    std::vector<int> admitted;  // coordinator: joined, not yet in an installed view
-    std::vector<int> joins;     // ranks that joined the running job, in order (under mu)
+    std::vector<int> admitted;               // coordinator: joined, not yet in an installed view
+    std::vector<std::uint32_t> incarnation;  // coordinator: per rank, joins admitted so far
+    // Coordinator: per joined rank, the members whose transports have not readmitted it yet;
+    // the joiner gets its view when none is left (or at the timer).
+    std::map<int, std::vector<int>> readmitting;
+    std::map<int, View> held_install;
+    std::vector<int> joins;  // ranks that joined the running job, in order (under mu)
     std::function<void(int, const Blob&)> on_joined;  // under mu
     // The listener's warnings: kWarningsShown per window, the rest counted and summed up.
     static constexpr int kWarningsShown = 3;
@@ -160,6 +166,8 @@ struct Bootstrap::Impl {
     void on_table_update(const Frame& f);        // followers, after the barrier
     void on_peer_joined(const Frame& f);         // followers
     void joined_callback(int rank);
+    void on_readmitted(int member, int rank);  // coordinator
+    void release_install(int rank);            // coordinator: the joiner's view, at last
     /// rendezvous() (joining false) or join(): starts the bootstrap thread's part, waits.
     std::vector<Blob> enter(std::span<const std::byte> address, bool joining);
 

@@ -39,6 +39,7 @@ asio::awaitable<void> Bootstrap::Impl::serve_join(std::shared_ptr<Connection> co
     if (members[index]) members[index]->close();
     members[index] = conn;
     gone[index] = false;
+    ++incarnation[index];  // reports about its earlier process no longer concern it
     awaited[index] = {};
     if (expel_later[index]) expel_later[index]->conn->close();  // the crashed process's
     expel_later[index].reset();
@@ -75,6 +76,23 @@ void Bootstrap::Impl::announce_joins(const View& installed) {
     }
     const auto table_frame = wire::frame(wire::Kind::table, wire::encode_table(now, opt.peers));
     for (int r : added) {
+        // The joiner's own view waits until the members' transports readmitted it.
+        auto& waiting = readmitting[r];
+        waiting.clear();
+        for (int q : installed.members)
+            if (q != r) waiting.push_back(q);
+        held_install[r] = installed;
+        auto timer = std::make_shared<asio::steady_timer>(io);
+        // Within half a heartbeat timeout: the joiner sends no heartbeat before its view.
+        const auto limit = std::min(opt.io_timeout, opt.heartbeat_timeout / 2);
+        timer->expires_after(limit);
+        timer->async_wait([this, timer, r, limit](boost::system::error_code ec) {
+            if (!ec && held_install.contains(r)) {
+                log::debug("{}: not every member readmitted {} within {}; releasing its view",
+                           name(opt.rank), name(r), seconds(limit));
+                release_install(r);
+            }
+        });
         const auto line =
             fmt::format("{} joined the running job (view {})", name(r), installed.number);
         const auto notice =
@@ -89,6 +107,26 @@ void Bootstrap::Impl::announce_joins(const View& installed) {
         log::info("{}: {}", name(opt.rank), line);
         joined_callback(r);
     }
+}
+
+void Bootstrap::Impl::on_readmitted(int member, int rank) {
+    auto it = readmitting.find(rank);
+    if (it == readmitting.end()) return;
+    std::erase(it->second, member);
+    if (it->second.empty()) release_install(rank);
+}
+
+void Bootstrap::Impl::release_install(int rank) {
+    readmitting.erase(rank);
+    auto it = held_install.find(rank);
+    if (it == held_install.end()) return;
+    View v;
+    {
+        std::lock_guard lock(mu);
+        v = view;  // the newest: a later install may have come meanwhile
+    }
+    held_install.erase(it);
+    if (v.contains(rank)) send_view(rank, wire::Kind::view_install, v);
 }
 
 void Bootstrap::Impl::on_table_update(const Frame& f) {
@@ -130,6 +168,8 @@ void Bootstrap::Impl::joined_callback(int rank) {
     {
         std::lock_guard lock(mu);
         joins.push_back(rank);
+        // Back in the job: its earlier loss no longer counts (lost_peers() is who is out).
+        std::erase_if(losses, [rank](const PeerLoss& l) { return l.rank == rank; });
         callback = on_joined;
         blob = table[static_cast<std::size_t>(rank)];
     }
@@ -303,6 +343,21 @@ std::vector<Blob> Bootstrap::join(std::span<const std::byte> address) {
 void Bootstrap::on_peer_joined(std::function<void(int, const Blob&)> callback) {
     std::lock_guard lock(impl_->mu);
     impl_->on_joined = std::move(callback);
+}
+
+void Bootstrap::readmitted(int rank) {
+    asio::post(impl_->io, [impl = impl_.get(), rank] {
+        if (impl->stopping || rank < 0 || rank >= impl->n) return;
+        if (impl->is_coord()) {
+            impl->on_readmitted(impl->opt.rank, rank);
+            return;
+        }
+        auto& c = impl->members[static_cast<std::size_t>(impl->coord)];
+        if (c)
+            c->send(wire::frame(
+                wire::Kind::readmitted,
+                wire::encode(wire::Notice{static_cast<std::uint32_t>(rank), {}, std::string()})));
+    });
 }
 
 std::vector<int> Bootstrap::joined_peers() const {

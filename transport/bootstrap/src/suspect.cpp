@@ -58,9 +58,15 @@ void Bootstrap::Impl::on_suspect(int reporter, const Frame& f) {
 void Bootstrap::Impl::judge_later(int reporter, int suspect, std::string why) {
     auto timer = std::make_shared<asio::steady_timer>(io);
     timer->expires_after(opt.heartbeat_interval);
+    // A peer that joined again meanwhile is another process: the report was about the old one.
+    const auto seen = std::pair{incarnation[static_cast<std::size_t>(reporter)],
+                                incarnation[static_cast<std::size_t>(suspect)]};
     timer->async_wait(
-        [this, timer, reporter, suspect, why = std::move(why)](boost::system::error_code ec) {
-            if (!ec) judge(reporter, suspect, why);
+        [this, timer, reporter, suspect, seen, why = std::move(why)](boost::system::error_code ec) {
+            if (ec || seen != std::pair{incarnation[static_cast<std::size_t>(reporter)],
+                                        incarnation[static_cast<std::size_t>(suspect)]})
+                return;
+            judge(reporter, suspect, why);
         });
 }
 

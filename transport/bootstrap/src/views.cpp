@@ -105,7 +105,8 @@ void Bootstrap::Impl::check_view() {
                            name(opt.rank), installed.number, ranks_text(installed.members), acked));
     quiet_proposal = true;
     for (int r : installed.members)
-        if (r != opt.rank) send_view(r, wire::Kind::view_install, installed);
+        if (r != opt.rank && !held_install.contains(r))
+            send_view(r, wire::Kind::view_install, installed);
     expel_excluded(installed);
 }
 

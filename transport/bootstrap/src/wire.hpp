@@ -69,8 +69,12 @@ enum class Kind : std::uint8_t {
     // Coordinator -> members, when a view that adds a joined rank is installed: code = its
     // rank, text = the line. Right before it, a `table` frame with every current blob.
     peer_joined = 19,
+    // Member -> coordinator: its transport replaced the joined rank's endpoint (code = the
+    // rank); the coordinator tells the joiner its view once every member did, or after
+    // io_timeout, so that the joiner's first messages are not dropped as a lost peer's.
+    readmitted = 20,
 };
-inline constexpr Kind kLastKind = Kind::peer_joined;
+inline constexpr Kind kLastKind = Kind::readmitted;
 
 /// Bytes that are not this protocol; what() says what was wrong.
 class Malformed : public std::runtime_error {

@@ -144,6 +144,10 @@ class Bootstrap {
     /// blob, once a view that holds it is installed (thread-safe to set; set it before
     /// rendezvous()). Must return quickly and not call back into this object.
     void on_peer_joined(std::function<void(int rank, const Blob& blob)> callback);
+    /// Tells the coordinator that this peer's transport replaced `rank`'s endpoint after
+    /// on_peer_joined (thread-safe, returns at once): the joiner is told its view once every
+    /// member did, or after io_timeout, so its first messages are not dropped.
+    void readmitted(int rank);
     /// The ranks that joined the running job so far, in order (thread-safe).
     std::vector<int> joined_peers() const;
 
@@ -151,7 +155,8 @@ class Bootstrap {
     /// sees every peer; the others see rank 0 and what rank 0 forwards). Must return quickly and
     /// not call back into this object. Set it before rendezvous().
     void on_peer_lost(std::function<void(const PeerLoss&)> callback);
-    /// The peers lost so far, in the order they were noticed (thread-safe).
+    /// The peers lost so far, in the order they were noticed, less those that joined the
+    /// running job again since (thread-safe).
     std::vector<PeerLoss> lost_peers() const;
 
     /// The last view installed (thread-safe; rank 0 installs, the others learn it).
