@@ -76,6 +76,9 @@ struct Bootstrap::Impl {
     // isolated coordinator, whose views never install, expels nobody).
     std::vector<std::optional<Expel>> expel_later;
     std::vector<std::pair<int, std::string>> held_reports;  // made while no coordinator answered
+    // Coordinator: losses it noticed while it heard from no other member (it is the one cut
+    // off?), relayed only once a view without the lost rank is installed.
+    std::vector<std::pair<int, wire::Bytes>> held_relays;
     // Joins (join.cpp).
     std::vector<int> admitted;               // coordinator: joined, not yet in an installed view
     std::vector<std::uint32_t> incarnation;  // coordinator: per rank, joins admitted so far

@@ -108,6 +108,15 @@ void Bootstrap::Impl::check_view() {
         if (r != opt.rank && !held_install.contains(r))
             send_view(r, wire::Kind::view_install, installed);
     expel_excluded(installed);
+    // Losses held while this coordinator heard nobody: a majority has confirmed them now.
+    std::erase_if(held_relays, [&](const std::pair<int, wire::Bytes>& h) {
+        if (installed.contains(h.first)) return false;
+        for (int r : installed.members) {
+            auto& m = members[static_cast<std::size_t>(r)];
+            if (r != opt.rank && m && !gone[static_cast<std::size_t>(r)]) m->send(h.second);
+        }
+        return true;
+    });
 }
 
 void Bootstrap::Impl::answer_query(int rank) {
