@@ -78,6 +78,9 @@ const ArgParser& parser() {
           "restart a stopped job from DIR's checkpoints: at the newest step every peer whose "
           "checkpoints are in DIR holds (docs/checkpoint.md)"},
          {"resume-step", "S", "with --resume: this step instead of the newest common one"},
+         {"min-peers", "K",
+          "rank 0: when not every peer joined within --join-timeout but K did (itself "
+          "included), start without the others, which may --join later (default: all)"},
          {"join", "",
           "enter a job that is already running (a late peer, or one restarted after a crash: "
           "with --resume DIR it takes its model from its own newest checkpoint there); async "
@@ -175,6 +178,7 @@ int run_peer(const std::vector<std::string>& args) {
     job.checkpoint_every = a.integer("checkpoint-every", cfg.checkpoint_every, 0, INT64_MAX);
     job.json = a.flag("json");
     job.join_running = a.flag("join");
+    job.min_peers = static_cast<int>(a.integer("min-peers", 0, 1, n));
     if (job.join_running) {
         if (const auto why = proto::elastic_refusal(job.algorithm); !why.empty())
             throw UsageError("--join: " + why);

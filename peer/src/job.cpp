@@ -147,6 +147,7 @@ int run_peer_job(PeerJob& job) {
     std::unique_ptr<JoinedPeer> me;
     auto jo = join_options(job, layout, size);
     jo.running = job.join_running;
+    jo.bootstrap.min_peers = job.min_peers;
     const bootstrap::Options joined_with = jo.bootstrap;
     try {
         me = join(std::move(jo));
@@ -162,9 +163,10 @@ int run_peer_job(PeerJob& job) {
         say(rank, fmt::format("could not join: {}", e.what()));
         return 1;
     }
+    // Ranks outside the view it started in or entered are absent for its protocol (a job
+    // started without them, --min-peers; or lost before it joined: docs/elastic.md).
+    for (const auto& l : me->losses()) job.driver.absent.push_back(l.rank);
     if (job.join_running) {
-        // Ranks outside the view it entered are absent for its protocol (docs/elastic.md).
-        for (const auto& l : me->losses()) job.driver.absent.push_back(l.rank);
         job.driver.enter =
             job.protocol->resumed_at() > 0 ? proto::Entry::rejoin : proto::Entry::fresh;
         say(rank,

@@ -172,4 +172,48 @@ TEST_SUITE("bootstrap") {
         CHECK(has_view(*peers[0], {0, 1, 2}));
         CHECK(peers[2]->lost_peers().empty());
     }
+
+    TEST_CASE(
+        "join: a job with min_peers starts without a rank that did not come, which joins "
+        "later") {
+        auto eps = free_endpoints(4);
+        std::vector<std::unique_ptr<bs::Bootstrap>> peers;
+        for (int r = 0; r < 3; ++r) {
+            auto o = quick_options(r, eps);
+            o.join_timeout = 1s;
+            if (r == 0) o.min_peers = 3;
+            peers.push_back(std::make_unique<bs::Bootstrap>(o));
+        }
+        peers.emplace_back();  // rank 3 is not started
+        const auto outcomes = rendezvous_all(peers);
+        for (int r = 0; r < 3; ++r)
+            REQUIRE_MESSAGE(!outcomes[static_cast<std::size_t>(r)].failed,
+                            outcomes[static_cast<std::size_t>(r)].error);
+        for (int r = 0; r < 3; ++r) {
+            CAPTURE(r);
+            const auto& p = *peers[static_cast<std::size_t>(r)];
+            CHECK(has_view(p, {0, 1, 2}));
+            const auto lost = p.lost_peers();
+            REQUIRE(lost.size() == 1);
+            CHECK(lost[0].rank == 3);
+            CHECK_FALSE(lost[0].left);
+            CHECK_MESSAGE(has(lost[0].reason, "the job started without it"), lost[0].reason);
+        }
+        peers[3] = std::make_unique<bs::Bootstrap>(quick_options(3, eps));
+        const auto table = peers[3]->join(other_blob(3));
+        CHECK(table.size() == 4);
+        wait_until([&] { return has_view(*peers[2], {0, 1, 2, 3}); }, 3s);
+        for (int r = 0; r < 4; ++r) {
+            CAPTURE(r);
+            CHECK(has_view(*peers[static_cast<std::size_t>(r)], {0, 1, 2, 3}));
+            CHECK(peers[static_cast<std::size_t>(r)]->lost_peers().empty());
+        }
+    }
+
+    TEST_CASE("join: min_peers out of range is one line") {
+        auto o = quick_options(0, free_endpoints(2));
+        o.min_peers = 3;
+        CHECK_THROWS_WITH_AS(bs::Bootstrap{o}, doctest::Contains("min_peers"),
+                             gossamer::ConfigError);
+    }
 }

@@ -51,6 +51,39 @@ TEST_SUITE("integration") {
     }
 
     TEST_CASE(
+        "elastic: a job started with --min-peers 3 without rank 3, which enters later "
+        "with --join") {
+        Job job(60, 0.01);  // 600 steps of 10 ms
+        std::vector<std::unique_ptr<Process>> peers;
+        for (int r = 0; r < 3; ++r)
+            peers.push_back(
+                job.start(r, "async", kToken, {"--min-peers", "3", "--join-timeout", "2"}));
+        const auto until = std::chrono::steady_clock::now() + 30s;
+        while (count_lines(job.metrics(1)) < 40 && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(10ms);
+        REQUIRE_MESSAGE(count_lines(job.metrics(1)) >= 40, peers[0]->log());
+        CHECK(peers[0]->log().find("3 of 4 peers joined within 2 s; starting without the others") !=
+              std::string::npos);
+        auto late = job.start(3, "async", kToken, {"--join"});
+        CHECK(late->wait(90s) == 0);
+        const auto log3 = late->log();
+        CAPTURE(log3);
+        CHECK(log3.find("entered the running job of 4 peers (async, a sponsor's model") !=
+              std::string::npos);
+        for (int r = 0; r < 3; ++r) {
+            CAPTURE(r);
+            CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
+            const auto log = peers[static_cast<std::size_t>(r)]->log();
+            CAPTURE(log);
+            CHECK(log.find("lost peers: none") != std::string::npos);
+        }
+        const Json avg = job.average();
+        CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
+        // Three peers started with w = 1 each; the joiner took half of its sponsor's.
+        CHECK(std::abs(avg["total_mass"].get<double>() - 3.0) < 1e-6);
+    }
+
+    TEST_CASE(
         "elastic: SIGTERM makes an async peer leave gracefully with its mass handed over, "
         "and the others finish with all of it") {
         Job job(60, 0.01);

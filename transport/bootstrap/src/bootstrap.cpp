@@ -35,6 +35,10 @@ Bootstrap::Impl::Impl(Options options) : opt(std::move(options)) {
     if (opt.clock_samples < 1)
         throw ConfigError("", "clock_samples",
                           fmt::format("must be at least 1, got {}", opt.clock_samples));
+    if (opt.min_peers < 0 || opt.min_peers > n)
+        throw ConfigError("", "min_peers",
+                          fmt::format("must be from 1 to the {} peers of the job (0: all), got {}",
+                                      n, opt.min_peers));
     if (opt.max_pending < 1)
         throw ConfigError("", "max_pending",
                           fmt::format("must be at least 1, got {}", opt.max_pending));

@@ -15,6 +15,31 @@ void Bootstrap::Impl::install_first_view() {
     for (int r = 0; r < n; ++r) view.members.push_back(r);
 }
 
+void Bootstrap::Impl::absent_from_start(const std::vector<Blob>& blobs_now) {
+    std::vector<PeerLoss> absent;
+    for (int q = 0; q < n; ++q) {
+        if (q == opt.rank || !blobs_now[static_cast<std::size_t>(q)].empty()) continue;
+        gone[static_cast<std::size_t>(q)] = true;
+        absent.push_back({q,
+                          fmt::format("{} did not join within {}: the job started without it "
+                                      "(it may enter later with --join)",
+                                      name(q), seconds(opt.join_timeout)),
+                          false});
+    }
+    if (absent.empty()) return;
+    std::function<void(const PeerLoss&)> callback;
+    {
+        std::lock_guard lock(mu);
+        std::erase_if(view.members, [&](int r) { return gone[static_cast<std::size_t>(r)]; });
+        for (auto& l : absent) losses.push_back(l);
+        callback = on_lost;
+    }
+    for (const auto& l : absent) {
+        log::info("{}: {}", name(opt.rank), l.reason);
+        if (callback) callback(l);
+    }
+}
+
 void Bootstrap::Impl::start_heartbeats() {
     auto now = Clock::now();
     for (auto& m : members)

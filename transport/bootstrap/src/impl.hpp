@@ -139,6 +139,9 @@ struct Bootstrap::Impl {
     // heartbeat.cpp
     /// View 0 (every rank), set before the start-up barrier releases the caller.
     void install_first_view();
+    /// View 0 from the table: the ranks with a blob (a job started without some, min_peers);
+    /// the others are losses from the start.
+    void absent_from_start(const std::vector<Blob>& table);
     void start_heartbeats();
     void beat();
     /// Reads `conn` until it ends, `early` first (frames join_root read before the watch).

@@ -230,6 +230,24 @@ void Bootstrap::Impl::maybe_release() {
 }
 
 void Bootstrap::Impl::give_up_join() {
+    const auto present = static_cast<int>(std::count(joined.begin(), joined.end(), true)) + 1;
+    if (opt.min_peers > 0 && present >= opt.min_peers && own_blob_set) {
+        // Enough to start: the others are lost from the start and may join later.
+        started = true;
+        auto table_frame = wire::frame(wire::Kind::table, wire::encode_table(blobs, opt.peers));
+        for (int r = 1; r < n; ++r)
+            if (joined[static_cast<std::size_t>(r)])
+                members[static_cast<std::size_t>(r)]->send(table_frame);
+        log::info(
+            "{}: {} of {} peers joined within {}; starting without the others "
+            "(min_peers {})",
+            name(0), present, n, seconds(opt.join_timeout), opt.min_peers);
+        install_first_view();
+        absent_from_start(blobs);
+        finish(blobs);
+        start_heartbeats();
+        return;
+    }
     std::vector<int> missing;
     std::vector<std::string> names, refused;
     for (int r = 1; r < n; ++r) {
@@ -448,13 +466,17 @@ asio::awaitable<void> Bootstrap::Impl::join_root(Blob address) {
         if (count_only)
             for (int q = 1; q < n; ++q) {
                 const auto& e = table.endpoints[static_cast<std::size_t>(q)];
+                if (table.blobs[static_cast<std::size_t>(q)].empty()) continue;  // absent
                 if (e.host.empty() || e.port <= 0)
                     throw wire::Malformed(fmt::format("no address for rank {}", q));
                 opt.peers[static_cast<std::size_t>(q)] = e;
             }
+        if (table.blobs[0].empty() || table.blobs[static_cast<std::size_t>(opt.rank)].empty())
+            throw wire::Malformed("no blob for rank 0 or for this peer");
         set_clock(samples);
         started = true;
         install_first_view();
+        absent_from_start(table.blobs);
         finish(std::move(table.blobs));
         start_heartbeats();
     } catch (const wire::Malformed& e) {

@@ -36,6 +36,9 @@ struct PeerJob {
     /// Enter a job that is already running (`--join`, docs/elastic.md): Bootstrap::join, then
     /// Protocol::join (a rejoin when resumed from this rank's checkpoint).
     bool join_running = false;
+    /// Rank 0: start without the ranks that did not join within the join timeout when at least
+    /// this many did (`--min-peers`; 0: all must join). They may --join later.
+    int min_peers = 0;
     double eval_interval = 2;          ///< seconds between evaluation points, > 0
     std::int64_t eval_samples = 2000;  ///< the first test samples each evaluation uses; 0: none
     std::chrono::milliseconds join_timeout{30'000}, stall_timeout{120'000},

@@ -51,7 +51,12 @@ struct Options {
     /// field's digest must match rank 0's, and a peer sending other fields is refused too.
     std::vector<Setting> settings;
 
-    Millis join_timeout{30000};       ///< start-up barrier: all n peers joined (rank 0's clock)
+    Millis join_timeout{30000};  ///< start-up barrier: all n peers joined (rank 0's clock)
+    /// Rank 0 only: when not all n peers joined within join_timeout but at least this many
+    /// (rank 0 included) did, the job starts without the others instead of failing: they are
+    /// lost from the start (a PeerLoss each, outside view 0) and may join later (join()).
+    /// 0: every peer must join (the default).
+    int min_peers = 0;
     Millis io_timeout{5000};          ///< one connect, or one handshake reply
     Millis retry_interval{200};       ///< between attempts to reach rank 0
     Millis heartbeat_interval{1000};  ///< a heartbeat is sent this often
