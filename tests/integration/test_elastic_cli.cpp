@@ -121,22 +121,22 @@ TEST_SUITE("integration") {
         CHECK(avg["survivors"] == Json::array({0, 2, 3}));
         CHECK(std::abs(avg["total_mass"].get<double>() - 4.0) < 1e-6);
         // An algorithm that cannot leave is refused before it joins.
-        auto dpsgd = job.start(1, "allreduce");
-        CHECK(dpsgd->wait(30s) == 2);
-        CHECK_MESSAGE(
-            dpsgd->log().find("rank 1's leave_at: algorithm allreduce cannot") != std::string::npos,
-            dpsgd->log());
+        auto refused = job.start(1, "allreduce");
+        CHECK(refused->wait(30s) == 2);
+        CHECK_MESSAGE(refused->log().find("rank 1's leave_at: algorithm allreduce cannot") !=
+                          std::string::npos,
+                      refused->log());
     }
 
     TEST_CASE(
         "elastic: --join with an algorithm that cannot, and with no job running, is one "
         "line each") {
         Job job(3, 0.005);
-        auto dpsgd = job.start(1, "allreduce", kToken, {"--join"});
-        CHECK(dpsgd->wait(30s) == 2);
+        auto refused = job.start(1, "allreduce", kToken, {"--join"});
+        CHECK(refused->wait(30s) == 2);
         CHECK_MESSAGE(
-            dpsgd->log().find("--join: algorithm allreduce cannot join") != std::string::npos,
-            dpsgd->log());
+            refused->log().find("--join: algorithm allreduce cannot join") != std::string::npos,
+            refused->log());
         auto cuts = job.start(1, "async", kToken, {"--join", "--checkpoint-every", "50"});
         CHECK(cuts->wait(30s) == 2);
         CHECK_MESSAGE(cuts->log().find("--join: a job that takes checkpoints") != std::string::npos,
