@@ -433,7 +433,7 @@ SimResult Engine::run() {
         ps.failed = !p.alive && p.crashed;
         ps.left = p.left;
         ps.joins = p.joins;
-        ps.mass = p.alive ? p.protocol->held_mass() : 0.0;
+        ps.mass = p.alive ? p.protocol->mass() : 0.0;
         ps.recorded = s_.peer_records_every > 0 && r % s_.peer_records_every == 0;
         if (ps.recorded) ps.edges = p.protocol->edge_report();  // O(degree) JSON values each
         ps.staleness_max = p.protocol->stats().staleness_max;

@@ -243,3 +243,30 @@ TEST_CASE("a churning cluster under an algorithm that cannot follow it is one li
         CHECK_THROWS_AS(sim::simulate(s), ConfigError);
     }
 }
+
+TEST_CASE("a crash under sgp and async without churn: the measured loss is exactly the mass gone") {
+    Cluster cluster = homogeneous_cluster(kPeers, kStep, 1e-4, 1e8);
+    cluster.peers[6].fail_at = 0.5;
+    for (const char* algo : {"sgp", "async"}) {
+        CAPTURE(algo);
+        topology::FamilySpec fam;
+        fam.family = std::string(algo) == "sgp" ? "one_peer_exponential" : "exponential";
+        fam.n = kPeers;
+        fam.weights = std::string(algo) == "sgp" ? topology::WeightRule::push_sum
+                                                 : topology::WeightRule::uniform;
+        sim::SimSetup s;
+        s.algorithm = algo;
+        s.topology = topology::generate(fam);
+        s.cluster = &cluster;
+        s.mode = sim::Mode::cost;
+        s.model_size = 100;
+        s.steps = 120;
+        s.failure_detection = 0.03;
+        const auto r = sim::simulate(s);
+        CAPTURE(r.crash_loss);
+        CHECK(r.mass_start == kPeers);
+        CHECK(r.crash_loss > 0.5);
+        CHECK(std::abs(r.mass_lost - r.crash_loss) < 1e-9);
+        CHECK(r.peers[6].failed);
+    }
+}
