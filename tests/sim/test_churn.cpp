@@ -186,8 +186,14 @@ TEST_CASE(
 
     // Options dpsgd cannot combine with churn yet are one line before anything runs.
     auto delayed = s;
-    const auto options = json::parse_text(R"({"delay": 1})", "o.json");
-    delayed.options = gossamer::json::Node(options);
+    const auto options = json::parse_text(R"({"algorithms": {"dpsgd": {"delay": 1}}})", "o.json");
+    delayed.options = gossamer::json::Node(options).at("algorithms").at("dpsgd");
+    CHECK_THROWS_WITH_AS(sim::check_sizes(delayed, 10, {"train.json", ""}),
+                         "train.json: algorithms.dpsgd.delay: algorithm dpsgd with delay cannot "
+                         "join, leave or rejoin a running job yet, and the cluster churn.json has "
+                         "churn; drop \"delay\", or the cluster's join_at, leave_at and rejoin_at "
+                         "(docs/elastic.md)",
+                         ConfigError);
     CHECK_THROWS_WITH_AS(sim::simulate(delayed),
                          doctest::Contains("algorithm dpsgd with delay 1 cannot join, leave or "
                                            "rejoin a running job yet"),
