@@ -4,12 +4,14 @@
 // Join: the peer asks its lowest live neighbour rank (the sponsor) for its model; the sponsor
 // answers between steps with x and the round r it works on. The joiner copies x (a rejoining
 // peer keeps its own model: its checkpoint's, or the one it had at the crash) and enters at
-// round R = r + kJoinMargin, telling every live neighbour (kJoined, round R). A neighbour mixes
-// the joiner's state from round max(R, its current round) and sends to it from max(R, its next
-// round to send), which it answers (kJoinAck): the joiner waits for that answer from each live
-// in-neighbour before it mixes, and moves the weight of an in-neighbour to its own weight in
-// the rounds before the neighbour's first. Edges to and from the joiner start afresh (new
-// replicas: the first message is a full model).
+// round R = r + kJoinMargin, telling every live neighbour (kJoined, round R). Both kJoined and
+// the answer kJoinAck are *declarations*: "my stream to you restarts at round S" (new replicas,
+// the first message a full model). The receiver of one takes a fresh replica, drops older
+// rounds of that sender, and mixes it from max(S, its own round). A neighbour answers a joiner
+// with S = max(R, its next round to send); the joiner waits for that answer from each live
+// in-neighbour before it mixes, and gives an in-neighbour's weight to its own weight in the
+// rounds before the neighbour's S. A peer still joining takes a declaration at once and answers
+// it once it knows its own rounds.
 //
 // Leave: between steps (a running step is finished and its round not sent) the peer tells
 // every live neighbour the last round it sent (kLeaving); they mix its state up to that round
@@ -17,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/dpsgd.hpp"
@@ -129,11 +132,35 @@ void Dpsgd::serve_sponsored(Time now, Actions& out) {
     asks_.clear();
 }
 
+void Dpsgd::declared(int j, std::int64_t start) {
+    dead_.erase(j);
+    for (Channel& c : channels_) c.in.erase(j);  // its next message is a full model
+    stream_start_[j] = start;
+    mix_rounds_[j] = {std::max(start, t_), std::numeric_limits<std::int64_t>::max()};
+}
+
+void Dpsgd::answer_joined(Time now, int j, std::int64_t first, Actions& out) {
+    if (left_) return send_member(out, now, j, kLeaving, sent_ - 1);
+    for (Channel& c : channels_) {
+        c.out.erase(j);
+        if (auto it = c.sent_at.find(j); it != c.sent_at.end())
+            it->second.set_capacity(0);  // send_channel sizes it again
+    }
+    const std::int64_t start = std::max(first, sent_);
+    send_rounds_[j] = {start, std::numeric_limits<std::int64_t>::max()};
+    send_member(out, now, j, kJoinAck, start);
+}
+
 bool Dpsgd::on_membership(Time now, const Message& msg, Actions& out) {
     const int j = msg.sender;
     if (const auto it = entered_at_.find(j); it != entered_at_.end() && msg.sent_at < it->second)
         return true;  // sent by its previous incarnation, before its crash
-    if (msg.chunk < kMembership) return false;
+    if (msg.chunk < kMembership) {
+        // A model message of j's stream before it restarted (a declaration since): dropped.
+        const auto it = stream_start_.find(j);
+        return msg.kind != MessageKind::control && it != stream_start_.end() &&
+               msg.round < it->second;
+    }
     if (msg.kind == MessageKind::full_model) {         // the sponsor's answer
         if (!joining() || j != sponsor_) return true;  // a sponsor asked before: stale
         if (worker().math() && entry_ == Entry::fresh) {
@@ -169,9 +196,10 @@ bool Dpsgd::on_membership(Time now, const Message& msg, Actions& out) {
             send(out, std::move(m));
         }
         serve_sponsored(now, out);
-        std::vector<Message> held;
-        held.swap(held_joins_);
-        for (const Message& h : held) on_membership(now, h, out);
+        for (const Message& h : std::exchange(held_joins_, {})) {
+            mix_rounds_[h.sender].from = std::max(stream_start_[h.sender], t_);
+            answer_joined(now, h.sender, h.round, out);
+        }
         if (leave_due_) return leave_now(now, out), true;
         if (t_ >= context().max_steps) {
             stage_ = Stage::done;
@@ -186,31 +214,19 @@ bool Dpsgd::on_membership(Time now, const Message& msg, Actions& out) {
             asks_.emplace_back(j, msg.edge_seq == 1);
             serve_sponsored(now, out);
             return true;
-        case kJoined: {
-            if (joining()) {  // answered once this peer knows its own first round
-                held_joins_.push_back(msg);
-                return true;
-            }
-            // A new incarnation: fresh replicas both ways, its state mixed from round
-            // max(R, ours), ours sent to it from max(R, our next round to send).
-            dead_.erase(j);
+        case kJoined:
+            // j entered (a new peer or a new incarnation): its stream to this peer starts at R.
             entered_at_[j] = msg.sent_at;
-            for (Channel& c : channels_) {
-                c.in.erase(j);
-                c.out.erase(j);
-                if (auto it = c.sent_at.find(j); it != c.sent_at.end())
-                    it->second.set_capacity(0);  // send_channel sizes it again
-            }
-            const std::int64_t first_send = std::max(msg.round, sent_);
-            mix_rounds_[j] = {std::max(msg.round, t_), std::numeric_limits<std::int64_t>::max()};
-            send_rounds_[j] = {first_send, std::numeric_limits<std::int64_t>::max()};
-            send_member(out, now, j, left_ ? kLeaving : kJoinAck, left_ ? sent_ - 1 : first_send);
+            declared(j, msg.round);
+            if (joining())
+                held_joins_.push_back(msg);  // answered once this peer knows its own rounds
+            else
+                answer_joined(now, j, msg.round, out);
             try_mix(now, out);
             return true;
-        }
-        case kJoinAck:
-            if (acks_due_.erase(j) > 0)
-                mix_rounds_[j] = {msg.round, std::numeric_limits<std::int64_t>::max()};
+        case kJoinAck:  // j's answer to ours: its stream to this peer restarts there
+            declared(j, msg.round);
+            acks_due_.erase(j);
             try_mix(now, out);
             return true;
         case kLeaving:
@@ -237,6 +253,7 @@ void Dpsgd::on_leave(Time now, Actions& out) {
 void Dpsgd::leave_now(Time now, Actions& out) {
     leave_due_ = false;
     left_ = true;
+    stage_ = Stage::done;       // (also when a step just ended: serve_sponsored checks)
     serve_sponsored(now, out);  // who still asks is told this peer leaves
     const auto& g = context().topology->base_graph();
     std::set<int> told;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/rng.hpp"
 #include "gossamer/optimizers/training_config.hpp"
 #include "gossamer/sim/setup_checks.hpp"
 #include "gossamer/sim/simulation.hpp"
@@ -274,5 +275,52 @@ TEST_CASE("a crash under sgp and async without churn: the measured loss is exact
         CHECK(r.crash_loss > 0.5);
         CHECK(std::abs(r.mass_lost - r.crash_loss) < 1e-9);
         CHECK(r.peers[6].failed);
+    }
+}
+
+TEST_CASE("random churn schedules: async keeps its mass exact, async and dpsgd never stall") {
+    // 40 seeded schedules over 16 peers of 10 ms steps (150 steps, 1.5 s): each peer but rank 0
+    // joins late, leaves, crashes and rejoins, or joins and leaves with probability 1/6 each, at
+    // random times.
+    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+        Rng rng(seed);
+        Cluster cluster = homogeneous_cluster(kPeers, kStep, 1e-4, 1e8);
+        for (int r = 1; r < kPeers; ++r) {  // rank 0 always starts
+            PeerSpec& p = cluster.peers[static_cast<std::size_t>(r)];
+            const auto kind = rng.below(6);
+            const double a = 0.05 + 1.2 * rng.uniform(), b = a + 0.05 + 0.3 * rng.uniform();
+            if (kind == 0) p.join_at = a;
+            if (kind == 1) p.leave_at = a;
+            if (kind == 2) p.fail_at = a, p.rejoin_at = b;
+            if (kind == 3) p.join_at = a, p.leave_at = b;
+        }
+        for (const char* algo : {"async", "dpsgd"}) {
+            CAPTURE(seed);
+            CAPTURE(algo);
+            topology::FamilySpec fam;
+            fam.family = "exponential";
+            fam.n = kPeers;
+            fam.weights = topology::WeightRule::uniform;
+            sim::SimSetup s;
+            s.algorithm = algo;
+            s.topology = topology::generate(fam);
+            s.cluster = &cluster;
+            s.mode = sim::Mode::cost;
+            s.model_size = 100;
+            s.steps = 150;
+            s.failure_detection = 0.02;
+            sim::SimResult r;
+            REQUIRE_NOTHROW(r = sim::simulate(s));
+            if (std::string(algo) == "async")
+                CHECK(std::abs(r.mass_start - r.mass - r.crash_loss) < 1e-9);
+            for (int q = 0; q < kPeers; ++q) {
+                const PeerSpec& p = cluster.peers[static_cast<std::size_t>(q)];
+                CAPTURE(q);
+                // A peer that finished its steps before its leave_at did not need to leave.
+                if (r.peers[q].left) CHECK(p.leave_at < 10);
+                if (r.peers[q].left && std::string(algo) == "async") CHECK(r.peers[q].mass == 0);
+                CHECK(r.peers[q].joins == (p.join_at > 0) + (p.rejoin_at < 10));
+            }
+        }
     }
 }

@@ -227,6 +227,10 @@ class Dpsgd final : public Protocol {
     /// Whether this peer's round `round` goes to j.
     bool sends_to(int j, std::int64_t round) const;
     void ask_sponsor(Time now, Actions& out);
+    /// j declared that its stream to this peer restarts at round `start` (kJoined, kJoinAck).
+    void declared(int j, std::int64_t start);
+    /// Restarts this peer's stream to joiner j at max(first, next round to send) and says so.
+    void answer_joined(Time now, int j, std::int64_t first, Actions& out);
     /// Answers the joiners that asked, with x and the round this peer works on (not stepping).
     void serve_sponsored(Time now, Actions& out);
     void leave_now(Time now, Actions& out);
@@ -238,7 +242,8 @@ class Dpsgd final : public Protocol {
     };
     std::map<int, Rounds> mix_rounds_, send_rounds_;  // per neighbour that joined or leaves
     std::map<int, Time> entered_at_;  // its latest incarnation's start: older messages drop
-    std::set<int> acks_due_;          // joining: in-neighbours whose first round is not known
+    std::map<int, std::int64_t> stream_start_;  // its declared stream start: older rounds drop
+    std::set<int> acks_due_;  // joining: in-neighbours whose first round is not known
     std::vector<std::pair<int, bool>> asks_;  // (joiner, rejoin) waiting for this sponsor
     std::vector<Message> held_joins_;         // kJoined that came while this peer joins
     bool leave_due_ = false, left_ = false;
