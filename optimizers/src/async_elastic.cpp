@@ -80,8 +80,18 @@ void AsyncGossip::on_join(Time now, Entry entry, Actions& out) {
         math_.keep(x, 0.0);
     }
     w_ = 0.0;
-    for (auto& [j, nb] : nbrs_)
-        if (!nb.e.absent && !nb.e.failed) nb.entered_at = now;
+    // A new incarnation counts every edge from zero, as its neighbours will once they hear of it
+    // (a checkpoint's counts included: restore() brought them back).
+    for (auto& [j, nb] : nbrs_) {
+        const bool absent = nb.e.absent, failed = nb.e.failed;
+        reset_neighbour(nb, now);
+        nb.e.absent = absent;
+        nb.e.failed = failed;
+    }
+    collect_live_out();
+    quiescing_ = false;
+    cut_marks_.clear();
+    held_.clear();
     ask_sponsor(out);
     for (const auto& [j, nb] : nbrs_)
         if (j != sponsor_ && !nb.e.absent && !nb.e.failed)

@@ -177,7 +177,16 @@ bool Dpsgd::on_membership(Time now, const Message& msg, Actions& out) {
         }
         const std::int64_t start = msg.round + kJoinMargin;
         t_ = sent_ = start;
-        for (Channel& c : channels_) c.round = start;
+        for (Channel& c : channels_) {
+            c.round = start;
+            // Every stream of this peer restarts at R (kJoined says so), and it takes only the
+            // streams declared to it since it began joining: a checkpoint's replicas
+            // (restore()) are of an earlier job.
+            c.out.clear();
+            c.sent_at = {};
+            for (auto it = c.in.begin(); it != c.in.end();)
+                it = stream_start_.contains(it->first) ? std::next(it) : c.in.erase(it);
+        }
         worker().enter_at(start);
         mark_admitted();
         const auto& g = context().topology->base_graph();

@@ -541,7 +541,7 @@ TEST_CASE("sim: in math mode \"sample K\" evaluates K peers on their own, the av
 }
 
 TEST_CASE(
-    "churn (docs/elastic.md): same seed, same bytes; a bad schedule or algorithm is one line") {
+    "churn (docs/elastic.md): same seed, same bytes, and a bad schedule or algorithm is one line") {
     Job job;
     // 4 peers on a ring of 10 ms steps (30 steps, 0.3 s): 1 leaves, 2 crashes and rejoins, 3
     // joins late.
