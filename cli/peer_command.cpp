@@ -78,6 +78,13 @@ const ArgParser& parser() {
           "restart a stopped job from DIR's checkpoints: at the newest step every peer whose "
           "checkpoints are in DIR holds (docs/checkpoint.md)"},
          {"resume-step", "S", "with --resume: this step instead of the newest common one"},
+         {"min-peers", "K",
+          "rank 0: when not every peer joined within --join-timeout but K did (itself "
+          "included), start without the others, which may --join later (default: all)"},
+         {"join", "",
+          "enter a job that is already running (a late peer, or one restarted after a crash: "
+          "with --resume DIR it takes its model from its own newest checkpoint there); async "
+          "only (docs/elastic.md)"},
          {"eval-interval", "S",
           "evaluate this peer's own model every S seconds of its clock, at the first step "
           "boundary at or after each tick, and write {\"eval\": k, \"time\", \"accuracy\", "
@@ -170,6 +177,22 @@ int run_peer(const std::vector<std::string>& args) {
     job.job_id = static_cast<std::uint64_t>(a.integer("job-id", 1, 0, INT64_MAX));
     job.checkpoint_every = a.integer("checkpoint-every", cfg.checkpoint_every, 0, INT64_MAX);
     job.json = a.flag("json");
+    job.join_running = a.flag("join");
+    job.min_peers = static_cast<int>(a.integer("min-peers", 0, 1, n));
+    if (job.join_running) {
+        if (const auto why = proto::elastic_refusal(job.algorithm); !why.empty())
+            throw UsageError("--join: " + why);
+        // async's checkpoint cuts wait for every neighbour's counts, a joiner's too, while the
+        // joiner waits for its sponsor at the cut (docs/elastic.md, "Not yet").
+        if (job.checkpoint_every > 0)
+            throw UsageError(
+                "--join: a job that takes checkpoints (--checkpoint-every or "
+                "output.checkpoint_every) cannot be joined yet; start the job with "
+                "--checkpoint-every 0 to let peers join and rejoin");
+    }
+    // SIGTERM: a graceful leave where the algorithm can leave (docs/elastic.md); a second
+    // SIGTERM, or one to any other algorithm, ends the process as before.
+    if (proto::elastic_refusal(job.algorithm).empty()) peer::leave_on_sigterm();
     job.eval_interval = eval_interval_option(a);
     job.eval_samples = a.integer("eval-samples", 2000, 0, INT64_MAX);
     job.join_timeout = seconds_option(a, "join-timeout", 30);

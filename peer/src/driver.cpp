@@ -446,9 +446,14 @@ DriverResult Loop::run() {
     next_step_ = protocol_.resumed_at();  // a resumed protocol carries on from its cut
     {
         proto::Actions a;
-        protocol_.start(now(), a);
+        for (int r : options_.absent) protocol_.peer_absent(r);
+        if (options_.enter)
+            protocol_.join(now(), *options_.enter, a);
+        else
+            protocol_.start(now(), a);
         apply(a);
     }
+    bool leave_asked = false;
     // After done, a protocol that is not settled still takes messages (async's last shares), and
     // one that holds sends back (an outbox) still takes their edges' completions.
     while (!(protocol_.done() && (!options_.settle || gave_up_settling_ || protocol_.settled()) &&
@@ -460,6 +465,15 @@ DriverResult Loop::run() {
             break;
         }
         if (options_.poll) options_.poll();
+        if (!leave_asked && !protocol_.done() && options_.leave_requested &&
+            options_.leave_requested()) {
+            leave_asked = result_.left = true;
+            log::info("rank {}: leaving the job gracefully at the next step boundary",
+                      result_.rank);
+            proto::Actions a;
+            protocol_.leave(now(), a);
+            apply(a);
+        }
         write_extra();
         watch();
         release_due();

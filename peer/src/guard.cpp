@@ -38,10 +38,11 @@ void MembershipGuard::check() {
     me_.apply_peer_losses();
     // Rank 0's notice may arrive at any moment, also while this peer asks: one line either way.
     auto expelled = [&](const std::string& why) {
-        return NotMember(fmt::format(
-            "{}rank 0 declared this peer lost ({}); the job carried on without it: exiting "
-            "without a result",
-            pause_.paused() ? paused_text() + "; " : "", why));
+        return NotMember(
+            fmt::format("{}the job's coordinator declared this peer lost ({}); the job carried on "
+                        "without it: exiting "
+                        "without a result",
+                        pause_.paused() ? paused_text() + "; " : "", why));
     };
     if (const auto why = me_.bootstrap().expelled()) throw expelled(*why);
     if (!pause_.paused()) return;
@@ -49,7 +50,8 @@ void MembershipGuard::check() {
     if (static_cast<int>(alive.size()) == me_.size()) return;  // nobody lost: nothing to judge
     const auto standing = me_.bootstrap().confirm_membership(io_timeout_);
     if (standing == bootstrap::Standing::member) {
-        const auto line = paused_text() + "; rank 0 confirms it is still a member: carrying on";
+        const auto line =
+            paused_text() + "; the job's coordinator confirms it is still a member: carrying on";
         if (say)
             say(line);
         else
@@ -58,11 +60,11 @@ void MembershipGuard::check() {
         return;
     }
     if (const auto why = me_.bootstrap().expelled()) throw expelled(*why);
-    throw NotMember(fmt::format(
-        "{}; {}: exiting without a result", paused_text(),
-        standing == bootstrap::Standing::expelled
-            ? "the job's view no longer holds it: the job carried on without it"
-            : "it could not confirm it is still a member (rank 0 is gone or did not answer)"));
+    throw NotMember(
+        fmt::format("{}; {}: exiting without a result", paused_text(),
+                    standing == bootstrap::Standing::expelled
+                        ? "the job's view no longer holds it: the job carried on without it"
+                        : "it could not confirm it is still a member (no coordinator answered)"));
 }
 
 std::vector<int> MembershipGuard::survivors() {

@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -118,6 +120,25 @@ json::Json write_average(const PeerJob& job, Model& model, const PartitionLayout
 
 }  // namespace
 
+namespace {
+std::atomic<bool>& leave_flag() {
+    static std::atomic<bool> flag{false};
+    return flag;
+}
+}  // namespace
+
+void request_leave() noexcept {
+    leave_flag().store(true, std::memory_order_relaxed);
+}
+
+void leave_on_sigterm() {
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { request_leave(); };
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;  // the second SIGTERM: the default action
+    ::sigaction(SIGTERM, &sa, nullptr);
+}
+
 int run_peer_job(PeerJob& job) {
     const int rank = job.rank, n = job.topology.n();
     const auto model = optim::build_model(job.config, job.data.train);
@@ -125,6 +146,8 @@ int run_peer_job(PeerJob& job) {
     const std::size_t size = model->parameter_count();
     std::unique_ptr<JoinedPeer> me;
     auto jo = join_options(job, layout, size);
+    jo.running = job.join_running;
+    jo.bootstrap.min_peers = job.min_peers;
     const bootstrap::Options joined_with = jo.bootstrap;
     try {
         me = join(std::move(jo));
@@ -140,7 +163,22 @@ int run_peer_job(PeerJob& job) {
         say(rank, fmt::format("could not join: {}", e.what()));
         return 1;
     }
-    say(rank, fmt::format("joined {} peers ({}, {} steps)", n, job.algorithm, job.worker.steps));
+    // Ranks outside the view it started in or entered are absent for its protocol (a job
+    // started without them, --min-peers; or lost before it joined: docs/elastic.md).
+    for (const auto& l : me->losses()) job.driver.absent.push_back(l.rank);
+    if (job.join_running) {
+        job.driver.enter =
+            job.protocol->resumed_at() > 0 ? proto::Entry::rejoin : proto::Entry::fresh;
+        say(rank,
+            fmt::format("entered the running job of {} peers ({}, {}; view {})", n, job.algorithm,
+                        job.driver.enter == proto::Entry::rejoin
+                            ? fmt::format("its model from step {}", job.protocol->resumed_at())
+                            : std::string("a sponsor's model"),
+                        me->bootstrap().agreed_view().number));
+    } else {
+        say(rank,
+            fmt::format("joined {} peers ({}, {} steps)", n, job.algorithm, job.worker.steps));
+    }
 
     // Stops on an error leave like a crash (no goodbye), so no other peer waits on this one.
     auto stop = [&](const std::string& line) {
@@ -162,6 +200,7 @@ int run_peer_job(PeerJob& job) {
     std::vector<transport::Message> early;  // the average's messages that came while training
     auto d = job.driver;
     d.poll = poll;
+    d.leave_requested = [] { return leave_flag().load(std::memory_order_relaxed); };
     d.clock_offset = me->bootstrap().clock_offset();
     d.intercept = [&](transport::Message& m) {
         if (!is_average_message(m)) return false;
@@ -217,6 +256,13 @@ int run_peer_job(PeerJob& job) {
         std::_Exit(kEmulatedFailure);  // as a crash: no goodbye, no average
     }
     if (eval) append_metrics_lines(job.driver.metrics_path, eval->finish());
+    if (r.left) {
+        // Its mass went to its neighbours; the goodbye (~JoinedPeer) tells the job it left.
+        say(rank, fmt::format("left the job gracefully after {} steps ({:.1f} s), its model and "
+                              "mass handed to its neighbours: no result from this peer",
+                              resumed + r.steps, r.end_time));
+        return 0;
+    }
 
     // The survivors: every rank neither this transport nor the bootstrap has lost. A survivor
     // lost during the average stops it; then it starts again over the others (at most n times:

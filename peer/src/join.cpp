@@ -1,5 +1,7 @@
 #include "gossamer/peer/join.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -20,6 +22,15 @@ struct JoinedPeer::Relay {
     std::deque<bootstrap::PeerLoss> pending;    // vanished peers not yet failed in the transport
     std::vector<int> vanished;
     std::map<int, std::string> causes;  // why each vanished peer is gone, as the bootstrap saw it
+    std::deque<std::pair<int, bootstrap::Blob>> joining;  // joined, not yet readmitted
+    std::vector<int> joined;                              // readmitted, not yet taken
+
+    void joins(int rank, const bootstrap::Blob& blob) {
+        std::lock_guard lock(mu);
+        joining.emplace_back(rank, blob);
+        causes.erase(rank);
+        if (transport) transport->wake();
+    }
 
     void lost(const bootstrap::PeerLoss& loss) {
         if (loss.left) return;  // a goodbye: the peer finished, it did not fail
@@ -77,10 +88,28 @@ int JoinedPeer::size() const noexcept {
 std::size_t JoinedPeer::apply_peer_losses() {
     if (!transport_) return 0;
     std::deque<bootstrap::PeerLoss> todo;
+    std::deque<std::pair<int, bootstrap::Blob>> back;
     {
         std::lock_guard lock(relay_->mu);
-        if (relay_->pending.empty()) return 0;
+        if (relay_->pending.empty() && relay_->joining.empty()) return 0;
         todo.swap(relay_->pending);
+        back.swap(relay_->joining);
+    }
+    // Losses before joins: a peer lost and back again ends up readmitted.
+    for (auto& [r, blob] : back) {
+        if (r < 0 || r >= size() || r == rank()) continue;
+        std::erase_if(todo, [r](const bootstrap::PeerLoss& l) { return l.rank == r; });
+        try {
+            transport_->readmit(r, blob);
+        } catch (const std::exception& e) {
+            transport_->fail_peer(
+                r, fmt::format("peer {} joined again but cannot be reached: {}", r, e.what()));
+            continue;
+        }
+        bootstrap_->readmitted(r);
+        std::lock_guard lock(relay_->mu);
+        relay_->joined.push_back(r);
+        std::erase(relay_->vanished, r);
     }
     std::size_t failed = 0;
     for (auto& loss : todo) {
@@ -90,6 +119,12 @@ std::size_t JoinedPeer::apply_peer_losses() {
         ++failed;
     }
     return failed;
+}
+
+std::vector<int> JoinedPeer::take_joins() {
+    apply_peer_losses();
+    std::lock_guard lock(relay_->mu);
+    return std::exchange(relay_->joined, {});
 }
 
 std::vector<bootstrap::PeerLoss> JoinedPeer::losses() const {
@@ -133,10 +168,17 @@ std::unique_ptr<JoinedPeer> join(JoinOptions options) {
     me->transport_ = transport::make_ucx_transport(u);
     me->bootstrap_->on_peer_lost(
         [relay = me->relay_](const bootstrap::PeerLoss& loss) { relay->lost(loss); });
-    const auto table = me->bootstrap_->rendezvous(me->transport_->address());
+    me->bootstrap_->on_peer_joined(
+        [relay = me->relay_](int rank, const bootstrap::Blob& blob) { relay->joins(rank, blob); });
+    const auto table = options.running ? me->bootstrap_->join(me->transport_->address())
+                                       : me->bootstrap_->rendezvous(me->transport_->address());
     std::map<int, std::vector<std::byte>> addresses;
-    for (std::size_t r = 0; r < table.size(); ++r)
-        if (static_cast<int>(r) != b.rank) addresses[static_cast<int>(r)] = table[r];
+    const auto lost_before = me->bootstrap_->lost_peers();  // a joiner: ranks outside its view
+    for (std::size_t r = 0; r < table.size(); ++r) {
+        const bool lost = std::any_of(lost_before.begin(), lost_before.end(),
+                                      [r](const auto& l) { return l.rank == static_cast<int>(r); });
+        if (static_cast<int>(r) != b.rank && !lost) addresses[static_cast<int>(r)] = table[r];
+    }
     me->transport_->connect(addresses);
     {
         std::lock_guard lock(me->relay_->mu);

@@ -39,7 +39,17 @@ void prepare_checkpoints(PeerJob& job, const std::optional<std::filesystem::path
     if (resume) {
         if (!refusal.empty())
             throw ConfigError("", "--resume", refusal, "start the job afresh without --resume");
-        const std::int64_t step = resume_step(*resume, n, rank, wanted, "--resume");
+        // A peer rejoining a running job (--join) takes its own newest checkpoint: the others
+        // are not resuming, so there is no common step to agree on.
+        std::optional<std::int64_t> own;
+        if (job.join_running && !wanted) {
+            const auto held = list_checkpoints(*resume, n);
+            if (auto it = held.find(rank); it != held.end() && !it->second.empty())
+                own = it->second.back();
+        }
+        const std::int64_t step =
+            job.join_running ? resume_step(*resume, n, rank, wanted ? wanted : own, "--resume")
+                             : resume_step(*resume, n, rank, wanted, "--resume");
         const std::string path = checkpoint_path(*resume, rank, step).string();
         const CheckpointFile file = load_checkpoint_file(path);
         if (const auto diff = checkpoint_mismatch(file.header, h); !diff.empty())
@@ -53,10 +63,11 @@ void prepare_checkpoints(PeerJob& job, const std::optional<std::filesystem::path
                 "the file was renamed; resume from another step");
         job.protocol->restore(path, std::string_view(file.state.data(), file.state.size()));
         // Every peer must resume at the same cut: the handshake compares it (a peer started
-        // afresh among resumed ones is refused as well).
-        job.settings.push_back(bootstrap::make_setting(
-            "resume step", std::to_string(step), fmt::format("resumed at step {}", step),
-            "give every peer the same --resume-step (or the same folder's checkpoints)"));
+        // afresh among resumed ones is refused as well). Not for a peer rejoining a running job.
+        if (!job.join_running)
+            job.settings.push_back(bootstrap::make_setting(
+                "resume step", std::to_string(step), fmt::format("resumed at step {}", step),
+                "give every peer the same --resume-step (or the same folder's checkpoints)"));
         std::fprintf(stderr, "[rank %d] resuming at step %lld of %lld from %s\n", rank,
                      static_cast<long long>(step), static_cast<long long>(job.worker.steps),
                      path.c_str());

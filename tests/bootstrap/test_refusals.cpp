@@ -175,9 +175,9 @@ TEST_SUITE("bootstrap") {
         for (int r = 0; r < 3; ++r)
             peers.push_back(std::make_unique<bs::Bootstrap>(quick_options(r, eps)));
         send_raw(eps[0], "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-        // Frames of the current version (5), so the bytes after the header are what is wrong.
-        send_raw(eps[0], std::string("GSBT\x05\x00\x01\x00\xff\xff\xff\xff", 12));  // huge body
-        send_raw(eps[0], std::string("GSBT\x05\x00\x01\x00\x04\x00\x00\x00"
+        // Frames of the current version (6), so the bytes after the header are what is wrong.
+        send_raw(eps[0], std::string("GSBT\x06\x00\x01\x00\xff\xff\xff\xff", 12));  // huge body
+        send_raw(eps[0], std::string("GSBT\x06\x00\x01\x00\x04\x00\x00\x00"
                                      "abcd",
                                      16));           // short hello
         send_raw(eps[0], "GS");                      // ends early

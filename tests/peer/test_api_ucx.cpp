@@ -134,7 +134,8 @@ TEST_SUITE("integration") {
                                  paused, 1.0, 8.0);
         CAPTURE(res.err[paused]);
         CHECK(res.status[paused] == 1);
-        CHECK(res.err[paused].find("rank 0 declared this peer lost (") != std::string::npos);
+        CHECK(res.err[paused].find("the job's coordinator declared this peer lost (") !=
+              std::string::npos);
         CHECK(res.err[paused].find("exiting without a result") != std::string::npos);
         CHECK(res.out[paused].find("steps, test loss") == std::string::npos);
         for (int r = 0; r < n; ++r) {

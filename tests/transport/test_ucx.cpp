@@ -119,3 +119,42 @@ TEST_CASE("ucx: 64 recycled receive buffers of one length all serve the next 64 
     }
     CHECK(reused == count);
 }
+
+// A peer restarted after a crash joins again with a new worker (docs/bootstrap.md, "Joining a
+// running job"): the survivor replaces its endpoint and forgets the failure.
+TEST_CASE("ucx: a failed peer readmitted with a new address sends and receives again") {
+    auto a = make(0, 2);
+    auto b = make(1, 2);
+    a->connect({{1, b->address()}});
+    b->connect({{0, a->address()}});
+    a->fail_peer(1, "peer 1: vanished (the bootstrap said so)");
+    a->progress();
+    REQUIRE(a->peer_failed(1));
+    b.reset();  // the crashed process
+
+    auto b2 = make(1, 2);
+    a->readmit(1, b2->address());
+    b2->connect({{0, a->address()}});
+    CHECK_FALSE(a->peer_failed(1));
+    std::vector<tr::Message> at_a, at_b;
+    a->on_receive([&](tr::Message&& m) { at_a.push_back(std::move(m)); });
+    b2->on_receive([&](tr::Message&& m) { at_b.push_back(std::move(m)); });
+    const std::vector<float> payload(100, 1.5f);
+    Completions c;
+    a->send(header(1, 1, payload.size()), bytes_of(payload), c.make(1));
+    b2->send(header(0, 2, payload.size()), bytes_of(payload), c.make(2));
+    const auto end = tr::Clock::now() + 10s;
+    while (!(c.all_done() && at_a.size() == 1 && at_b.size() == 1) && tr::Clock::now() < end) {
+        a->progress();
+        b2->progress();
+    }
+    REQUIRE(c.all_done());
+    CHECK(c.status[1].ok());
+    CHECK(c.status[2].ok());
+    REQUIRE(at_a.size() == 1);
+    REQUIRE(at_b.size() == 1);
+    CHECK(at_a[0].payload == payload);
+    CHECK(a->drops()[tr::DropReason::not_member] == 0);
+    // A blob that is not the peer's is refused, and the peer stays as it was.
+    CHECK_THROWS_AS(a->readmit(1, a->address()), gossamer::TransportError);
+}

@@ -52,6 +52,12 @@ bool Transport::set_failed(Status s) {
     return true;
 }
 
+void Transport::clear_failed(int peer) {
+    if (peer < 0 || peer >= options_.size) return;
+    peer_status_[static_cast<std::size_t>(peer)] = Status{};
+    drop_logged_[static_cast<std::size_t>(peer)] = 0;
+}
+
 bool Transport::admit(std::span<const std::byte> header, int from, std::int64_t arrived,
                       Message& m) {
     HeaderExpectation expect;

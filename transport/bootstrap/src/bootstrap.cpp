@@ -35,6 +35,10 @@ Bootstrap::Impl::Impl(Options options) : opt(std::move(options)) {
     if (opt.clock_samples < 1)
         throw ConfigError("", "clock_samples",
                           fmt::format("must be at least 1, got {}", opt.clock_samples));
+    if (opt.min_peers < 0 || opt.min_peers > n)
+        throw ConfigError("", "min_peers",
+                          fmt::format("must be from 1 to the {} peers of the job (0: all), got {}",
+                                      n, opt.min_peers));
     if (opt.max_pending < 1)
         throw ConfigError("", "max_pending",
                           fmt::format("must be at least 1, got {}", opt.max_pending));
@@ -61,6 +65,9 @@ Bootstrap::Impl::Impl(Options options) : opt(std::move(options)) {
     joined.assign(static_cast<std::size_t>(n), false);
     gone.assign(static_cast<std::size_t>(n), false);
     refusals.resize(static_cast<std::size_t>(n));
+    awaited.resize(static_cast<std::size_t>(n));
+    incarnation.assign(static_cast<std::size_t>(n), 0);
+    expel_later.resize(static_cast<std::size_t>(n));
     if (opt.warn_interval <= Millis(0)) opt.warn_interval = Millis(10000);
 }
 
@@ -141,6 +148,8 @@ void Bootstrap::Impl::shutdown() {
         m->send(wire::frame(wire::Kind::bye));
         m->close_after_flush();
     }
+    for (auto& e : expel_later)
+        if (e) e->conn->close();
 }
 
 void Bootstrap::Impl::crash() {
@@ -150,6 +159,8 @@ void Bootstrap::Impl::crash() {
     heartbeat_timer.cancel();
     for (auto& m : members)
         if (m) m->close();
+    for (auto& e : expel_later)
+        if (e) e->conn->close();
 }
 
 Bootstrap::Bootstrap(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {
@@ -177,10 +188,15 @@ Bootstrap::~Bootstrap() {
 }
 
 std::vector<Blob> Bootstrap::rendezvous(std::span<const std::byte> address) {
-    Impl& s = *impl_;
+    return impl_->enter(address, false);
+}
+
+std::vector<Blob> Bootstrap::Impl::enter(std::span<const std::byte> address, bool joining) {
+    Impl& s = *this;
     {
         std::lock_guard lock(s.mu);
-        if (s.rendezvous_called) throw std::logic_error("Bootstrap::rendezvous called twice");
+        if (s.rendezvous_called)
+            throw std::logic_error("Bootstrap::rendezvous or join called twice");
         s.rendezvous_called = true;
     }
     Blob blob(address.begin(), address.end());
@@ -189,7 +205,9 @@ std::vector<Blob> Bootstrap::rendezvous(std::span<const std::byte> address) {
                              fmt::format("rank {}: an address blob of {} bytes exceeds the limit "
                                          "of {} bytes",
                                          s.opt.rank, blob.size(), wire::kMaxBlob));
-    if (s.opt.rank == 0)
+    if (joining)
+        spawn(s.io, s.join_running(std::move(blob)), "joining the running job");
+    else if (s.opt.rank == 0)
         asio::post(s.io,
                    [&s, blob = std::move(blob)]() mutable { s.start_as_root(std::move(blob)); });
     else

@@ -38,6 +38,10 @@ std::string_view to_string(Reason reason) noexcept {
             return "late_join";
         case Reason::setting_mismatch:
             return "setting_mismatch";
+        case Reason::not_coordinator:
+            return "not_coordinator";
+        case Reason::not_member:
+            return "not_member";
     }
     return "unknown";
 }

@@ -1,5 +1,6 @@
-// After the barrier: heartbeats on the connections to rank 0 (a star), silence and resets
-// noticed as losses, and rank 0 forwarding every loss to the peers still there.
+// After the barrier: heartbeats on the connections to the coordinator (a star; rank 0 until it is
+// lost, succession.cpp), silence and resets noticed as losses, and the coordinator forwarding
+// every loss to the peers still there.
 #include <fmt/format.h>
 
 #include "gossamer/core/log.hpp"
@@ -12,6 +13,31 @@ void Bootstrap::Impl::install_first_view() {
     view.number = 0;
     view.members.clear();
     for (int r = 0; r < n; ++r) view.members.push_back(r);
+}
+
+void Bootstrap::Impl::absent_from_start(const std::vector<Blob>& blobs_now) {
+    std::vector<PeerLoss> absent;
+    for (int q = 0; q < n; ++q) {
+        if (q == opt.rank || !blobs_now[static_cast<std::size_t>(q)].empty()) continue;
+        gone[static_cast<std::size_t>(q)] = true;
+        absent.push_back({q,
+                          fmt::format("{} did not join within {}: the job started without it "
+                                      "(it may enter later with --join)",
+                                      name(q), seconds(opt.join_timeout)),
+                          false});
+    }
+    if (absent.empty()) return;
+    std::function<void(const PeerLoss&)> callback;
+    {
+        std::lock_guard lock(mu);
+        std::erase_if(view.members, [&](int r) { return gone[static_cast<std::size_t>(r)]; });
+        for (auto& l : absent) losses.push_back(l);
+        callback = on_lost;
+    }
+    for (const auto& l : absent) {
+        log::info("{}: {}", name(opt.rank), l.reason);
+        if (callback) callback(l);
+    }
 }
 
 void Bootstrap::Impl::start_heartbeats() {
@@ -45,8 +71,25 @@ void Bootstrap::Impl::beat() {
     // reaches heartbeat_timeout, whichever comes first: a silent peer is noticed on time.
     auto next = silenced ? Clock::time_point::max() : last_beat + opt.heartbeat_interval;
     for (int r = 0; r < n; ++r) {
-        auto& m = members[static_cast<std::size_t>(r)];
-        if (!m || gone[static_cast<std::size_t>(r)]) continue;
+        const auto i = static_cast<std::size_t>(r);
+        auto& m = members[i];
+        if (!m && is_coord() && !gone[i] && awaited[i] != Clock::time_point{}) {
+            // A member that has not followed this new coordinator yet (succession.cpp).
+            if (now >= awaited[i]) {
+                awaited[i] = {};
+                lose(r,
+                     fmt::format("{} vanished: it did not follow {}, the job's new coordinator, "
+                                 "within {}",
+                                 name(r), name(opt.rank),
+                                 seconds(std::chrono::duration_cast<Millis>(
+                                     opt.heartbeat_timeout + 2 * opt.heartbeat_interval +
+                                     2 * opt.io_timeout))),
+                     true, coord_left);
+                continue;
+            }
+            next = std::min(next, awaited[i]);
+        }
+        if (!m || gone[i]) continue;
         if (now - m->last_heard >= opt.heartbeat_timeout) {
             lose(r,
                  fmt::format("{} vanished: no heartbeat for {}", name(r),
@@ -114,7 +157,7 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
                 conn->close();
                 co_return;
             case wire::Kind::peer_gone:
-                if (opt.rank != 0) {
+                if (!is_coord()) {
                     try {
                         auto notice = wire::decode_notice(f.body);
                         if (notice.code < static_cast<std::uint32_t>(n))
@@ -126,13 +169,30 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
                     }
                 }
                 break;
+            case wire::Kind::table:
+                if (!is_coord() && started) on_table_update(f);
+                break;
+            case wire::Kind::peer_joined:
+                if (!is_coord()) on_peer_joined(f);
+                break;
+            case wire::Kind::readmitted:
+                if (is_coord()) {
+                    try {
+                        const auto notice = wire::decode_notice(f.body);
+                        on_readmitted(rank, static_cast<int>(notice.code));
+                    } catch (const wire::Malformed& e) {
+                        log::warn("{}: a malformed readmission from {}: {}", name(opt.rank),
+                                  name(rank), e.what());
+                    }
+                }
+                break;
             case wire::Kind::view_propose:
             case wire::Kind::view_install:
             case wire::Kind::expelled:
-                if (opt.rank != 0) on_view_frame(f);
+                if (!is_coord()) on_view_frame(f);
                 break;
             case wire::Kind::view_ack:
-                if (opt.rank == 0) {
+                if (is_coord()) {
                     try {
                         on_view_ack(rank, wire::decode_notice(f.body));
                     } catch (const wire::Malformed& e) {
@@ -142,10 +202,10 @@ asio::awaitable<void> Bootstrap::Impl::watch(std::shared_ptr<Connection> conn, i
                 }
                 break;
             case wire::Kind::view_query:
-                if (opt.rank == 0) answer_query(rank);
+                if (is_coord()) answer_query(rank);
                 break;
             case wire::Kind::suspect:
-                if (opt.rank == 0) on_suspect(rank, f);
+                if (is_coord()) on_suspect(rank, f);
                 break;
             case wire::Kind::clock_query:
                 // Answered at once, on this thread: the round trip stays short.
@@ -171,19 +231,21 @@ void Bootstrap::Impl::lose(int rank, const std::string& line, bool forward, bool
     auto index = static_cast<std::size_t>(rank);
     if (gone[index] || rank == opt.rank) return;
     gone[index] = true;
+    awaited[index] = {};
+    const bool was_coord = rank == coord;
     if (members[index]) {
-        // Rank 0 tells a peer it declared vanished (a stopped one reads this when it resumes),
-        // then closes; the others close at once.
-        if (opt.rank == 0 && !left && !silenced) {
-            wire::Notice why{static_cast<std::uint32_t>(rank), {}, line};
-            members[index]->send(wire::frame(wire::Kind::expelled, wire::encode(why)));
-            members[index]->close_after_flush();
+        // The coordinator tells a peer it declared vanished (a stopped one reads this when it
+        // resumes) once a view without it is installed (expel_excluded), and closes then; the
+        // others close at once.
+        if (is_coord() && !left && !silenced) {
+            expel_later[index] = Expel{members[index], line};
+            members[index].reset();
         } else {
             members[index]->close();
         }
     }
     std::string text = line;
-    if (rank == 0 && opt.rank != 0) text += "; the other peers' liveness is no longer watched";
+    if (was_coord) text += "; the lowest live rank takes over as the job's coordinator";
     // A goodbye is the normal end of a job: worth a line, not a warning.
     log::write(left ? log::Level::info : log::Level::warn,
                fmt::format("{}: {}", name(opt.rank), text));
@@ -193,21 +255,47 @@ void Bootstrap::Impl::lose(int rank, const std::string& line, bool forward, bool
         std::lock_guard lock(mu);
         losses.push_back(loss);
         callback = on_lost;
-        if (rank == 0) root_lost = true;
+        if (was_coord) root_lost = true;
     }
     cv.notify_all();
     if (callback) callback(loss);
-    if (opt.rank == 0) propose_view(left);
-    if (!forward || opt.rank != 0 || silenced) return;  // a hung rank 0 forwards nothing
+    if (is_coord()) propose_view(left);
+    if (was_coord) {
+        coord_left = left;
+        succeed();
+        return;
+    }
+    if (!forward || !is_coord() || silenced) return;  // a hung coordinator forwards nothing
     // A notice about a goodbye lists the rank that left; one about a vanished peer lists none.
     std::vector<std::uint32_t> left_ranks;
     if (left) left_ranks.push_back(static_cast<std::uint32_t>(rank));
     auto notice =
         wire::frame(wire::Kind::peer_gone,
                     wire::encode(wire::Notice{static_cast<std::uint32_t>(rank), left_ranks, line}));
-    for (int r = 1; r < n; ++r) {
+    // A coordinator that heard from no other member for two intervals is likely the one cut
+    // off (its own link down: every timer runs out at once): its verdict waits for a majority
+    // to confirm it with a view (chaos run, seed 2 jobs 5 and 21: an isolated rank 0 relayed
+    // healthy peers as lost, and the all-reduce stopped naming them).
+    if (!left) {
+        const auto now = Clock::now();
+        bool fresh = false;
+        for (int r = 0; r < n && !fresh; ++r) {
+            const auto& m = members[static_cast<std::size_t>(r)];
+            fresh = r != opt.rank && m && !gone[static_cast<std::size_t>(r)] &&
+                    now - m->last_heard <= 2 * opt.heartbeat_interval;
+        }
+        if (!fresh) {
+            log::debug(
+                "{}: hears from no other member; the loss of {} is relayed once a view "
+                "without it is installed",
+                name(opt.rank), name(rank));
+            held_relays.emplace_back(rank, std::move(notice));
+            return;
+        }
+    }
+    for (int r = 0; r < n; ++r) {
         auto& m = members[static_cast<std::size_t>(r)];
-        if (m && !gone[static_cast<std::size_t>(r)]) m->send(notice);
+        if (r != opt.rank && m && !gone[static_cast<std::size_t>(r)]) m->send(notice);
     }
 }
 

@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -39,8 +40,12 @@ struct Bootstrap::Impl {
     View view;                                 // the last installed
     std::optional<std::string> expelled_line;  // rank 0 declared this peer lost
     std::uint64_t view_answers = 0;            // view_install frames received
-    bool root_lost = false;                    // others: rank 0 is gone
-    ClockOffset clock;                         // others: set before finish() releases the caller
+    bool root_lost = false;  // others: no coordinator connected (lost, the next not reached yet)
+    /// The job's coordinator (docs/bootstrap.md, "Succession"): rank 0 until it is lost, then
+    /// the lowest rank of the installed view this peer has not lost. Written on the bootstrap
+    /// thread under mu.
+    int coord = 0;
+    ClockOffset clock;  // others: set before finish() releases the caller
 
     // Bootstrap thread.
     std::vector<std::shared_ptr<Connection>> members;  // rank 0: by rank; others: [0] only
@@ -60,6 +65,29 @@ struct Bootstrap::Impl {
     bool quiet_proposal = true;         // rank 0: `proposal` removes only peers that left
     std::vector<std::string> refusals;  // rank 0: why each rank's last handshake was refused
     std::deque<std::weak_ptr<Connection>> pending;  // accepted, no handshake yet (oldest first)
+    // Succession (succession.cpp).
+    bool coord_left = false;  // the coordinator this peer lost said goodbye (a job ending?)
+    std::vector<Clock::time_point> awaited;  // new coordinator: not followed by then is lost
+    struct Expel {
+        std::shared_ptr<Connection> conn;
+        std::string line;
+    };
+    // Coordinator: peers it lost, told so only once a view without them is installed (an
+    // isolated coordinator, whose views never install, expels nobody).
+    std::vector<std::optional<Expel>> expel_later;
+    std::vector<std::pair<int, std::string>> held_reports;  // made while no coordinator answered
+    // Coordinator: losses it noticed while it heard from no other member (it is the one cut
+    // off?), relayed only once a view without the lost rank is installed.
+    std::vector<std::pair<int, wire::Bytes>> held_relays;
+    // Joins (join.cpp).
+    std::vector<int> admitted;               // coordinator: joined, not yet in an installed view
+    std::vector<std::uint32_t> incarnation;  // coordinator: per rank, joins admitted so far
+    // Coordinator: per joined rank, the members whose transports have not readmitted it yet;
+    // the joiner gets its view when none is left (or at the timer).
+    std::map<int, std::vector<int>> readmitting;
+    std::map<int, View> held_install;
+    std::vector<int> joins;  // ranks that joined the running job, in order (under mu)
+    std::function<void(int, const Blob&)> on_joined;  // under mu
     // The listener's warnings: kWarningsShown per window, the rest counted and summed up.
     static constexpr int kWarningsShown = 3;
     int warnings_shown = 0;
@@ -69,6 +97,8 @@ struct Bootstrap::Impl {
     asio::steady_timer warn_timer{io};
 
     explicit Impl(Options options);
+
+    bool is_coord() const { return coord == opt.rank; }
 
     /// "rank 3 (127.0.0.1:29503)"
     std::string name(int rank) const;
@@ -92,19 +122,26 @@ struct Bootstrap::Impl {
 
     // rendezvous.cpp
     asio::awaitable<void> serve(std::shared_ptr<Connection> conn);
-    std::optional<wire::Notice> check(const wire::Hello& hello) const;
+    /// joining: a join to the running job (join.cpp), not a hello before the barrier.
+    std::optional<wire::Notice> check(const wire::Hello& hello, bool joining = false) const;
     void refuse(Connection& conn, int rank, wire::Notice notice);
     void start_as_root(Blob address);
     void maybe_release();
     void give_up_join();
     asio::awaitable<void> join_root(Blob address);
     asio::awaitable<std::shared_ptr<Connection>> connect_root(Clock::time_point deadline);
+    /// One attempt to reach `where` by `deadline`: the connection, or null and why.
+    asio::awaitable<std::pair<std::shared_ptr<Connection>, std::string>> connect_once(
+        const Endpoint& where, Clock::time_point deadline);
     /// Estimates `clock` from the round trips join_root made (a warning if it cannot).
     void set_clock(const std::vector<ClockSample>& samples);
 
     // heartbeat.cpp
     /// View 0 (every rank), set before the start-up barrier releases the caller.
     void install_first_view();
+    /// View 0 from the table: the ranks with a blob (a job started without some, min_peers);
+    /// the others are losses from the start.
+    void absent_from_start(const std::vector<Blob>& table);
     void start_heartbeats();
     void beat();
     /// Reads `conn` until it ends, `early` first (frames join_root read before the watch).
@@ -119,6 +156,26 @@ struct Bootstrap::Impl {
     void send_view(int rank, wire::Kind kind, const View& v);
     void on_view_frame(const Frame& f);  // others: propose, install, expelled
     void answer_query(int rank);         // rank 0
+
+    // succession.cpp: the next coordinator when the one a peer follows is lost.
+    void succeed();    // the lowest live rank of the view: follow it, or take over
+    void take_over();  // this peer becomes the coordinator
+    asio::awaitable<void> follow(int rank, Clock::time_point deadline);
+    asio::awaitable<void> serve_rejoin(std::shared_ptr<Connection> conn, wire::Hello hello);
+    void expel_excluded(const View& installed);  // coordinator, at an install
+    void refuse_rejoin(Connection& conn, Reason reason, std::string text);
+
+    // join.cpp: a peer entering the running job (Bootstrap::join).
+    asio::awaitable<void> serve_join(std::shared_ptr<Connection> conn, wire::Hello hello);
+    asio::awaitable<void> join_running(Blob address);
+    void announce_joins(const View& installed);  // coordinator, at an install
+    void on_table_update(const Frame& f);        // followers, after the barrier
+    void on_peer_joined(const Frame& f);         // followers
+    void joined_callback(int rank);
+    void on_readmitted(int member, int rank);  // coordinator
+    void release_install(int rank);            // coordinator: the joiner's view, at last
+    /// rendezvous() (joining false) or join(): starts the bootstrap thread's part, waits.
+    std::vector<Blob> enter(std::span<const std::byte> address, bool joining);
 
     // suspect.cpp: failures only a transport saw.
     void report_failure(int rank, const std::string& why);

@@ -45,7 +45,7 @@ void Bootstrap::Impl::refuse(Connection& conn, int rank, wire::Notice notice) {
     conn.close_after_flush();
 }
 
-std::optional<wire::Notice> Bootstrap::Impl::check(const wire::Hello& h) const {
+std::optional<wire::Notice> Bootstrap::Impl::check(const wire::Hello& h, bool joining) const {
     auto no = [](Reason r, std::string text) {
         return wire::Notice{static_cast<std::uint32_t>(r), {}, std::move(text)};
     };
@@ -95,10 +95,19 @@ std::optional<wire::Notice> Bootstrap::Impl::check(const wire::Hello& h) const {
     if (auto m = compare_settings(h.settings, opt.settings))
         return no(Reason::setting_mismatch, mismatch_text(*m, r, opt.rank));
     auto& current = members[static_cast<std::size_t>(r)];
+    if (joining) {
+        if (view.contains(r) && !gone[static_cast<std::size_t>(r)])
+            return no(Reason::duplicate_rank,
+                      fmt::format("rank {} is still a member of the running job (view {}); "
+                                  "join with a rank that left or was lost, or stop the other "
+                                  "process first",
+                                  h.rank, view.number));
+        return std::nullopt;
+    }
     if (started)
         return no(Reason::late_join,
-                  fmt::format("rank {} tried to join after the start-up barrier; restart the job "
-                              "to add a peer",
+                  fmt::format("rank {} tried to join after the start-up barrier; start it with "
+                              "--join to enter the running job",
                               h.rank));
     if (joined[static_cast<std::size_t>(r)] && current && current->is_open())
         return no(Reason::duplicate_rank,
@@ -136,7 +145,8 @@ asio::awaitable<void> Bootstrap::Impl::serve(std::shared_ptr<Connection> conn) {
                             f.header.version, opt.rank, wire::kVersion)});
         co_return;
     }
-    if (f.header.kind != wire::Kind::hello) {
+    if (f.header.kind != wire::Kind::hello && f.header.kind != wire::Kind::rejoin &&
+        f.header.kind != wire::Kind::join) {
         refuse_garbage(*conn, fmt::format("sent a frame of kind {} before its handshake",
                                           static_cast<int>(f.header.kind)));
         co_return;
@@ -146,6 +156,14 @@ asio::awaitable<void> Bootstrap::Impl::serve(std::shared_ptr<Connection> conn) {
         hello = wire::decode_hello(f.body);
     } catch (const wire::Malformed& e) {
         refuse_garbage(*conn, std::string("a malformed handshake: ") + e.what());
+        co_return;
+    }
+    if (f.header.kind == wire::Kind::rejoin) {
+        co_await serve_rejoin(conn, std::move(hello));
+        co_return;
+    }
+    if (f.header.kind == wire::Kind::join) {
+        co_await serve_join(conn, std::move(hello));
         co_return;
     }
     int r = static_cast<int>(hello.rank);
@@ -212,6 +230,24 @@ void Bootstrap::Impl::maybe_release() {
 }
 
 void Bootstrap::Impl::give_up_join() {
+    const auto present = static_cast<int>(std::count(joined.begin(), joined.end(), true)) + 1;
+    if (opt.min_peers > 0 && present >= opt.min_peers && own_blob_set) {
+        // Enough to start: the others are lost from the start and may join later.
+        started = true;
+        auto table_frame = wire::frame(wire::Kind::table, wire::encode_table(blobs, opt.peers));
+        for (int r = 1; r < n; ++r)
+            if (joined[static_cast<std::size_t>(r)])
+                members[static_cast<std::size_t>(r)]->send(table_frame);
+        log::info(
+            "{}: {} of {} peers joined within {}; starting without the others "
+            "(min_peers {})",
+            name(0), present, n, seconds(opt.join_timeout), opt.min_peers);
+        install_first_view();
+        absent_from_start(blobs);
+        finish(blobs);
+        start_heartbeats();
+        return;
+    }
     std::vector<int> missing;
     std::vector<std::string> names, refused;
     for (int r = 1; r < n; ++r) {
@@ -253,47 +289,51 @@ void Bootstrap::Impl::give_up_join() {
     fail(BootstrapError(Reason::missing_peers, std::move(missing), name(0) + ": " + text));
 }
 
+asio::awaitable<std::pair<std::shared_ptr<Connection>, std::string>> Bootstrap::Impl::connect_once(
+    const Endpoint& where, Clock::time_point deadline) {
+    tcp::resolver resolver(io);
+    boost::system::error_code ec;
+    auto found = co_await resolver.async_resolve(where.host, std::to_string(where.port),
+                                                 asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return std::pair{nullptr, ec.message()};
+    // The timer closes the socket at the limit; `done` stops a late timer handler.
+    auto socket = std::make_shared<tcp::socket>(io);
+    auto done = std::make_shared<bool>(false);
+    asio::steady_timer limit(io);
+    limit.expires_at(std::min(deadline, Clock::now() + opt.io_timeout));
+    limit.async_wait([socket, done](boost::system::error_code e) {
+        boost::system::error_code ignored;
+        if (!e && !*done) socket->close(ignored);
+    });
+    co_await asio::async_connect(*socket, found, asio::redirect_error(asio::use_awaitable, ec));
+    *done = true;
+    limit.cancel();
+    // Linux can connect a socket to itself when nobody listens on a local port of the
+    // ephemeral range; that is not the peer.
+    boost::system::error_code e1, e2;
+    if (!ec && socket->is_open() && socket->local_endpoint(e1) == socket->remote_endpoint(e2)) {
+        socket->close(e1);
+        ec = asio::error::connection_refused;
+    }
+    if (!ec && socket->is_open())
+        co_return std::pair{std::make_shared<Connection>(std::move(*socket)), std::string()};
+    if (!ec) ec = asio::error::timed_out;
+    co_return std::pair{nullptr, ec.message()};
+}
+
 asio::awaitable<std::shared_ptr<Connection>> Bootstrap::Impl::connect_root(
     Clock::time_point deadline) {
-    const Endpoint& root = opt.peers[0];
     int attempts = 0;
     std::string last_error = "no attempt";
-    tcp::resolver resolver(io);
     for (;;) {
         ++attempts;
-        boost::system::error_code ec;
-        auto found = co_await resolver.async_resolve(root.host, std::to_string(root.port),
-                                                     asio::redirect_error(asio::use_awaitable, ec));
-        if (!ec) {
-            // The timer closes the socket at the limit; `done` stops a late timer handler.
-            auto socket = std::make_shared<tcp::socket>(io);
-            auto done = std::make_shared<bool>(false);
-            asio::steady_timer limit(io);
-            limit.expires_at(std::min(deadline, Clock::now() + opt.io_timeout));
-            limit.async_wait([socket, done](boost::system::error_code e) {
-                boost::system::error_code ignored;
-                if (!e && !*done) socket->close(ignored);
-            });
-            co_await asio::async_connect(*socket, found,
-                                         asio::redirect_error(asio::use_awaitable, ec));
-            *done = true;
-            limit.cancel();
-            // Linux can connect a socket to itself when nobody listens on a local port of
-            // the ephemeral range; that is not rank 0.
-            boost::system::error_code e1, e2;
-            if (!ec && socket->is_open() &&
-                socket->local_endpoint(e1) == socket->remote_endpoint(e2)) {
-                socket->close(e1);
-                ec = asio::error::connection_refused;
-            }
-            if (!ec && socket->is_open())
-                co_return std::make_shared<Connection>(std::move(*socket));
-            if (!ec) ec = asio::error::timed_out;
-        }
-        last_error = ec.message();
+        auto [conn, error] = co_await connect_once(opt.peers[0], deadline);
+        if (conn) co_return conn;
+        last_error = error;
         if (stopping) co_return nullptr;
         if (Clock::now() + opt.retry_interval >= deadline) break;
         asio::steady_timer pause(io, opt.retry_interval);
+        boost::system::error_code ec;
         co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
     fail(BootstrapError(
@@ -426,13 +466,17 @@ asio::awaitable<void> Bootstrap::Impl::join_root(Blob address) {
         if (count_only)
             for (int q = 1; q < n; ++q) {
                 const auto& e = table.endpoints[static_cast<std::size_t>(q)];
+                if (table.blobs[static_cast<std::size_t>(q)].empty()) continue;  // absent
                 if (e.host.empty() || e.port <= 0)
                     throw wire::Malformed(fmt::format("no address for rank {}", q));
                 opt.peers[static_cast<std::size_t>(q)] = e;
             }
+        if (table.blobs[0].empty() || table.blobs[static_cast<std::size_t>(opt.rank)].empty())
+            throw wire::Malformed("no blob for rank 0 or for this peer");
         set_clock(samples);
         started = true;
         install_first_view();
+        absent_from_start(table.blobs);
         finish(std::move(table.blobs));
         start_heartbeats();
     } catch (const wire::Malformed& e) {

@@ -18,16 +18,20 @@ void Bootstrap::report_failure(int rank, std::string why) {
 
 void Bootstrap::Impl::report_failure(int rank, const std::string& why) {
     if (stopping || !started || silenced || rank < 0 || rank >= n || rank == opt.rank) return;
-    if (opt.rank == 0) {
-        judge_later(0, rank, why);
+    if (is_coord()) {
+        judge_later(opt.rank, rank, why);
         return;
     }
-    auto& root = members[0];
-    if (!root || gone[0]) return;
-    log::debug("{}: reports to {} that its transport failed {}: {}", name(opt.rank), name(0),
+    auto& c = members[static_cast<std::size_t>(coord)];
+    if (root_lost || !c || gone[static_cast<std::size_t>(coord)]) {
+        // Between coordinators: told to the next one once this peer follows it.
+        held_reports.emplace_back(rank, why);
+        return;
+    }
+    log::debug("{}: reports to {} that its transport failed {}: {}", name(opt.rank), name(coord),
                name(rank), why);
-    root->send(wire::frame(wire::Kind::suspect,
-                           wire::encode(wire::Notice{static_cast<std::uint32_t>(rank), {}, why})));
+    c->send(wire::frame(wire::Kind::suspect,
+                        wire::encode(wire::Notice{static_cast<std::uint32_t>(rank), {}, why})));
 }
 
 void Bootstrap::Impl::on_suspect(int reporter, const Frame& f) {
@@ -35,13 +39,14 @@ void Bootstrap::Impl::on_suspect(int reporter, const Frame& f) {
     try {
         notice = wire::decode_notice(f.body);
     } catch (const wire::Malformed& e) {
-        log::warn("{}: a malformed failure report from {}: {}", name(0), name(reporter), e.what());
+        log::warn("{}: a malformed failure report from {}: {}", name(opt.rank), name(reporter),
+                  e.what());
         return;
     }
     if (notice.code >= static_cast<std::uint32_t>(n) ||
         notice.code == static_cast<std::uint32_t>(reporter)) {
         log::warn("{}: ignored a failure report from {} about rank {} (not another member)",
-                  name(0), name(reporter), notice.code);
+                  name(opt.rank), name(reporter), notice.code);
         return;
     }
     judge_later(reporter, static_cast<int>(notice.code), notice.text);
@@ -53,9 +58,15 @@ void Bootstrap::Impl::on_suspect(int reporter, const Frame& f) {
 void Bootstrap::Impl::judge_later(int reporter, int suspect, std::string why) {
     auto timer = std::make_shared<asio::steady_timer>(io);
     timer->expires_after(opt.heartbeat_interval);
+    // A peer that joined again meanwhile is another process: the report was about the old one.
+    const auto seen = std::pair{incarnation[static_cast<std::size_t>(reporter)],
+                                incarnation[static_cast<std::size_t>(suspect)]};
     timer->async_wait(
-        [this, timer, reporter, suspect, why = std::move(why)](boost::system::error_code ec) {
-            if (!ec) judge(reporter, suspect, why);
+        [this, timer, reporter, suspect, seen, why = std::move(why)](boost::system::error_code ec) {
+            if (ec || seen != std::pair{incarnation[static_cast<std::size_t>(reporter)],
+                                        incarnation[static_cast<std::size_t>(suspect)]})
+                return;
+            judge(reporter, suspect, why);
         });
 }
 
@@ -64,23 +75,24 @@ void Bootstrap::Impl::judge_later(int reporter, int suspect, std::string why) {
 // losses live there), in which case the reporter does. Either way it is one decision, made in
 // one place, that every member learns (peer_gone, then a view without it).
 void Bootstrap::Impl::judge(int reporter, int suspect, const std::string& why) {
-    if (stopping || gone[static_cast<std::size_t>(reporter)] ||
+    if (stopping || !is_coord() || gone[static_cast<std::size_t>(reporter)] ||
         gone[static_cast<std::size_t>(suspect)])
         return;
-    if (suspect == 0) {
+    if (suspect == opt.rank) {
         lose(reporter,
              fmt::format("{} cannot reach {} over the transport ({}) while its heartbeats still "
-                         "arrive; the job keeps rank 0, so {} is declared lost",
-                         name(reporter), name(0), why, name(reporter)),
+                         "arrive; the job keeps its coordinator, so {} is declared lost",
+                         name(reporter), name(opt.rank), why, name(reporter)),
              true);
         return;
     }
-    lose(suspect,
-         fmt::format("{} declared lost: {}'s transport failed it ({}) while its heartbeats still "
-                     "arrive at {}",
-                     name(suspect), reporter == 0 ? std::string("this peer") : name(reporter), why,
-                     name(0)),
-         true);
+    lose(
+        suspect,
+        fmt::format("{} declared lost: {}'s transport failed it ({}) while its heartbeats still "
+                    "arrive at {}",
+                    name(suspect), reporter == opt.rank ? std::string("this peer") : name(reporter),
+                    why, name(opt.rank)),
+        true);
 }
 
 }  // namespace gossamer::bootstrap

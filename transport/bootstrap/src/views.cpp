@@ -43,7 +43,7 @@ void Bootstrap::Impl::send_view(int rank, wire::Kind kind, const View& v) {
 }
 
 void Bootstrap::Impl::propose_view(bool quiet) {
-    if (opt.rank != 0 || stopping) return;
+    if (!is_coord() || stopping) return;
     const bool pending = proposal.has_value();
     View next;
     {
@@ -52,14 +52,20 @@ void Bootstrap::Impl::propose_view(bool quiet) {
         next.number = std::max(view.number, proposal ? proposal->number : 0) + 1;
     }
     std::erase_if(next.members, [&](int r) { return gone[static_cast<std::size_t>(r)]; });
+    for (int r : admitted)
+        if (!gone[static_cast<std::size_t>(r)] && !next.contains(r)) {
+            next.members.push_back(r);
+            std::sort(next.members.begin(), next.members.end());
+        }
     proposal = next;
     // Goodbyes at the end of a job shrink the view too, without a line each.
     quiet_proposal = quiet && (!pending || quiet_proposal);
     acks.assign(static_cast<std::size_t>(n), false);
-    acks[0] = true;
-    log::debug("{}: proposes view {}: ranks {}", name(0), next.number, ranks_text(next.members));
+    acks[static_cast<std::size_t>(opt.rank)] = true;
+    log::debug("{}: proposes view {}: ranks {}", name(opt.rank), next.number,
+               ranks_text(next.members));
     for (int r : next.members)
-        if (r != 0) send_view(r, wire::Kind::view_propose, next);
+        if (r != opt.rank) send_view(r, wire::Kind::view_propose, next);
     check_view();
 }
 
@@ -78,10 +84,16 @@ void Bootstrap::Impl::check_view() {
         std::lock_guard lock(mu);
         needed = view.members.size() / 2 + 1;
     }
-    for (int r : proposal->members) acked += acks[static_cast<std::size_t>(r)] ? 1 : 0;
+    {
+        // Only members of the installed view vote; a rank joining votes from the next one on.
+        std::lock_guard lock(mu);
+        for (int r : proposal->members)
+            acked += acks[static_cast<std::size_t>(r)] && view.contains(r) ? 1 : 0;
+    }
     if (acked < needed) return;
     View installed = *proposal;
     proposal.reset();
+    announce_joins(installed);
     {
         std::lock_guard lock(mu);
         view = installed;
@@ -90,10 +102,21 @@ void Bootstrap::Impl::check_view() {
     log::write(quiet_proposal ? log::Level::debug : log::Level::info,
                fmt::format("{}: view {} installed: ranks {} ({} of the previous view acknowledged "
                            "it)",
-                           name(0), installed.number, ranks_text(installed.members), acked));
+                           name(opt.rank), installed.number, ranks_text(installed.members), acked));
     quiet_proposal = true;
     for (int r : installed.members)
-        if (r != 0) send_view(r, wire::Kind::view_install, installed);
+        if (r != opt.rank && !held_install.contains(r))
+            send_view(r, wire::Kind::view_install, installed);
+    expel_excluded(installed);
+    // Losses held while this coordinator heard nobody: a majority has confirmed them now.
+    std::erase_if(held_relays, [&](const std::pair<int, wire::Bytes>& h) {
+        if (installed.contains(h.first)) return false;
+        for (int r : installed.members) {
+            auto& m = members[static_cast<std::size_t>(r)];
+            if (r != opt.rank && m && !gone[static_cast<std::size_t>(r)]) m->send(h.second);
+        }
+        return true;
+    });
 }
 
 void Bootstrap::Impl::answer_query(int rank) {
@@ -111,7 +134,7 @@ void Bootstrap::Impl::on_view_frame(const Frame& f) {
         notice =
             f.header.kind == wire::Kind::view_query ? wire::Notice{} : wire::decode_notice(f.body);
     } catch (const wire::Malformed& e) {
-        log::warn("{}: a malformed view frame from {}: {}", name(opt.rank), name(0), e.what());
+        log::warn("{}: a malformed view frame from {}: {}", name(opt.rank), name(coord), e.what());
         return;
     }
     switch (f.header.kind) {
@@ -121,7 +144,8 @@ void Bootstrap::Impl::on_view_frame(const Frame& f) {
             if (silenced || !v.contains(opt.rank)) return;
             wire::Notice ack;
             ack.code = notice.code;
-            if (members[0]) members[0]->send(wire::frame(wire::Kind::view_ack, wire::encode(ack)));
+            auto& c = members[static_cast<std::size_t>(coord)];
+            if (c) c->send(wire::frame(wire::Kind::view_ack, wire::encode(ack)));
             return;
         }
         case wire::Kind::view_install: {
@@ -140,7 +164,8 @@ void Bootstrap::Impl::on_view_frame(const Frame& f) {
                 expelled_line = notice.text;
             }
             cv.notify_all();
-            log::warn("{}: rank 0 declared this peer lost: {}", name(opt.rank), notice.text);
+            log::warn("{}: {}, the job's coordinator, declared this peer lost: {}", name(opt.rank),
+                      name(coord), notice.text);
             return;
         }
         default:
@@ -163,11 +188,12 @@ Standing Bootstrap::confirm_membership(Millis timeout) {
     const auto deadline = Clock::now() + timeout;
     std::unique_lock lock(m.mu);
     if (m.expelled_line) return Standing::expelled;
-    if (m.opt.rank == 0) {
-        // Nobody to ask: the others' resets (they close the connections of a rank 0 they
+    if (m.coord == m.opt.rank) {
+        // Nobody to ask: the others' resets (they close the connections of a coordinator they
         // declared lost) arrive within an interval; a majority of the view still there says
-        // rank 0 is still the job. A peer that left on purpose (it finished and said goodbye)
-        // is no sign of a cut: after a pause of the whole job the fast peers may finish first.
+        // this peer is still the job. A peer that left on purpose (it finished and said
+        // goodbye) is no sign of a cut: after a pause of the whole job the fast peers may
+        // finish first.
         m.cv.wait_until(lock, std::min(deadline, Clock::now() + m.opt.heartbeat_interval),
                         [&] { return m.io_stopped; });
         std::size_t there = 0;
@@ -176,11 +202,23 @@ Standing Bootstrap::confirm_membership(Millis timeout) {
                                   [r](const PeerLoss& l) { return l.rank == r && !l.left; });
         return there >= m.view.members.size() / 2 + 1 ? Standing::member : Standing::unknown;
     }
+    // Between losing a coordinator and following the next one, wait for the next.
+    m.cv.wait_until(lock, deadline, [&] {
+        return !m.root_lost || m.expelled_line || m.io_stopped || m.coord == m.opt.rank;
+    });
+    if (m.expelled_line) return Standing::expelled;
     if (m.root_lost || m.io_stopped) return Standing::unknown;
+    if (m.coord == m.opt.rank) {
+        lock.unlock();
+        return confirm_membership(std::chrono::duration_cast<Millis>(
+            std::max(deadline - Clock::now(), Clock::duration::zero())));
+    }
     const auto asked = m.view_answers;
     lock.unlock();
     asio::post(m.io, [&m] {
-        if (m.members[0] && !m.gone[0]) m.members[0]->send(wire::frame(wire::Kind::view_query));
+        auto& c = m.members[static_cast<std::size_t>(m.coord)];
+        if (c && !m.gone[static_cast<std::size_t>(m.coord)])
+            c->send(wire::frame(wire::Kind::view_query));
     });
     lock.lock();
     m.cv.wait_until(lock, deadline, [&] {

@@ -21,7 +21,9 @@ inline constexpr std::uint8_t kMagic[4] = {'G', 'S', 'B', 'T'};
 // 4: the hello carries the sender's listen address, the table every peer's (count-only jobs).
 // 5: clock queries and replies after the welcome (clock offsets between hosts), and the suspect
 //    report (a failure only a transport saw).
-inline constexpr std::uint16_t kVersion = 5;
+// 6: rejoin (a member follows the next coordinator after losing the one it had: succession),
+//    join and peer_joined (a peer enters the running job).
+inline constexpr std::uint16_t kVersion = 6;
 inline constexpr std::size_t kHeaderBytes = 12;
 inline constexpr std::uint32_t kMaxBody = 64u << 20;  // a table of many peers' blobs
 inline constexpr std::uint32_t kMaxBlob = 1u << 20;   // one address blob
@@ -57,8 +59,22 @@ enum class Kind : std::uint8_t {
     // A failure only a peer's transport saw (a send timeout on a cut edge): code = the rank it
     // failed, text = why. Rank 0 turns it into a loss (docs/bootstrap.md, "Transport failures").
     suspect = 16,  // member -> rank 0
+    // A member that lost its coordinator, to the lowest live rank of its view (a Hello without
+    // blob or settings: rank, job, peer list, token). Answered by welcome, or by a refuse whose
+    // code is Reason::not_coordinator (it still follows another) or not_member.
+    rejoin = 17,
+    // A peer entering the running job (Bootstrap::join): a full Hello. Answered by welcome and
+    // the table, then the view that holds it; or refuse (not_coordinator: try another rank).
+    join = 18,
+    // Coordinator -> members, when a view that adds a joined rank is installed: code = its
+    // rank, text = the line. Right before it, a `table` frame with every current blob.
+    peer_joined = 19,
+    // Member -> coordinator: its transport replaced the joined rank's endpoint (code = the
+    // rank); the coordinator tells the joiner its view once every member did, or after
+    // io_timeout, so that the joiner's first messages are not dropped as a lost peer's.
+    readmitted = 20,
 };
-inline constexpr Kind kLastKind = Kind::suspect;
+inline constexpr Kind kLastKind = Kind::readmitted;
 
 /// Bytes that are not this protocol; what() says what was wrong.
 class Malformed : public std::runtime_error {

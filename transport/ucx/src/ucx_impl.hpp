@@ -32,6 +32,7 @@ struct SendOp {
     SendCallback done;
     Clock::time_point deadline;
     std::list<SendOp*>::iterator pos;
+    std::uint32_t gen = 0;  // the peer's incarnation it was sent to (readmit() counts them)
 };
 
 // A received message in its sender's delivery queue. Rendezvous data completes after eager
@@ -47,6 +48,7 @@ struct RecvOp {
     std::list<Slot>::iterator slot;
     int from = -1;
     std::uint64_t bytes = 0;
+    std::uint32_t gen = 0;
 };
 
 struct EpErrArg {
@@ -59,6 +61,7 @@ struct Peer {
     std::list<Slot> inbox;        // received from this peer, in order
     std::list<SendOp*> pending;   // sends in flight, oldest first
     ucs_status_t error = UCS_OK;  // set by the endpoint error handler
+    std::uint32_t gen = 0;        // incarnation: readmit() counts up
 };
 
 class Ucx final : public UcxTransport {
@@ -69,6 +72,7 @@ class Ucx final : public UcxTransport {
     std::string_view backend() const noexcept override { return "ucx"; }
     std::vector<std::byte> address() const override { return address_; }
     void connect(const std::map<int, std::vector<std::byte>>& addresses) override;
+    void readmit(int peer, const std::vector<std::byte>& blob) override;
     bool blocking() const noexcept override { return blocking_; }
     UcxMemoryTypes memory_types() const override;  // ucx_memory.cpp
 
@@ -106,8 +110,10 @@ class Ucx final : public UcxTransport {
                        std::size_t length, const ucp_am_recv_param_t* param);
     void on_send_done(SendOp* op, void* request, ucs_status_t status);
     void on_recv_done(RecvOp* op, void* request, ucs_status_t status);
-    void on_ep_error(int peer, ucs_status_t status) {
-        peers_[static_cast<std::size_t>(peer)].error = status;
+    void on_ep_error(int peer, ucp_ep_h ep, ucs_status_t status) {
+        auto& p = peers_[static_cast<std::size_t>(peer)];
+        if (ep != p.ep) return;  // an endpoint closed or replaced (readmit): not this peer's
+        p.error = status;
         errors_pending_ = true;
     }
 
@@ -141,6 +147,7 @@ class Ucx final : public UcxTransport {
     std::vector<Peer> peers_;
     std::vector<EpErrArg> err_args_;  // sized once: endpoints point into it
     std::vector<void*> closing_;
+    std::list<SendOp*> orphans_;  // sends to an earlier incarnation of a readmitted peer
     ReceiveCallback on_receive_;
     std::size_t ready_ = 0;  // slots ready for delivery (outside UCX callbacks)
     std::size_t recvs_in_flight_ = 0;

@@ -71,7 +71,7 @@ ucs_status_t Ucx::on_am(const void* header, std::size_t header_length, void* dat
 // next progress call.
 void Ucx::start_rndv_receive(void* desc, int from, std::list<Slot>::iterator slot,
                              std::uint64_t bytes, std::span<std::byte> place) {
-    auto* op = new RecvOp{this, slot, from, bytes};
+    auto* op = new RecvOp{this, slot, from, bytes, peers_[static_cast<std::size_t>(from)].gen};
     void* into = place.data();
     if (place.empty()) {
         slot->msg.payload = take_buffer(bytes / sizeof(float));
@@ -104,7 +104,7 @@ void Ucx::on_recv_done(RecvOp* op, void* request, ucs_status_t status) {
         op->slot->dropped = true;
         if (!op->slot->msg.placed) recycle(std::move(op->slot->msg.payload));
         // Runs inside UCX: the peer is failed from progress(), like an endpoint error.
-        if (!peer_failed(from)) {
+        if (!peer_failed(from) && op->gen == peers_[static_cast<std::size_t>(from)].gen) {
             peers_[static_cast<std::size_t>(from)].error = status;
             errors_pending_ = true;
         }

@@ -27,9 +27,9 @@ void send_cb(void* request, ucs_status_t status, void* user) {
     auto* op = static_cast<SendOp*>(user);
     op->self->on_send_done(op, request, status);
 }
-void ep_err_cb(void* arg, ucp_ep_h, ucs_status_t status) {
+void ep_err_cb(void* arg, ucp_ep_h ep, ucs_status_t status) {
     auto* a = static_cast<EpErrArg*>(arg);
-    a->self->on_ep_error(a->peer, status);
+    a->self->on_ep_error(a->peer, ep, status);
 }
 
 // -- setup ------------------------------------------------------------------------------------
@@ -131,6 +131,22 @@ void Ucx::connect(const std::map<int, std::vector<std::byte>>& addresses) {
     }
 }
 
+void Ucx::readmit(int peer, const std::vector<std::byte>& blob) {
+    assert(std::this_thread::get_id() == owner_);
+    if (peer < 0 || peer >= size() || peer == rank())
+        throw TransportError(fmt::format("ucx: rank {}: cannot readmit peer {}", rank(), peer));
+    // What the earlier process was sent or sent: its completions and its data no longer
+    // concern the peer (the incarnation counts up); connect() closes its endpoint.
+    auto& p = peers_[static_cast<std::size_t>(peer)];
+    connect({{peer, blob}});
+    ++p.gen;
+    p.error = UCS_OK;
+    orphans_.splice(orphans_.end(), p.pending);
+    for (auto& slot : p.inbox) slot.dropped = true;
+    clear_failed(peer);
+    log::debug("transport ucx: rank {}: peer {} readmitted with a new address", rank(), peer);
+}
+
 Ucx::~Ucx() {
     log::debug("transport ucx: rank {}: {} messages received, {} receive buffers allocated", rank(),
                counters_.messages_received, buffers_allocated_);
@@ -145,6 +161,13 @@ Ucx::~Ucx() {
     for (int r = 0; r < size(); ++r)  // what UCX did not complete in time completes here
         abandon_sends(r,
                       failure(Errc::closed, r, "the transport closed before the send completed"));
+    for (auto* op : orphans_) {  // sends to an earlier incarnation that never completed
+        ucp_request_free(op->request);
+        defer(std::move(op->done),
+              failure(Errc::closed, op->peer, "the transport closed before the send completed"));
+        abandoned_.push_back(op);
+    }
+    orphans_.clear();
     for (auto* req : closing_) ucp_request_free(req);  // flushes that did not end in time
     on_failed_ = nullptr;
     run_deferred();
@@ -186,6 +209,7 @@ void Ucx::start(SendOp* op, int to, std::span<const std::byte> header,
         return;
     }
     auto& p = peers_[static_cast<std::size_t>(to)];
+    op->gen = p.gen;
     if (peer_failed(to) || !p.ep) {
         if (!p.ep && !peer_failed(to))
             set_failed(failure(Errc::peer_failed, to, "unreachable: not connected"));
@@ -224,6 +248,16 @@ void Ucx::start(SendOp* op, int to, std::span<const std::byte> header,
 void Ucx::on_send_done(SendOp* op, void* request, ucs_status_t status) {
     ucp_request_free(request);
     auto& p = peers_[static_cast<std::size_t>(op->peer)];
+    if (op->gen != p.gen) {
+        // Sent to the incarnation before a readmit: it never concerns the peer as it is now.
+        orphans_.erase(op->pos);
+        defer(std::move(op->done), status == UCS_OK
+                                       ? Status{}
+                                       : failure(Errc::peer_failed, op->peer,
+                                                 "the send went to the peer's earlier process"));
+        free_op(op);
+        return;
+    }
     p.pending.erase(op->pos);
     Status st;
     if (status != UCS_OK && closing_all_ && !peer_failed(op->peer)) {

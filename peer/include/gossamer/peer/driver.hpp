@@ -63,6 +63,14 @@ struct DriverOptions {
     /// crashed process would (run() returns with failed set; the caller then drops the
     /// transport, which is what the other peers see).
     double fail_at = std::numeric_limits<double>::infinity();
+    /// Elastic jobs (docs/elastic.md): enter the running job with Protocol::join instead of
+    /// start() (rejoin: keep the worker's model, resumed from a checkpoint).
+    std::optional<proto::Entry> enter;
+    /// Ranks that are not live members when this peer starts or enters (Protocol::peer_absent).
+    std::vector<int> absent;
+    /// Polled each time the loop wakes; the first true asks the protocol to leave gracefully
+    /// at its next step boundary (Protocol::leave; DriverResult::left).
+    std::function<bool()> leave_requested;
     /// JSON-lines metrics file (step, time, loss per step; a summary at the end); "" for none.
     std::string metrics_path;
     /// The peer's timeline (Chrome trace JSON, docs/trace.md), written when run() ends; "" none.
@@ -113,6 +121,7 @@ struct DriverResult {
     json::Json edges;               ///< the protocol's edge_report() at the end
     std::vector<int> failed_peers;  ///< peers this one was told had failed, in order
     bool failed = false;            ///< this peer stopped at DriverOptions::fail_at
+    bool left = false;              ///< it left the job gracefully (leave_requested)
 };
 
 class Driver {

@@ -33,8 +33,14 @@ struct PeerJob {
     std::uint64_t job_id = 1;
     std::int64_t checkpoint_every = 0;  ///< 0: none
     bool json = false;                  ///< print a JSON summary on stdout at the end
-    double eval_interval = 2;           ///< seconds between evaluation points, > 0
-    std::int64_t eval_samples = 2000;   ///< the first test samples each evaluation uses; 0: none
+    /// Enter a job that is already running (`--join`, docs/elastic.md): Bootstrap::join, then
+    /// Protocol::join (a rejoin when resumed from this rank's checkpoint).
+    bool join_running = false;
+    /// Rank 0: start without the ranks that did not join within the join timeout when at least
+    /// this many did (`--min-peers`; 0: all must join). They may --join later.
+    int min_peers = 0;
+    double eval_interval = 2;          ///< seconds between evaluation points, > 0
+    std::int64_t eval_samples = 2000;  ///< the first test samples each evaluation uses; 0: none
     std::chrono::milliseconds join_timeout{30'000}, stall_timeout{120'000},
         average_timeout{600'000};
     TrainingWorker worker;
@@ -63,6 +69,13 @@ void prepare_checkpoints(PeerJob& job, const std::optional<std::filesystem::path
 inline constexpr int kNoResult = 4;
 /// Exit status of a peer at its cluster file's failure time (an emulated crash: no goodbye).
 inline constexpr int kEmulatedFailure = 3;
+
+/// Any thread or a signal handler: asks the running peer to leave the job gracefully at its
+/// next step boundary (`gossamer peer` on SIGTERM; docs/elastic.md). Async-signal-safe.
+void request_leave() noexcept;
+/// Installs a SIGTERM handler that calls request_leave() once; a second SIGTERM ends the
+/// process as the default action does.
+void leave_on_sigterm();
 
 /// Joins, trains, averages; returns the exit status (0 finished, 1 stopped, 2 refused by the
 /// job: a token, job, topology, model or setting that does not match, kNoResult not a member of

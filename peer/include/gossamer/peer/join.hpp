@@ -26,6 +26,9 @@ struct JoinOptions {
     /// Progress mode, error handling, send timeout (default_timeout), local_peers. Its rank, size
     /// and job_id are set from `bootstrap` by join().
     transport::UcxOptions ucx;
+    /// Enter a job that is already running (Bootstrap::join, `gossamer peer --join`) instead of
+    /// taking part in its start-up barrier.
+    bool running = false;
 };
 
 /// One peer that has joined: it owns the bootstrap (control plane: heartbeats, goodbyes) and the
@@ -52,6 +55,9 @@ class JoinedPeer {
     /// how many. Cheap when there is nothing to do: call it whenever the loop wakes
     /// (DriverOptions::poll).
     std::size_t apply_peer_losses();
+    /// Communication thread: the ranks that joined the job (again) since the last call, their
+    /// endpoints already replaced in the transport (Transport::readmit) by apply_peer_losses().
+    std::vector<int> take_joins();
 
     /// Communication thread: leaves without a goodbye, as a crash would: the others see this
     /// peer *vanish* and fail it at once. For a peer that stops on an error (the all-reduce

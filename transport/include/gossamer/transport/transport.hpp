@@ -150,6 +150,8 @@ class Transport {
     /// Records that s.peer failed (the first reason sticks) and queues the on_peer_failed
     /// notice and a warning line; returns false when it had failed before.
     bool set_failed(Status s);
+    /// Forgets that `peer` failed (a peer that joined the job again: readmit()).
+    void clear_failed(int peer);
 
     TransportOptions options_;
     DropCounters drops_;

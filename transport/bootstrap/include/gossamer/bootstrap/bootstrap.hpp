@@ -51,7 +51,12 @@ struct Options {
     /// field's digest must match rank 0's, and a peer sending other fields is refused too.
     std::vector<Setting> settings;
 
-    Millis join_timeout{30000};       ///< start-up barrier: all n peers joined (rank 0's clock)
+    Millis join_timeout{30000};  ///< start-up barrier: all n peers joined (rank 0's clock)
+    /// Rank 0 only: when not all n peers joined within join_timeout but at least this many
+    /// (rank 0 included) did, the job starts without the others instead of failing: they are
+    /// lost from the start (a PeerLoss each, outside view 0) and may join later (join()).
+    /// 0: every peer must join (the default).
+    int min_peers = 0;
     Millis io_timeout{5000};          ///< one connect, or one handshake reply
     Millis retry_interval{200};       ///< between attempts to reach rank 0
     Millis heartbeat_interval{1000};  ///< a heartbeat is sent this often
@@ -131,11 +136,32 @@ class Bootstrap {
     /// Call once.
     std::vector<Blob> rendezvous(std::span<const std::byte> address);
 
+    /// Enters a job that is already running, instead of rendezvous() (docs/bootstrap.md,
+    /// "Joining a running job"): asks rank 0, then every other rank whose address it knows, for
+    /// the job's coordinator, which checks this peer like a hello (job, token, peer list, model,
+    /// layout, settings) and admits it if its rank is not a live member. Returns every peer's
+    /// blob once a view that holds this peer is installed; ranks outside that view count as
+    /// lost (lost_peers()). Throws BootstrapError: refused (the line names the field), or
+    /// unreachable ("no running job to join ...") after join_timeout. Call once, instead of
+    /// rendezvous().
+    std::vector<Blob> join(std::span<const std::byte> address);
+    /// Called on the bootstrap thread for every peer that joins the running job, with its new
+    /// blob, once a view that holds it is installed (thread-safe to set; set it before
+    /// rendezvous()). Must return quickly and not call back into this object.
+    void on_peer_joined(std::function<void(int rank, const Blob& blob)> callback);
+    /// Tells the coordinator that this peer's transport replaced `rank`'s endpoint after
+    /// on_peer_joined (thread-safe, returns at once): the joiner is told its view once every
+    /// member did, or after io_timeout, so its first messages are not dropped.
+    void readmitted(int rank);
+    /// The ranks that joined the running job so far, in order (thread-safe).
+    std::vector<int> joined_peers() const;
+
     /// Called on the bootstrap thread for every peer that leaves after the rendezvous (rank 0
     /// sees every peer; the others see rank 0 and what rank 0 forwards). Must return quickly and
     /// not call back into this object. Set it before rendezvous().
     void on_peer_lost(std::function<void(const PeerLoss&)> callback);
-    /// The peers lost so far, in the order they were noticed (thread-safe).
+    /// The peers lost so far, in the order they were noticed, less those that joined the
+    /// running job again since (thread-safe).
     std::vector<PeerLoss> lost_peers() const;
 
     /// The last view installed (thread-safe; rank 0 installs, the others learn it).

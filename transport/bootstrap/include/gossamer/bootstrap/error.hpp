@@ -30,6 +30,8 @@ enum class Reason : unsigned {
     bad_rank = 15,            ///< this peer's rank is out of range
     late_join = 16,           ///< a handshake arrived after the start-up barrier
     setting_mismatch = 17,    ///< a setting of the job differs (the text names the field)
+    not_coordinator = 18,     ///< a rejoin reached a peer that still follows another coordinator
+    not_member = 19,          ///< a rejoin from a rank the coordinator already declared lost
 };
 
 /// "wrong_token", "missing_peers", ...

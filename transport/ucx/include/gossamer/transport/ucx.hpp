@@ -69,6 +69,10 @@ class UcxTransport : public Transport {
     /// Creates the endpoints to every rank in `addresses` (its own entry is ignored). Throws
     /// TransportError naming the peer when a blob is malformed or the peer is unreachable.
     virtual void connect(const std::map<int, std::vector<std::byte>>& addresses) = 0;
+    /// A peer that failed and joined the job again (a restarted process: a new worker and
+    /// blob): replaces its endpoint and forgets the failure, so sends and receives work again.
+    /// Throws TransportError like connect(); the peer then stays failed.
+    virtual void readmit(int peer, const std::vector<std::byte>& blob) = 0;
     /// Whether wait() blocks (ProgressMode resolved).
     virtual bool blocking() const noexcept = 0;
     /// The memory types this transport's UCP context can move (see query_ucx_memory_types()).
