@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -177,6 +178,10 @@ int run_peer(const std::vector<std::string>& args) {
     job.job_id = static_cast<std::uint64_t>(a.integer("job-id", 1, 0, INT64_MAX));
     job.checkpoint_every = a.integer("checkpoint-every", cfg.checkpoint_every, 0, INT64_MAX);
     job.json = a.flag("json");
+    if (cluster && std::isfinite(cluster->peers[static_cast<std::size_t>(job.rank)].leave_at))
+        if (const auto why = proto::elastic_refusal(job.algorithm); !why.empty())
+            throw UsageError(
+                fmt::format("{}: rank {}'s leave_at: {}", *a.value("cluster"), job.rank, why));
     job.join_running = a.flag("join");
     job.min_peers = static_cast<int>(a.integer("min-peers", 0, 1, n));
     if (job.join_running) {

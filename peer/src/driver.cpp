@@ -465,8 +465,8 @@ DriverResult Loop::run() {
             break;
         }
         if (options_.poll) options_.poll();
-        if (!leave_asked && !protocol_.done() && options_.leave_requested &&
-            options_.leave_requested()) {
+        if (!leave_asked && !protocol_.done() &&
+            (t >= options_.leave_at || (options_.leave_requested && options_.leave_requested()))) {
             leave_asked = result_.left = true;
             log::info("rank {}: leaving the job gracefully at the next step boundary",
                       result_.rank);
@@ -479,10 +479,11 @@ DriverResult Loop::run() {
         release_due();
         if (deliver_one()) continue;
         // Block in the transport until something may have happened or the next timer is due.
-        double until = ended_
-                           ? result_.end_time + seconds(options_.settle_timeout)
-                           : std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
-                                       seconds(options_.run_timeout), options_.fail_at});
+        double until =
+            ended_ ? result_.end_time + seconds(options_.settle_timeout)
+                   : std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
+                               seconds(options_.run_timeout), options_.fail_at,
+                               leave_asked ? seconds(options_.run_timeout) : options_.leave_at});
         if (!deadlines_.empty()) until = std::min(until, deadlines_.top().first);
         if (!ready_.empty()) until = std::min(until, ready_.top().first);
         if (!held_.empty()) until = std::min(until, held_.top().first);

@@ -106,14 +106,37 @@ TEST_SUITE("integration") {
         CHECK(std::abs(avg["total_mass"].get<double>() - 4.0) < 1e-6);
     }
 
+    TEST_CASE("elastic: the cluster file's leave_at makes a real peer leave gracefully") {
+        Job job(60, 0.01, R"("peers": [{"rank": 1, "leave_at": 1.5}],)");
+        std::vector<std::unique_ptr<Process>> peers;
+        for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, "async"));
+        for (int r = 0; r < 4; ++r) {
+            CAPTURE(r);
+            CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
+        }
+        const auto log1 = peers[1]->log();
+        CAPTURE(log1);
+        CHECK(log1.find("left the job gracefully after") != std::string::npos);
+        const Json avg = job.average();
+        CHECK(avg["survivors"] == Json::array({0, 2, 3}));
+        CHECK(std::abs(avg["total_mass"].get<double>() - 4.0) < 1e-6);
+        // An algorithm that cannot leave is refused before it joins.
+        auto refused = job.start(1, "allreduce");
+        CHECK(refused->wait(30s) == 2);
+        CHECK_MESSAGE(refused->log().find("rank 1's leave_at: algorithm allreduce cannot") !=
+                          std::string::npos,
+                      refused->log());
+    }
+
     TEST_CASE(
         "elastic: --join with an algorithm that cannot, and with no job running, is one "
         "line each") {
         Job job(3, 0.005);
-        auto sgp = job.start(1, "sgp", kToken, {"--join"});
-        CHECK(sgp->wait(30s) == 2);
-        CHECK_MESSAGE(sgp->log().find("--join: algorithm sgp cannot join") != std::string::npos,
-                      sgp->log());
+        auto refused = job.start(1, "allreduce", kToken, {"--join"});
+        CHECK(refused->wait(30s) == 2);
+        CHECK_MESSAGE(
+            refused->log().find("--join: algorithm allreduce cannot join") != std::string::npos,
+            refused->log());
         auto cuts = job.start(1, "async", kToken, {"--join", "--checkpoint-every", "50"});
         CHECK(cuts->wait(30s) == 2);
         CHECK_MESSAGE(cuts->log().find("--join: a job that takes checkpoints") != std::string::npos,

@@ -71,6 +71,8 @@ struct DriverOptions {
     /// Polled each time the loop wakes; the first true asks the protocol to leave gracefully
     /// at its next step boundary (Protocol::leave; DriverResult::left).
     std::function<bool()> leave_requested;
+    /// The same at this many seconds after the start (the cluster file's leave_at).
+    double leave_at = std::numeric_limits<double>::infinity();
     /// JSON-lines metrics file (step, time, loss per step; a summary at the end); "" for none.
     std::string metrics_path;
     /// The peer's timeline (Chrome trace JSON, docs/trace.md), written when run() ends; "" none.
