@@ -8,11 +8,12 @@
 // checkpoint's, or the one it had at its crash) and takes only the mass: x = w z with the w the
 // sponsor sent (the sponsor's x/2 is dropped, so both keep their own z). Sum w does not change.
 //
-// Leave: at its next step boundary the peer hands (x, w) to its live out-neighbours in equal
-// parts and tells every neighbour (kLeaving). They push nothing more to it and answer with the
-// count of shares they pushed to it (kLeaveAck); shares still on their way are passed on whole
-// to a live out-neighbour as they come. Once every live in-neighbour answered and its shares are
-// all here, the peer sends its own counts (kFinished) and is done: no mass stays behind.
+// Leave: at its next step boundary the peer hands (x, w) to its live out-neighbours (finished
+// ones too; with none, its live in-neighbours) in equal parts and tells every neighbour (kLeaving).
+// They push nothing more to it and answer with the count of shares they pushed to it (kLeaveAck);
+// shares still on their way are passed on whole to a live out-neighbour as they come. Once every
+// live in-neighbour answered and its shares are all here, the peer sends its own counts (kFinished)
+// and is done: no mass stays behind.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@ namespace gossamer::proto {
 
 double AsyncGossip::held_mass() const {
     double held = w_ + buf_w_ + outbox_.pending_weight();
+    for (const Message& m : late_answers_) held += m.weight;
     for (const Message& m : held_)
         if (m.kind == MessageKind::mass_share) held += m.weight;
     return held;
@@ -78,8 +80,18 @@ void AsyncGossip::on_join(Time now, Entry entry, Actions& out) {
         math_.keep(x, 0.0);
     }
     w_ = 0.0;
-    for (auto& [j, nb] : nbrs_)
-        if (!nb.e.absent && !nb.e.failed) nb.entered_at = now;
+    // A new incarnation counts every edge from zero, as its neighbours will once they hear of it
+    // (a checkpoint's counts included: restore() brought them back).
+    for (auto& [j, nb] : nbrs_) {
+        const bool absent = nb.e.absent, failed = nb.e.failed;
+        reset_neighbour(nb, now);
+        nb.e.absent = absent;
+        nb.e.failed = failed;
+    }
+    collect_live_out();
+    quiescing_ = false;
+    cut_marks_.clear();
+    held_.clear();
     ask_sponsor(out);
     for (const auto& [j, nb] : nbrs_)
         if (j != sponsor_ && !nb.e.absent && !nb.e.failed)
@@ -178,15 +190,22 @@ bool AsyncGossip::on_membership(Time now, const Message& msg, Neighbour& nb, Act
 }
 
 void AsyncGossip::on_admitted(Time now, const Message& msg, Actions& out) {
-    if (!joining())
-        throw Error(fmt::format("async: peer {} sent a full model, but peer {} is not joining",
-                                msg.sender, rank()));
-    const bool rejoin = entry_ == Entry::rejoin;
+    const bool rejoin = msg.payload.empty();  // a rejoin's answer carries no model
     if (math_.on() && !rejoin && msg.payload.size() != worker().size())
         throw Error(
             fmt::format("async: the sponsor's model from peer {} carries {} values, "
                         "expected {}",
                         msg.sender, msg.payload.size(), worker().size()));
+    if (!joining()) {
+        // A second sponsor's answer: the peer asked again when its first sponsor left or failed
+        // while the first answer was on its way. The mass is real (that sponsor halved its own):
+        // it is added as a share; a rejoin's answer scales x so that z stays.
+        if (stepping()) return late_answers_.push_back(msg);  // x is the compute side's now
+        if (math_.on() && rejoin && w_ > 0) math_.keep(params(), (w_ + msg.weight) / w_);
+        if (math_.on() && !rejoin) math_.add(params(), msg.payload);
+        w_ += msg.weight;
+        return;
+    }
     w_ += msg.weight;
     if (math_.on()) {
         if (rejoin) {
@@ -222,7 +241,7 @@ void AsyncGossip::hand_over(Actions& out) {
     leaving_ = true;
     absorb_buffer();
     serve_sponsored(out);  // answers who still asks: it leaves
-    const std::vector<int> targets = live_;
+    const std::vector<int> targets = takers();
     const auto k = static_cast<double>(targets.size());
     const std::span<float> x = params();
     double left = w_;
@@ -261,13 +280,24 @@ void AsyncGossip::hand_over(Actions& out) {
     check_left(out);
 }
 
+std::vector<int> AsyncGossip::takers() const {
+    // Live out-neighbours, finished ones too: they still take shares (they wait for this
+    // peer's final count), and near the end of a job they may be all that is left. With none,
+    // live in-neighbours: a hand-over is a direct message and needs no edge of the graph.
+    std::vector<int> out, in;
+    for (const auto& [j, nb] : nbrs_)
+        if (!nb.e.failed && !nb.e.absent && !nb.e.leaving) (nb.e.out ? out : in).push_back(j);
+    return out.empty() ? in : out;
+}
+
 void AsyncGossip::pass_on(const Message& msg, Actions& out) {
     // The first live out-neighbour by rank takes it whole; with none, it stays here.
-    if (live_.empty()) {
+    const std::vector<int> targets = takers();
+    if (targets.empty()) {
         w_ += msg.weight;
         if (math_.on()) math_.add(params(), msg.payload);
     } else {
-        const int to = live_.front();
+        const int to = targets.front();
         AsyncEdge& e = nbrs_.at(to).e;
         Message m = msg;
         m.receiver = to;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "async_control.hpp"
 #include "gossamer/core/error.hpp"
@@ -194,6 +195,7 @@ void AsyncGossip::on_step_finished(Time now, double, Actions& out) {
     // Shares that came during the step join first: the step then moves a full unit of mass on
     // average (right after a split w is only s of it), and fresh mass is forwarded at once.
     absorb_buffer();
+    for (Message& m : std::exchange(late_answers_, {})) on_admitted(now, m, out);  // elastic
     apply_step();
     serve_sponsored(out);                   // async_elastic.cpp
     if (leave_due_) return hand_over(out);  // the step's push is the whole state

@@ -172,7 +172,7 @@ void Dpsgd::send_channel(Time now, Channel& c, std::span<const float> x, Actions
     const auto round = context().topology->at(c.round);
     const auto part = worker().math() ? x.subspan(c.offset, c.size) : x;
     for (int j : round->graph.out_neighbors(rank())) {
-        if (dead_.contains(j)) continue;
+        if (dead_.contains(j) || !sends_to(j, c.round)) continue;
         auto it = c.out.find(j);
         if (it == c.out.end())
             it = c.out
@@ -185,11 +185,14 @@ void Dpsgd::send_channel(Time now, Channel& c, std::span<const float> x, Actions
         Message m = it->second.encode(part, c.round);
         m.partition = c.id;
         m.chunk = c.chunk;
+        m.sent_at = now;  // a rejoined peer's receivers drop its old self's messages
         send(out, std::move(m));
     }
 }
 
 void Dpsgd::on_step_finished(Time now, double, Actions& out) {
+    if (leave_due_)
+        return leave_now(now, out);  // dpsgd_elastic.cpp: this step's round never leaves
     if (options_.delay > 0) {
         // Mix the previous round first (its messages travelled during this step), then this
         // step's gradient goes onto the mixed x.
@@ -204,6 +207,7 @@ void Dpsgd::on_step_finished(Time now, double, Actions& out) {
     // cta keeps the gradient in the worker's buffer until the mix is done: nothing overwrites it
     // before the next start_step.
     stage_ = Stage::waiting;
+    serve_sponsored(now, out);  // x is the protocol's until the next step starts
     try_mix(now, out);
 }
 
@@ -227,8 +231,12 @@ void Dpsgd::try_mix(Time now, Actions& out) {
         Plan plan{&c, round->weights.at(i, i), {}};
         for (int j : round->graph.in_neighbors(i)) {
             const double w = round->weights.at(i, j);
-            if (dead_.contains(j)) {
-                plan.self += w;  // a dead neighbour's weight moves to our own
+            if (dead_.contains(j) || !mixes_with(j, c.round)) {
+                plan.self += w;  // a dead or absent neighbour's weight moves to our own
+                continue;
+            }
+            if (acks_due_.contains(j)) {  // joining: its first round is not known yet
+                missing = true;
                 continue;
             }
             ReplicaReceiver& r = receiver(c, j);
@@ -333,6 +341,7 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
     const int j = msg.sender;
     if (j < 0 || j >= n() || j == rank())
         throw Error(fmt::format("dpsgd: a message from invalid peer {}", j));
+    if (on_membership(now, msg, out)) return;  // dpsgd_elastic.cpp
     switch (msg.kind) {
         case MessageKind::full_model:
         case MessageKind::model_delta: {
@@ -370,6 +379,7 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
             Message m = it->second.resync();
             m.partition = c.id;
             m.chunk = c.chunk;
+            m.sent_at = now;
             send(out, std::move(m));
             return;
         }
@@ -389,12 +399,13 @@ void Dpsgd::on_deadline(Time now, std::uint64_t id, Actions& out) {
         if (!due(c)) continue;
         const auto round = context().topology->at(c.round);
         for (int j : round->graph.in_neighbors(rank())) {
-            if (dead_.contains(j)) continue;
+            if (dead_.contains(j) || !mixes_with(j, c.round) || acks_due_.contains(j)) continue;
             ReplicaReceiver& r = receiver(c, j);
             if (r.covers(c.round)) continue;
             ++resync_requests_;
             Message req = resync_request(j, c.id, r.next_seq(), c.round);
             req.chunk = c.chunk;
+            req.sent_at = now;
             send(out, std::move(req));
         }
     }
@@ -405,6 +416,8 @@ void Dpsgd::on_deadline(Time now, std::uint64_t id, Actions& out) {
 void Dpsgd::on_peer_failed(Time now, int j, Actions& out) {
     if (j == rank() || j < 0 || j >= n()) return;
     dead_.insert(j);
+    acks_due_.erase(j);
+    if (joining() && j == sponsor_) ask_sponsor(now, out);  // dpsgd_elastic.cpp
     try_mix(now, out);
 }
 

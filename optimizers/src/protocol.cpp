@@ -63,9 +63,9 @@ void Protocol::peer_failed(Time now, int rank, Actions& out) {
 }
 
 std::string elastic_refusal(std::string_view name) {
-    if (name == "async") return "";
+    if (name == "async" || name == "dpsgd") return "";
     return fmt::format(
-        "algorithm {} cannot join, leave or rejoin a running job yet (only async can: "
+        "algorithm {} cannot join, leave or rejoin a running job yet (async and dpsgd can: "
         "docs/elastic.md)",
         name);
 }

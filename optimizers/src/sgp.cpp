@@ -52,6 +52,12 @@ Sgp::Sgp(PeerContext ctx, SgpOptions options)
     check_share_chunks(options_.chunk_bytes, worker().size());
 }
 
+double Sgp::held_mass() const {
+    double held = w_ + buf_w_ + outbox_.pending_weight();
+    for (const Message& m : held_) held += m.weight;
+    return held;
+}
+
 void Sgp::current_model(std::span<float> out) const {
     if (math_.on()) math_.debias_to_host(context().worker->params(), w_, out);
 }

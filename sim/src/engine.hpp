@@ -162,6 +162,8 @@ class Engine {
     bool any_failed_ = false;
     double crash_loss_ = 0;           // push-sum mass lost with crashes, measured here
     int starters_ = 0;                // peers present at t = 0: the job's total mass
+    Time last_step_ = 0;              // when a step last finished
+    Time stall_after_ = 600;          // virtual seconds without a step that count as a stall
     std::int64_t steps_ = 0;          // local steps per peer (the protocols' max_steps)
     proto::EdgeSpeedOptions speeds_;  // what every protocol is configured with
     proto::Actions actions_;

@@ -39,6 +39,33 @@ std::pair<double, double> slowest_link(const Cluster& c) {
     return {rate, latency};
 }
 
+// dpsgd follows churn without delay, reweight, partition_ready and multirate (dpsgd_elastic.cpp).
+void check_dpsgd_churn(const SimSetup& s, const SizeOrigin& origin) {
+    if (s.algorithm != "dpsgd") return;
+    const json::Node* options = s.options ? &*s.options : nullptr;
+    const auto o = proto::parse_dpsgd_options(options);
+    const char* key = o.delay > 0         ? "delay"
+                      : o.reweight        ? "reweight"
+                      : o.partition_ready ? "partition_ready"
+                                          : nullptr;
+    if (key)
+        throw ConfigError(origin.config_file, options->at(key).path(),
+                          fmt::format("algorithm dpsgd with {} cannot join, leave or rejoin a "
+                                      "running job yet, and the cluster {} has churn",
+                                      key, s.cluster->source),
+                          fmt::format("drop \"{}\", or the cluster's join_at, leave_at and "
+                                      "rejoin_at (docs/elastic.md)",
+                                      key));
+    if (s.config && json::Node(s.config->doc).has("multirate"))
+        throw ConfigError(origin.config_file, "multirate",
+                          fmt::format("algorithm dpsgd with multirate partitions cannot join, "
+                                      "leave or rejoin a running job yet, and the cluster {} has "
+                                      "churn",
+                                      s.cluster->source),
+                          "drop \"multirate\", or the cluster's join_at, leave_at and rejoin_at "
+                          "(docs/elastic.md)");
+}
+
 }  // namespace
 
 double memory_needed(const SimSetup& s, std::uint64_t parameters) {
@@ -57,6 +84,7 @@ void check_sizes(const SimSetup& s, std::uint64_t parameters, const SizeOrigin& 
             throw ConfigError(s.cluster->source, "peers", why,
                               "simulate algorithm async, or drop join_at, leave_at and rejoin_at "
                               "(docs/elastic.md)");
+        check_dpsgd_churn(s, origin);
     }
     const bool from_flag = !origin.size_flag.empty();
     check_memory(memory_needed(s, parameters),

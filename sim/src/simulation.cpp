@@ -84,6 +84,13 @@ Engine::Engine(const SimSetup& s)
     speeds.one_queue = !fair_.has_value();
     for (auto& p : peers_) p.protocol->configure_edge_speeds(speeds);
     speeds_ = speeds;
+    // A stall: no step for 1000 of the slowest declared steps (slow periods included), and at
+    // least 10 virtual minutes.
+    for (const PeerSpec& p : s.cluster->peers) {
+        double slowest = 1;
+        for (const SlowPeriod& sp : p.slow) slowest = std::max(slowest, sp.factor);
+        stall_after_ = std::max(stall_after_, 1000 * p.base_time * p.factor * slowest);
+    }
     result_.algorithm = s.algorithm;
     result_.seed = s.seed;
 }
@@ -194,6 +201,7 @@ void Engine::handle(Time now, Event& e) {
         trace_.step(d->rank, p.step_start, now, p.started - 1, d->loss);
         trace_.cause({});
         ++peer_steps_;
+        last_step_ = now;
         result_.samples += s_.mode == Mode::math ? s_.config->batch_size : 1;
         p.protocol->step_finished(now, d->loss, a);
         apply(d->rank, now, a);
@@ -406,6 +414,9 @@ SimResult Engine::run() {
                 result_.events));
         }
         if (!active() && pending_ == 0) break;
+        // Live peers that only exchange requests and deadlines (a dpsgd peer asking for a
+        // round nobody will send) would run forever: no step for that long is a stall too.
+        if (active() && now - last_step_ > stall_after_) break;
     }
     if (active()) {
         std::string waiting;
@@ -414,9 +425,9 @@ SimResult Engine::run() {
                 !peers_[static_cast<std::size_t>(r)].done)
                 waiting += (waiting.empty() ? "" : ", ") + std::to_string(r);
         throw Error(
-            fmt::format("{}: the simulation stalled at virtual time {:.3f} s: peers {} wait "
-                        "for messages that will never come",
-                        s_.algorithm, now, waiting));
+            fmt::format("{}: the simulation stalled at virtual time {:.3f} s (no step since "
+                        "{:.3f} s): peers {} wait for messages that will never come",
+                        s_.algorithm, now, last_step_, waiting));
     }
     if (math) evaluate(result_.end_time, true);
     for (int r = 0; r < n_; ++r) {
@@ -433,7 +444,7 @@ SimResult Engine::run() {
         ps.failed = !p.alive && p.crashed;
         ps.left = p.left;
         ps.joins = p.joins;
-        ps.mass = p.alive ? p.protocol->held_mass() : 0.0;
+        ps.mass = p.alive ? p.protocol->mass() : 0.0;
         ps.recorded = s_.peer_records_every > 0 && r % s_.peer_records_every == 0;
         if (ps.recorded) ps.edges = p.protocol->edge_report();  // O(degree) JSON values each
         ps.staleness_max = p.protocol->stats().staleness_max;

@@ -539,3 +539,41 @@ TEST_CASE("sim: in math mode \"sample K\" evaluates K peers on their own, the av
     CHECK(s["max_accuracy"].get<double>() <= a["max_accuracy"].get<double>());
     CHECK(s["min_accuracy"].get<double>() <= s["max_accuracy"].get<double>());
 }
+
+TEST_CASE(
+    "churn (docs/elastic.md): same seed, same bytes, and a bad schedule or algorithm is one line") {
+    Job job;
+    // 4 peers on a ring of 10 ms steps (30 steps, 0.3 s): 1 leaves, 2 crashes and rejoins, 3
+    // joins late.
+    const auto c = job.cluster(R"({"defaults": {"base_time": 0.01},
+        "peers": [{"rank": 1, "leave_at": 0.2}, {"rank": 2, "fail_at": 0.05, "rejoin_at": 0.15},
+                  {"rank": 3, "join_at": 0.1}],
+        "network": {"latency": 1e-6, "bandwidth": 1e9}})");
+    const auto a = (job.dir.path() / "a").string(), b = (job.dir.path() / "b").string();
+    const auto ra = job.sim(c, "--algorithms async,dpsgd --out " + a);
+    REQUIRE(ra.status == 0);
+    REQUIRE(job.sim(c, "--algorithms async,dpsgd --out " + b).status == 0);
+    for (const char* algo : {"async", "dpsgd"}) {
+        CAPTURE(algo);
+        const std::string dir = std::string("/") + algo + "/seed0/";
+        CHECK(slurp(a + dir + "metrics.jsonl").size() > 0);
+        CHECK(slurp(a + dir + "metrics.jsonl") == slurp(b + dir + "metrics.jsonl"));
+        CHECK(slurp(a + dir + "peers.jsonl") == slurp(b + dir + "peers.jsonl"));
+    }
+    // An algorithm that cannot follow churn: refused before anything runs or is written.
+    const auto o = (job.dir.path() / "o").string();
+    const auto sgp = job.sim(c, "--algorithms async,sgp --out " + o);
+    CHECK(sgp.status == 2);
+    CHECK(sgp.err.find("peers: algorithm sgp cannot join, leave or rejoin a running job yet") !=
+          std::string::npos);
+    CHECK(sgp.err.find('\n') == sgp.err.size() - 1);
+    CHECK_FALSE(std::filesystem::exists(o + "/async"));
+    // A bad schedule: one line naming the rank and the field.
+    const auto bad = job.sim(job.cluster(R"({"defaults": {"base_time": 0.01},
+        "peers": [{"rank": 2, "rejoin_at": 0.15}], "network": {"latency": 0, "bandwidth": 1e9}})"),
+                             "--algorithms async");
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("peers[0].rejoin_at: rank 2 has rejoin_at 0.15 but no fail_at") !=
+          std::string::npos);
+    CHECK(bad.err.find('\n') == bad.err.size() - 1);
+}

@@ -1,6 +1,6 @@
 // Elastic jobs of real peers (docs/elastic.md): a peer killed and restarted with --join enters
 // the running job again and is in its result; a peer sent SIGTERM leaves gracefully with
-// its mass handed over, and the others finish with all of it.
+// its mass handed over, and the others finish with all of it; dpsgd rejoins and leaves too.
 #include <doctest/doctest.h>
 
 #include "cluster.hpp"
@@ -146,5 +146,78 @@ TEST_SUITE("integration") {
         const auto log = nobody->log();
         CAPTURE(log);
         CHECK(log.find("no running job to join") != std::string::npos);
+    }
+
+    TEST_CASE("elastic: under dpsgd a peer killed and restarted with --join is back in the job") {
+        Job job(60, 0.01);  // 600 steps of 10 ms
+        auto peers = start_training(job, "dpsgd", 2);
+        peers[2]->kill(SIGKILL);
+        const auto removed = std::chrono::steady_clock::now() + 10s;
+        while (peers[0]->log().find("view 1 installed: ranks 0, 1, 3") == std::string::npos &&
+               std::chrono::steady_clock::now() < removed)
+            std::this_thread::sleep_for(10ms);
+        REQUIRE_MESSAGE(
+            peers[0]->log().find("view 1 installed: ranks 0, 1, 3") != std::string::npos,
+            peers[0]->log());
+        auto back = job.start(2, "dpsgd", kToken, {"--join"});
+        CHECK(back->wait(90s) == 0);
+        const std::string log2 = back->log();
+        CAPTURE(log2);
+        CHECK(log2.find("entered the running job of 4 peers (dpsgd, a sponsor's model") !=
+              std::string::npos);
+        for (int r : {0, 1, 3}) {
+            CAPTURE(r);
+            CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
+            const auto log = peers[static_cast<std::size_t>(r)]->log();
+            CAPTURE(log);
+            CHECK(log.find("lost peers: none") != std::string::npos);
+        }
+        const Json avg = job.average();
+        CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
+    }
+
+    TEST_CASE("elastic: SIGTERM makes a dpsgd peer leave gracefully and the others finish") {
+        Job job(60, 0.01);
+        auto peers = start_training(job, "dpsgd", 3);
+        peers[3]->kill(SIGTERM);
+        CHECK(peers[3]->wait(30s) == 0);
+        const auto log3 = peers[3]->log();
+        CAPTURE(log3);
+        CHECK(log3.find("left the job gracefully after") != std::string::npos);
+        for (int r : {0, 1, 2}) {
+            CAPTURE(r);
+            CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
+            const auto log = peers[static_cast<std::size_t>(r)]->log();
+            CAPTURE(log);
+            CHECK(log.find("vanished") == std::string::npos);
+        }
+        const Json avg = job.average();
+        CHECK(avg["survivors"] == Json::array({0, 1, 2}));
+    }
+
+    TEST_CASE("elastic: under dpsgd a job started with --min-peers 3 lets rank 3 --join later") {
+        Job job(60, 0.01);  // 600 steps of 10 ms
+        std::vector<std::unique_ptr<Process>> peers;
+        for (int r = 0; r < 3; ++r)
+            peers.push_back(
+                job.start(r, "dpsgd", kToken, {"--min-peers", "3", "--join-timeout", "2"}));
+        const auto until = std::chrono::steady_clock::now() + 30s;
+        while (count_lines(job.metrics(1)) < 40 && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(10ms);
+        REQUIRE_MESSAGE(count_lines(job.metrics(1)) >= 40, peers[0]->log());
+        auto late = job.start(3, "dpsgd", kToken, {"--join"});
+        CHECK(late->wait(90s) == 0);
+        const auto log3 = late->log();
+        CAPTURE(log3);
+        CHECK(log3.find("entered the running job of 4 peers (dpsgd, a sponsor's model") !=
+              std::string::npos);
+        for (int r = 0; r < 3; ++r) {
+            CAPTURE(r);
+            CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
+            const auto log = peers[static_cast<std::size_t>(r)]->log();
+            CAPTURE(log);
+            CHECK(log.find("lost peers: none") != std::string::npos);
+        }
+        CHECK(job.average()["survivors"] == Json::array({0, 1, 2, 3}));
     }
 }

@@ -299,6 +299,9 @@ class AsyncGossip final : public Protocol {
     void serve_sponsored(Actions& out);
     /// Hands (x, w) to the live out-neighbours and tells every neighbour (between steps only).
     void hand_over(Actions& out);
+    /// Who takes a leaving peer's state: out-neighbours not failed, absent or leaving; with
+    /// none, such in-neighbours.
+    std::vector<int> takers() const;
     /// A share that reached this leaving peer goes on to a live out-neighbour.
     void pass_on(const Message& msg, Actions& out);
     /// Leaving: once every live in-neighbour answered and its shares are all here, the last
@@ -310,6 +313,7 @@ class AsyncGossip final : public Protocol {
     int sponsor_ = -1;
     std::vector<float> own_model_;            // rejoin: the model it comes back with (z)
     std::vector<std::pair<int, bool>> asks_;  // (peer, rejoin) waiting for this sponsor's split
+    std::vector<Message> late_answers_;       // a second sponsor's answer that came in a step
 
     bool quiescing_ = false;
     std::map<int, std::int64_t> cut_marks_;  // sender -> shares it pushed here before the cut

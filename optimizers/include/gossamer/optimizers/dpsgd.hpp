@@ -25,6 +25,10 @@
 /// Failures: after peer_failed(j), W_ij moves to W_ii in every round not yet mixed and nothing
 /// more is sent to j.
 ///
+/// Elastic jobs (dpsgd_elastic.cpp, docs/elastic.md): a joiner copies its sponsor's model and
+/// enters at an agreed round; a leaver's weight moves to W_ii from the round after its last;
+/// an absent peer's weight is W_ii's, as a dead one's.
+///
 /// Per-partition gossip (multirate.hpp): when the worker trains with multirate rates, each
 /// partition p is its own channel with its own replicas, sequence numbers, optional compressor
 /// and round counter r_p. Partition p is mixed only on the steps t with (t + 1) % g_p == 0 (g_p:
@@ -36,6 +40,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -131,6 +136,8 @@ class Dpsgd final : public Protocol {
     std::uint64_t early_sends() const noexcept { return early_sends_; }
     /// Resumes bit for bit except with delay 1 or reweight (dpsgd_state.cpp).
     std::string resume_refusal() const override;
+    /// "" unless delay 1, reweight, partition_ready or multirate is in use (dpsgd_elastic.cpp).
+    std::string elastic_refusal() const override;
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -141,6 +148,9 @@ class Dpsgd final : public Protocol {
     void on_partition_ready(Time now, std::uint32_t id, Actions& out) override;
     void save_state(StateWriter& w) const override;
     void restore_state(StateReader& r) override;
+    void on_peer_absent(int rank) override;
+    void on_join(Time now, Entry entry, Actions& out) override;
+    void on_leave(Time now, Actions& out) override;
 
   private:
     enum class Stage { idle, stepping, waiting, done };
@@ -208,6 +218,37 @@ class Dpsgd final : public Protocol {
     std::vector<char> early_mixed_, early_sent_, stepped_;
     std::vector<std::pair<std::size_t, std::size_t>> channel_parts_;  // [first, last] partition
     std::uint64_t early_sends_ = 0;
+
+    // Elastic jobs (dpsgd_elastic.cpp).
+    /// Membership messages (Message::chunk from kMembership on); false: not one.
+    bool on_membership(Time now, const Message& msg, Actions& out);
+    /// Whether j's state takes part in this peer's round `round` (j not absent for it).
+    bool mixes_with(int j, std::int64_t round) const;
+    /// Whether this peer's round `round` goes to j.
+    bool sends_to(int j, std::int64_t round) const;
+    void ask_sponsor(Time now, Actions& out);
+    /// j declared that its stream to this peer restarts at round `start` (kJoined, kJoinAck).
+    void declared(int j, std::int64_t start);
+    /// Restarts this peer's stream to joiner j at max(first, next round to send) and says so.
+    void answer_joined(Time now, int j, std::int64_t first, Actions& out);
+    /// Answers the joiners that asked, with x and the round this peer works on (not stepping).
+    void serve_sponsored(Time now, Actions& out);
+    void leave_now(Time now, Actions& out);
+    /// Every message carries its send time (Message::sent_at): receivers drop what a rejoined
+    /// peer's previous incarnation sent.
+    void send_member(Actions& out, Time now, int to, std::uint32_t code, std::int64_t round);
+    struct Rounds {
+        std::int64_t from = 0, until = std::numeric_limits<std::int64_t>::max();
+    };
+    std::map<int, Rounds> mix_rounds_, send_rounds_;  // per neighbour that joined or leaves
+    std::map<int, Time> entered_at_;  // its latest incarnation's start: older messages drop
+    std::map<int, std::int64_t> stream_start_;  // its declared stream start: older rounds drop
+    std::set<int> acks_due_;  // joining: in-neighbours whose first round is not known
+    std::vector<std::pair<int, bool>> asks_;  // (joiner, rejoin) waiting for this sponsor
+    std::vector<Message> held_joins_;         // kJoined that came while this peer joins
+    bool leave_due_ = false, left_ = false;
+    Entry entry_ = Entry::fresh;
+    int sponsor_ = -1;
 };
 
 /// The "dpsgd" protocol with its options (nullptr: defaults). Throws as parse_dpsgd_options and

@@ -349,9 +349,10 @@ class Protocol {
     void leave(Time now, Actions& out);
     /// Between join() and the sponsor's answer (the model is not defined yet).
     bool joining() const noexcept { return joining_; }
-    /// All the mass this peer would lose in a crash: mass() plus receive buffers and shares
-    /// waiting to be sent (push-sum); drivers measure the mass a crash loses with it.
-    virtual double held_mass() const { return mass(); }
+    /// Push-sum: all the mass this peer would lose in a crash, mass() plus receive buffers and
+    /// shares waiting to be sent; drivers measure the mass a crash loses with it. 0 for
+    /// averaging protocols, which have no mass to lose.
+    virtual double held_mass() const { return 0.0; }
 
     int rank() const noexcept { return ctx_.rank; }
     int n() const noexcept { return ctx_.n; }

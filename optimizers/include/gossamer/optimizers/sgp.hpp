@@ -71,6 +71,8 @@ class Sgp final : public Protocol {
     void current_model(std::span<float> out) const override;
     /// w (the receive buffer not included).
     double mass() const override { return w_; }
+    /// w, the receive buffer, the outbox and shares held for a cut.
+    double held_mass() const override;
 
     const SgpOptions& options() const noexcept { return options_; }
     /// Steps finished, i.e. rounds whose shares have been sent.
