@@ -195,9 +195,6 @@ int run_peer(const std::vector<std::string>& args) {
                 "output.checkpoint_every) cannot be joined yet; start the job with "
                 "--checkpoint-every 0 to let peers join and rejoin");
     }
-    // SIGTERM: a graceful leave where the algorithm can leave (docs/elastic.md); a second
-    // SIGTERM, or one to any other algorithm, ends the process as before.
-    if (proto::elastic_refusal(job.algorithm).empty()) peer::leave_on_sigterm();
     job.eval_interval = eval_interval_option(a);
     job.eval_samples = a.integer("eval-samples", 2000, 0, INT64_MAX);
     job.join_timeout = seconds_option(a, "join-timeout", 30);
@@ -211,6 +208,17 @@ int run_peer(const std::vector<std::string>& args) {
     proto::PeerContext ctx{
         job.rank, n, job.topology.schedule, job.worker.trainer.get(), job.worker.steps, cluster};
     job.protocol = proto::make_protocol(job.algorithm, options ? &*options : nullptr, ctx);
+    // With its options: dpsgd with delay, reweight, partition_ready or multirate cannot join
+    // or leave (the algorithm's name alone can).
+    const bool elastic_use =
+        job.join_running ||
+        (cluster && std::isfinite(cluster->peers[static_cast<std::size_t>(job.rank)].leave_at));
+    if (elastic_use)
+        if (const auto why = job.protocol->elastic_refusal(); !why.empty())
+            throw UsageError((job.join_running ? "--join: " : "leave_at: ") + why);
+    // SIGTERM: a graceful leave where the algorithm can leave (docs/elastic.md); a second
+    // SIGTERM, or one to any other algorithm, ends the process as before.
+    if (job.protocol->elastic_refusal().empty()) peer::leave_on_sigterm();
     // What the handshake compares, one digest per field (docs/bootstrap.md).
     using peer::SettingSource;
     peer::add_topology_settings(job.settings, job.topology, SettingSource::cli);

@@ -68,7 +68,8 @@ void write_run(const std::filesystem::path& dir, const sim::SimResult& r) {
                  {"consensus", e.consensus},
                  {"samples", e.samples},
                  {"bytes", e.bytes},
-                 {"backward_macs", e.backward_macs}});
+                 {"backward_macs", e.backward_macs},
+                 {"live", e.live}});
     MetricsWriter p((dir / "peers.jsonl").string());
     for (const auto& s : r.peers) {
         if (!s.recorded) continue;  // --peer-metrics
@@ -79,7 +80,10 @@ void write_run(const std::filesystem::path& dir, const sim::SimResult& r) {
                           {"idle_share", s.idle_share},
                           {"bytes_sent", s.bytes_sent},
                           {"bytes_received", s.bytes_received},
-                          {"failed", s.failed}};
+                          {"failed", s.failed},
+                          {"left", s.left},
+                          {"joins", s.joins},
+                          {"mass", s.mass}};
         if (!s.edges.is_null()) rec["edges"] = s.edges;
         if (!s.partitions.is_null()) {
             rec["backward_macs"] = s.backward_macs;
@@ -266,6 +270,7 @@ int run_sim(const std::vector<std::string>& args) {
         std::vector<double> t_target, acc, lo, hi, cons, sps, mb, idle, end, gmac, mb_goal,
             gmac_goal, samples_goal, t_peer_mean;
         std::vector<double> q_idle, q_bytes, q_stale;  // every peer of every seed
+        std::vector<double> masses, mass_starts, crash_losses;  // push-sum (docs/elastic.md)
         int reached = 0;
         for (int k = 0; k < seeds; ++k) {
             sim::SimSetup s = base;
@@ -307,6 +312,9 @@ int run_sim(const std::vector<std::string>& args) {
             if (r.stopped_by_failure)
                 std::cerr << fmt::format("{}: rank {} failed; all-reduce stops\n", algo,
                                          *r.stopped_by_failure);
+            masses.push_back(r.mass);
+            mass_starts.push_back(r.mass_start);
+            crash_losses.push_back(r.crash_loss);
             end.push_back(r.end_time);
             sps.push_back(r.samples / std::max(r.end_time, 1e-12));
             double bytes = 0, idle_sum = 0;
@@ -389,6 +397,9 @@ int run_sim(const std::vector<std::string>& args) {
               all_reached ? json::Json(sgg.mean) : json::Json(nullptr)},
              {"backward_gmac_to_target_spread", sgg.spread},
              {"end_time", se.mean},
+             {"mass", stat_of(masses).mean},
+             {"mass_start", stat_of(mass_starts).mean},
+             {"crash_loss", stat_of(crash_losses).mean},
              {"peer_quantiles",
               {{"idle_share", quantiles(q_idle)},
                {"bytes_sent", quantiles(q_bytes)},
