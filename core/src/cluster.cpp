@@ -176,22 +176,29 @@ Patch parse_patch(const Node& obj) {
     if (auto v = obj.find("slow")) out.slow = parse_slow(*v);
     if (auto v = obj.find("uplink")) out.uplink = read_bandwidth(*v, "uplink");
     if (auto v = obj.find("downlink")) out.downlink = read_bandwidth(*v, "downlink");
-    if (auto v = obj.find("fail_at"))
-        out.fail_at = read_non_negative(*v, "fail_at", kMaxTimePoint, " seconds",
-                                        "give the virtual time in seconds at which the peer stops, "
-                                        "or drop \"fail_at\" for a peer that never fails");
-    if (auto v = obj.find("join_at"))
-        out.join_at = read_non_negative(*v, "join_at", kMaxTimePoint, " seconds",
-                                        "give the virtual time in seconds at which the peer enters "
-                                        "the running job, or drop \"join_at\" (0: from the start)");
-    if (auto v = obj.find("leave_at"))
-        out.leave_at = read_non_negative(*v, "leave_at", kMaxTimePoint, " seconds",
-                                         "give the virtual time in seconds at which the peer "
-                                         "leaves gracefully, or drop \"leave_at\"");
-    if (auto v = obj.find("rejoin_at"))
-        out.rejoin_at = read_non_negative(*v, "rejoin_at", kMaxTimePoint, " seconds",
-                                          "give the virtual time in seconds at which the crashed "
-                                          "peer comes back, or drop \"rejoin_at\"");
+    // Points in virtual time: when the peer fails, enters, leaves and comes back.
+    struct TimePoint {
+        const char* key;
+        std::optional<Time> Patch::*field;
+        const char* fix;
+    };
+    static constexpr TimePoint kTimes[] = {
+        {"fail_at", &Patch::fail_at,
+         "give the virtual time in seconds at which the peer stops, or drop \"fail_at\" for a "
+         "peer that never fails"},
+        {"join_at", &Patch::join_at,
+         "give the virtual time in seconds at which the peer enters the running job, or drop "
+         "\"join_at\" (0: from the start)"},
+        {"leave_at", &Patch::leave_at,
+         "give the virtual time in seconds at which the peer leaves gracefully, or drop "
+         "\"leave_at\""},
+        {"rejoin_at", &Patch::rejoin_at,
+         "give the virtual time in seconds at which the crashed peer comes back, or drop "
+         "\"rejoin_at\""},
+    };
+    for (const auto& t : kTimes)
+        if (auto v = obj.find(t.key))
+            out.*t.field = read_non_negative(*v, t.key, kMaxTimePoint, " seconds", t.fix);
     return out;
 }
 

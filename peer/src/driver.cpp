@@ -453,7 +453,6 @@ DriverResult Loop::run() {
             protocol_.start(now(), a);
         apply(a);
     }
-    bool leave_asked = false;
     // After done, a protocol that is not settled still takes messages (async's last shares), and
     // one that holds sends back (an outbox) still takes their edges' completions.
     while (!(protocol_.done() && (!options_.settle || gave_up_settling_ || protocol_.settled()) &&
@@ -465,9 +464,9 @@ DriverResult Loop::run() {
             break;
         }
         if (options_.poll) options_.poll();
-        if (!leave_asked && !protocol_.done() &&
+        if (!result_.left && !protocol_.done() &&
             (t >= options_.leave_at || (options_.leave_requested && options_.leave_requested()))) {
-            leave_asked = result_.left = true;
+            result_.left = true;
             log::info("rank {}: leaving the job gracefully at the next step boundary",
                       result_.rank);
             proto::Actions a;
@@ -483,7 +482,7 @@ DriverResult Loop::run() {
             ended_ ? result_.end_time + seconds(options_.settle_timeout)
                    : std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
                                seconds(options_.run_timeout), options_.fail_at,
-                               leave_asked ? seconds(options_.run_timeout) : options_.leave_at});
+                               result_.left ? seconds(options_.run_timeout) : options_.leave_at});
         if (!deadlines_.empty()) until = std::min(until, deadlines_.top().first);
         if (!ready_.empty()) until = std::min(until, ready_.top().first);
         if (!held_.empty()) until = std::min(until, held_.top().first);

@@ -108,7 +108,6 @@ std::size_t JoinedPeer::apply_peer_losses() {
         }
         bootstrap_->readmitted(r);
         std::lock_guard lock(relay_->mu);
-        relay_->joined.push_back(r);
         std::erase(relay_->vanished, r);
     }
     std::size_t failed = 0;
@@ -119,12 +118,6 @@ std::size_t JoinedPeer::apply_peer_losses() {
         ++failed;
     }
     return failed;
-}
-
-std::vector<int> JoinedPeer::take_joins() {
-    apply_peer_losses();
-    std::lock_guard lock(relay_->mu);
-    return std::exchange(relay_->joined, {});
 }
 
 std::vector<bootstrap::PeerLoss> JoinedPeer::losses() const {

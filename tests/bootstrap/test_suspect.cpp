@@ -4,30 +4,9 @@
 
 #include <string>
 
-#include "cluster.hpp"
+#include "views_support.hpp"
 
 using namespace gossamer::test;
-
-namespace {
-
-std::vector<std::unique_ptr<bs::Bootstrap>> joined(int n) {
-    auto peers = start_peers(n);
-    for (const auto& o : rendezvous_all(peers)) REQUIRE_MESSAGE(!o.failed, o.error);
-    return peers;
-}
-
-std::optional<bs::PeerLoss> loss_of(const bs::Bootstrap& peer, int rank) {
-    for (const auto& l : peer.lost_peers())
-        if (l.rank == rank) return l;
-    return std::nullopt;
-}
-
-bool has_view(const bs::Bootstrap& peer, std::uint64_t number, const std::vector<int>& members) {
-    const auto v = peer.agreed_view();
-    return v.number == number && v.members == members;
-}
-
-}  // namespace
 
 TEST_SUITE("bootstrap") {
     TEST_CASE("suspect: a neighbour one transport failed is declared lost by rank 0 for all") {

@@ -4,27 +4,14 @@
 
 #include <string>
 
-#include "cluster.hpp"
+#include "views_support.hpp"
 
 using namespace gossamer::test;
 
 namespace {
 
-std::vector<std::unique_ptr<bs::Bootstrap>> joined(int n) {
-    auto peers = start_peers(n);
-    for (const auto& o : rendezvous_all(peers)) REQUIRE_MESSAGE(!o.failed, o.error);
-    return peers;
-}
-
-bool has_view(const bs::Bootstrap& peer, std::uint64_t number, const std::vector<int>& members) {
-    const auto v = peer.agreed_view();
-    return v.number == number && v.members == members;
-}
-
 bool lost(const bs::Bootstrap& peer, int rank) {
-    for (const auto& l : peer.lost_peers())
-        if (l.rank == rank) return true;
-    return false;
+    return loss_of(peer, rank).has_value();
 }
 
 }  // namespace

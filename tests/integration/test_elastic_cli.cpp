@@ -5,6 +5,8 @@
 
 #include "cluster.hpp"
 // (cluster.hpp first: it includes <utility> before Boost.Asio)
+#include <fmt/format.h>
+
 #include <csignal>
 #include <string>
 
@@ -12,39 +14,96 @@
 
 using namespace gossamer::test;
 
+namespace {
+
+// Each joiner says how it entered.
+void check_entered(const Process& p, const std::string& algo) {
+    const auto log = p.log();
+    CAPTURE(log);
+    CHECK(log.find(fmt::format("entered the running job of 4 peers ({}, a sponsor's model",
+                               algo)) != std::string::npos);
+}
+
+// Waits for `ranks` to end with status 0, each log holding `text` (or, with `absent`, not
+// holding it).
+void check_finished(const std::vector<std::unique_ptr<Process>>& peers,
+                    const std::vector<int>& ranks, const std::string& text, bool absent = false) {
+    for (int r : ranks) {
+        CAPTURE(r);
+        CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
+        const auto log = peers[static_cast<std::size_t>(r)]->log();
+        CAPTURE(log);
+        CHECK((log.find(text) == std::string::npos) == absent);
+    }
+}
+
+// 600 steps of 10 ms; rank 2 is killed after 40 and restarted with --join once the others
+// installed the view without it. Returns average.json.
+Json kill_and_rejoin(const std::string& algo) {
+    Job job(60, 0.01);
+    auto peers = start_training(job, algo, 2);
+    peers[2]->kill(SIGKILL);
+    // The others declare it lost (its reset connection) and install the view without it.
+    const auto removed = std::chrono::steady_clock::now() + 10s;
+    while (peers[0]->log().find("view 1 installed: ranks 0, 1, 3") == std::string::npos &&
+           std::chrono::steady_clock::now() < removed)
+        std::this_thread::sleep_for(10ms);
+    REQUIRE_MESSAGE(peers[0]->log().find("view 1 installed: ranks 0, 1, 3") != std::string::npos,
+                    peers[0]->log());
+    auto back = job.start(2, algo, kToken, {"--join"});
+    CHECK(back->wait(90s) == 0);
+    check_entered(*back, algo);
+    check_finished(peers, {0, 1, 3}, "lost peers: none");
+    const Json avg = job.average();
+    CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
+    return avg;
+}
+
+// Ranks 0-2 started with --min-peers 3 (rank 3 never comes in time); rank 3 --joins once rank 1
+// has 40 steps. Returns average.json; `log0` gets rank 0's log.
+Json start_without_rank_3(const std::string& algo, std::string& log0) {
+    Job job(60, 0.01);
+    std::vector<std::unique_ptr<Process>> peers;
+    for (int r = 0; r < 3; ++r)
+        peers.push_back(job.start(r, algo, kToken, {"--min-peers", "3", "--join-timeout", "2"}));
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (count_lines(job.metrics(1)) < 40 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(10ms);
+    REQUIRE_MESSAGE(count_lines(job.metrics(1)) >= 40, peers[0]->log());
+    auto late = job.start(3, algo, kToken, {"--join"});
+    CHECK(late->wait(90s) == 0);
+    check_entered(*late, algo);
+    check_finished(peers, {0, 1, 2}, "lost peers: none");
+    log0 = peers[0]->log();
+    const Json avg = job.average();
+    CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
+    return avg;
+}
+
+// SIGTERM to rank 3 once it has 40 steps. Returns average.json.
+Json sigterm_leave(const std::string& algo) {
+    Job job(60, 0.01);
+    auto peers = start_training(job, algo, 3);
+    peers[3]->kill(SIGTERM);
+    CHECK(peers[3]->wait(30s) == 0);
+    const auto log3 = peers[3]->log();
+    CAPTURE(log3);
+    CHECK(log3.find("left the job gracefully after") != std::string::npos);
+    check_finished(peers, {0, 1, 2}, "vanished", true);
+    const Json avg = job.average();
+    CHECK(avg["survivors"] == Json::array({0, 1, 2}));
+    return avg;
+}
+
+}  // namespace
+
 TEST_SUITE("integration") {
     TEST_CASE(
         "elastic: a peer killed and restarted with --join is back in the job and in its "
         "result") {
-        Job job(60, 0.01);  // 600 steps of 10 ms
-        auto peers = start_training(job, "async", 2);
-        peers[2]->kill(SIGKILL);
-        // The others declare it lost (its reset connection) and install the view without it.
-        const auto removed = std::chrono::steady_clock::now() + 10s;
-        while (peers[0]->log().find("view 1 installed: ranks 0, 1, 3") == std::string::npos &&
-               std::chrono::steady_clock::now() < removed)
-            std::this_thread::sleep_for(10ms);
-        REQUIRE_MESSAGE(
-            peers[0]->log().find("view 1 installed: ranks 0, 1, 3") != std::string::npos,
-            peers[0]->log());
-        auto back = job.start(2, "async", kToken, {"--join"});
-        CHECK(back->wait(90s) == 0);
-        const std::string log2 = back->log();
-        CAPTURE(log2);
-        CHECK(log2.find("entered the running job of 4 peers (async, a sponsor's model") !=
-              std::string::npos);
-        for (int r : {0, 1, 3}) {
-            CAPTURE(r);
-            CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
-            const auto log = peers[static_cast<std::size_t>(r)]->log();
-            CAPTURE(log);
-            CHECK(log.find("lost peers: none") != std::string::npos);
-        }
-        const Json avg = job.average();
-        CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
         // The crash lost the mass rank 2 held; the joiner took half its sponsor's: nothing is
         // created.
-        const double mass = avg["total_mass"].get<double>();
+        const double mass = kill_and_rejoin("async")["total_mass"].get<double>();
         MESSAGE("total mass after the crash and the rejoin: " << mass << " of 4");
         CHECK(mass < 4.0);
         CHECK(mass > 0.5);
@@ -53,32 +112,10 @@ TEST_SUITE("integration") {
     TEST_CASE(
         "elastic: a job started with --min-peers 3 without rank 3, which enters later "
         "with --join") {
-        Job job(60, 0.01);  // 600 steps of 10 ms
-        std::vector<std::unique_ptr<Process>> peers;
-        for (int r = 0; r < 3; ++r)
-            peers.push_back(
-                job.start(r, "async", kToken, {"--min-peers", "3", "--join-timeout", "2"}));
-        const auto until = std::chrono::steady_clock::now() + 30s;
-        while (count_lines(job.metrics(1)) < 40 && std::chrono::steady_clock::now() < until)
-            std::this_thread::sleep_for(10ms);
-        REQUIRE_MESSAGE(count_lines(job.metrics(1)) >= 40, peers[0]->log());
-        CHECK(peers[0]->log().find("3 of 4 peers joined within 2 s; starting without the others") !=
+        std::string log0;
+        const Json avg = start_without_rank_3("async", log0);
+        CHECK(log0.find("3 of 4 peers joined within 2 s; starting without the others") !=
               std::string::npos);
-        auto late = job.start(3, "async", kToken, {"--join"});
-        CHECK(late->wait(90s) == 0);
-        const auto log3 = late->log();
-        CAPTURE(log3);
-        CHECK(log3.find("entered the running job of 4 peers (async, a sponsor's model") !=
-              std::string::npos);
-        for (int r = 0; r < 3; ++r) {
-            CAPTURE(r);
-            CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
-            const auto log = peers[static_cast<std::size_t>(r)]->log();
-            CAPTURE(log);
-            CHECK(log.find("lost peers: none") != std::string::npos);
-        }
-        const Json avg = job.average();
-        CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
         // Three peers started with w = 1 each; the joiner took half of its sponsor's.
         CHECK(std::abs(avg["total_mass"].get<double>() - 3.0) < 1e-6);
     }
@@ -86,24 +123,8 @@ TEST_SUITE("integration") {
     TEST_CASE(
         "elastic: SIGTERM makes an async peer leave gracefully with its mass handed over, "
         "and the others finish with all of it") {
-        Job job(60, 0.01);
-        auto peers = start_training(job, "async", 3);
-        peers[3]->kill(SIGTERM);
-        CHECK(peers[3]->wait(30s) == 0);
-        const auto log3 = peers[3]->log();
-        CAPTURE(log3);
-        CHECK(log3.find("left the job gracefully after") != std::string::npos);
-        for (int r : {0, 1, 2}) {
-            CAPTURE(r);
-            CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
-            const auto log = peers[static_cast<std::size_t>(r)]->log();
-            CAPTURE(log);
-            CHECK(log.find("vanished") == std::string::npos);
-        }
-        const Json avg = job.average();
-        CHECK(avg["survivors"] == Json::array({0, 1, 2}));
         // Push-sum: the leaver's whole mass went to its neighbours.
-        CHECK(std::abs(avg["total_mass"].get<double>() - 4.0) < 1e-6);
+        CHECK(std::abs(sigterm_leave("async")["total_mass"].get<double>() - 4.0) < 1e-6);
     }
 
     TEST_CASE("elastic: the cluster file's leave_at makes a real peer leave gracefully") {
@@ -149,75 +170,15 @@ TEST_SUITE("integration") {
     }
 
     TEST_CASE("elastic: under dpsgd a peer killed and restarted with --join is back in the job") {
-        Job job(60, 0.01);  // 600 steps of 10 ms
-        auto peers = start_training(job, "dpsgd", 2);
-        peers[2]->kill(SIGKILL);
-        const auto removed = std::chrono::steady_clock::now() + 10s;
-        while (peers[0]->log().find("view 1 installed: ranks 0, 1, 3") == std::string::npos &&
-               std::chrono::steady_clock::now() < removed)
-            std::this_thread::sleep_for(10ms);
-        REQUIRE_MESSAGE(
-            peers[0]->log().find("view 1 installed: ranks 0, 1, 3") != std::string::npos,
-            peers[0]->log());
-        auto back = job.start(2, "dpsgd", kToken, {"--join"});
-        CHECK(back->wait(90s) == 0);
-        const std::string log2 = back->log();
-        CAPTURE(log2);
-        CHECK(log2.find("entered the running job of 4 peers (dpsgd, a sponsor's model") !=
-              std::string::npos);
-        for (int r : {0, 1, 3}) {
-            CAPTURE(r);
-            CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
-            const auto log = peers[static_cast<std::size_t>(r)]->log();
-            CAPTURE(log);
-            CHECK(log.find("lost peers: none") != std::string::npos);
-        }
-        const Json avg = job.average();
-        CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
+        kill_and_rejoin("dpsgd");
     }
 
     TEST_CASE("elastic: SIGTERM makes a dpsgd peer leave gracefully and the others finish") {
-        Job job(60, 0.01);
-        auto peers = start_training(job, "dpsgd", 3);
-        peers[3]->kill(SIGTERM);
-        CHECK(peers[3]->wait(30s) == 0);
-        const auto log3 = peers[3]->log();
-        CAPTURE(log3);
-        CHECK(log3.find("left the job gracefully after") != std::string::npos);
-        for (int r : {0, 1, 2}) {
-            CAPTURE(r);
-            CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
-            const auto log = peers[static_cast<std::size_t>(r)]->log();
-            CAPTURE(log);
-            CHECK(log.find("vanished") == std::string::npos);
-        }
-        const Json avg = job.average();
-        CHECK(avg["survivors"] == Json::array({0, 1, 2}));
+        sigterm_leave("dpsgd");
     }
 
     TEST_CASE("elastic: under dpsgd a job started with --min-peers 3 lets rank 3 --join later") {
-        Job job(60, 0.01);  // 600 steps of 10 ms
-        std::vector<std::unique_ptr<Process>> peers;
-        for (int r = 0; r < 3; ++r)
-            peers.push_back(
-                job.start(r, "dpsgd", kToken, {"--min-peers", "3", "--join-timeout", "2"}));
-        const auto until = std::chrono::steady_clock::now() + 30s;
-        while (count_lines(job.metrics(1)) < 40 && std::chrono::steady_clock::now() < until)
-            std::this_thread::sleep_for(10ms);
-        REQUIRE_MESSAGE(count_lines(job.metrics(1)) >= 40, peers[0]->log());
-        auto late = job.start(3, "dpsgd", kToken, {"--join"});
-        CHECK(late->wait(90s) == 0);
-        const auto log3 = late->log();
-        CAPTURE(log3);
-        CHECK(log3.find("entered the running job of 4 peers (dpsgd, a sponsor's model") !=
-              std::string::npos);
-        for (int r = 0; r < 3; ++r) {
-            CAPTURE(r);
-            CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
-            const auto log = peers[static_cast<std::size_t>(r)]->log();
-            CAPTURE(log);
-            CHECK(log.find("lost peers: none") != std::string::npos);
-        }
-        CHECK(job.average()["survivors"] == Json::array({0, 1, 2, 3}));
+        std::string log0;
+        start_without_rank_3("dpsgd", log0);
     }
 }

@@ -192,38 +192,35 @@ std::vector<Blob> Bootstrap::rendezvous(std::span<const std::byte> address) {
 }
 
 std::vector<Blob> Bootstrap::Impl::enter(std::span<const std::byte> address, bool joining) {
-    Impl& s = *this;
     {
-        std::lock_guard lock(s.mu);
-        if (s.rendezvous_called)
-            throw std::logic_error("Bootstrap::rendezvous or join called twice");
-        s.rendezvous_called = true;
+        std::lock_guard lock(mu);
+        if (rendezvous_called) throw std::logic_error("Bootstrap::rendezvous or join called twice");
+        rendezvous_called = true;
     }
     Blob blob(address.begin(), address.end());
     if (blob.size() > wire::kMaxBlob)
-        throw BootstrapError(Reason::malformed, {s.opt.rank},
+        throw BootstrapError(Reason::malformed, {opt.rank},
                              fmt::format("rank {}: an address blob of {} bytes exceeds the limit "
                                          "of {} bytes",
-                                         s.opt.rank, blob.size(), wire::kMaxBlob));
+                                         opt.rank, blob.size(), wire::kMaxBlob));
     if (joining)
-        spawn(s.io, s.join_running(std::move(blob)), "joining the running job");
-    else if (s.opt.rank == 0)
-        asio::post(s.io,
-                   [&s, blob = std::move(blob)]() mutable { s.start_as_root(std::move(blob)); });
+        spawn(io, join_running(std::move(blob)), "joining the running job");
+    else if (opt.rank == 0)
+        asio::post(io,
+                   [this, blob = std::move(blob)]() mutable { start_as_root(std::move(blob)); });
     else
-        spawn(s.io, s.join_root(std::move(blob)), "joining rank 0");
+        spawn(io, join_root(std::move(blob)), "joining rank 0");
 
     // The bootstrap thread always ends the rendezvous by its own deadlines; this wait is a
     // safety net that outlasts them.
-    auto limit = 2 * (s.opt.join_timeout + s.opt.io_timeout) + std::chrono::seconds(1);
-    std::unique_lock lock(s.mu);
-    if (!s.cv.wait_for(lock, limit, [&] { return s.finished; }))
-        throw BootstrapError(
-            Reason::connection_lost, {},
-            fmt::format("rank {}: the rendezvous did not end within {}", s.opt.rank,
-                        seconds(std::chrono::duration_cast<Millis>(limit))));
-    if (s.failure) throw *s.failure;
-    return s.table;
+    auto limit = 2 * (opt.join_timeout + opt.io_timeout) + std::chrono::seconds(1);
+    std::unique_lock lock(mu);
+    if (!cv.wait_for(lock, limit, [&] { return finished; }))
+        throw BootstrapError(Reason::connection_lost, {},
+                             fmt::format("rank {}: the rendezvous did not end within {}", opt.rank,
+                                         seconds(std::chrono::duration_cast<Millis>(limit))));
+    if (failure) throw *failure;
+    return table;
 }
 
 void Bootstrap::on_peer_lost(std::function<void(const PeerLoss&)> callback) {

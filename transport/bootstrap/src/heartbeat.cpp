@@ -17,21 +17,24 @@ void Bootstrap::Impl::install_first_view() {
 
 void Bootstrap::Impl::absent_from_start(const std::vector<Blob>& blobs_now) {
     std::vector<PeerLoss> absent;
-    for (int q = 0; q < n; ++q) {
-        if (q == opt.rank || !blobs_now[static_cast<std::size_t>(q)].empty()) continue;
-        gone[static_cast<std::size_t>(q)] = true;
-        absent.push_back({q,
-                          fmt::format("{} did not join within {}: the job started without it "
-                                      "(it may enter later with --join)",
-                                      name(q), seconds(opt.join_timeout)),
-                          false});
-    }
+    for (int q = 0; q < n; ++q)
+        if (q != opt.rank && blobs_now[static_cast<std::size_t>(q)].empty())
+            absent.push_back({q,
+                              fmt::format("{} did not join within {}: the job started without it "
+                                          "(it may enter later with --join)",
+                                          name(q), seconds(opt.join_timeout)),
+                              false});
+    record_absent(absent);
+}
+
+void Bootstrap::Impl::record_absent(const std::vector<PeerLoss>& absent) {
     if (absent.empty()) return;
+    for (const auto& l : absent) gone[static_cast<std::size_t>(l.rank)] = true;
     std::function<void(const PeerLoss&)> callback;
     {
         std::lock_guard lock(mu);
         std::erase_if(view.members, [&](int r) { return gone[static_cast<std::size_t>(r)]; });
-        for (auto& l : absent) losses.push_back(l);
+        losses.insert(losses.end(), absent.begin(), absent.end());
         callback = on_lost;
     }
     for (const auto& l : absent) {

@@ -85,7 +85,6 @@ struct Bootstrap::Impl {
     // Coordinator: per joined rank, the members whose transports have not readmitted it yet;
     // the joiner gets its view when none is left (or at the timer).
     std::map<int, std::vector<int>> readmitting;
-    std::map<int, View> held_install;
     std::vector<int> joins;  // ranks that joined the running job, in order (under mu)
     std::function<void(int, const Blob&)> on_joined;  // under mu
     // The listener's warnings: kWarningsShown per window, the rest counted and summed up.
@@ -127,9 +126,21 @@ struct Bootstrap::Impl {
     void refuse(Connection& conn, int rank, wire::Notice notice);
     void start_as_root(Blob address);
     void maybe_release();
+    /// Passes the start-up barrier with the ranks that joined: the table to them, view 0.
+    void release();
     void give_up_join();
     asio::awaitable<void> join_root(Blob address);
     asio::awaitable<std::shared_ptr<Connection>> connect_root(Clock::time_point deadline);
+    /// This peer's hello: who it is, what it runs, `address` (its blob) and where it listens.
+    wire::Hello own_hello(Blob address, Endpoint listen) const;
+    /// What a peer answered to `frame` (a rejoin or a join): welcome (`conn` open), a refusal,
+    /// or neither (`error`: "unreachable (...)", "it did not answer within 5 s", ...).
+    struct Answer {
+        std::shared_ptr<Connection> conn;
+        std::optional<wire::Notice> refusal;
+        std::string error;
+    };
+    asio::awaitable<Answer> ask(int rank, const wire::Bytes& frame, Clock::time_point deadline);
     /// One attempt to reach `where` by `deadline`: the connection, or null and why.
     asio::awaitable<std::pair<std::shared_ptr<Connection>, std::string>> connect_once(
         const Endpoint& where, Clock::time_point deadline);
@@ -142,6 +153,9 @@ struct Bootstrap::Impl {
     /// View 0 from the table: the ranks with a blob (a job started without some, min_peers);
     /// the others are losses from the start.
     void absent_from_start(const std::vector<Blob>& table);
+    /// Ranks that are out of the job before this peer's start (they did not come, or were lost
+    /// before it joined): gone, outside the view, a loss each.
+    void record_absent(const std::vector<PeerLoss>& absent);
     void start_heartbeats();
     void beat();
     /// Reads `conn` until it ends, `early` first (frames join_root read before the watch).

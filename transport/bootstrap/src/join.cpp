@@ -81,13 +81,12 @@ void Bootstrap::Impl::announce_joins(const View& installed) {
         waiting.clear();
         for (int q : installed.members)
             if (q != r) waiting.push_back(q);
-        held_install[r] = installed;
         auto timer = std::make_shared<asio::steady_timer>(io);
         // Within half a heartbeat timeout: the joiner sends no heartbeat before its view.
         const auto limit = std::min(opt.io_timeout, opt.heartbeat_timeout / 2);
         timer->expires_after(limit);
         timer->async_wait([this, timer, r, limit](boost::system::error_code ec) {
-            if (!ec && held_install.contains(r)) {
+            if (!ec && readmitting.contains(r)) {
                 log::debug("{}: not every member readmitted {} within {}; releasing its view",
                            name(opt.rank), name(r), seconds(limit));
                 release_install(r);
@@ -117,15 +116,12 @@ void Bootstrap::Impl::on_readmitted(int member, int rank) {
 }
 
 void Bootstrap::Impl::release_install(int rank) {
-    readmitting.erase(rank);
-    auto it = held_install.find(rank);
-    if (it == held_install.end()) return;
+    if (readmitting.erase(rank) == 0) return;  // released already
     View v;
     {
         std::lock_guard lock(mu);
         v = view;  // the newest: a later install may have come meanwhile
     }
-    held_install.erase(it);
     if (v.contains(rank)) send_view(rank, wire::Kind::view_install, v);
 }
 
@@ -179,18 +175,8 @@ void Bootstrap::Impl::joined_callback(int rank) {
 
 asio::awaitable<void> Bootstrap::Impl::join_running(Blob address) {
     const auto deadline = Clock::now() + opt.join_timeout;
-    wire::Hello hello{static_cast<std::uint32_t>(opt.rank),
-                      static_cast<std::uint32_t>(n),
-                      opt.job_id,
-                      fingerprint,
-                      opt.model_size,
-                      opt.layout.fingerprint(),
-                      opt.token,
-                      opt.layout.describe(),
-                      std::move(address),
-                      opt.settings,
-                      self};
-    const auto hello_frame = wire::frame(wire::Kind::join, wire::encode(hello));
+    const auto hello_frame =
+        wire::frame(wire::Kind::join, wire::encode(own_hello(std::move(address), self)));
     // Rank 0 first (the rendezvous); once it is gone, the coordinator is another rank: a peer
     // that knows the others' addresses asks each in turn (a count-only peer knows only rank 0).
     std::vector<int> candidates;
@@ -202,45 +188,25 @@ asio::awaitable<void> Bootstrap::Impl::join_running(Blob address) {
     std::string last = "no attempt";
     while (!conn) {
         for (int q : candidates) {
-            auto [attempt, error] =
-                co_await connect_once(opt.peers[static_cast<std::size_t>(q)], deadline);
+            auto answer = co_await ask(q, hello_frame, deadline);
             if (stopping) co_return;
-            if (!attempt) {
-                last = fmt::format("{}: {}", name(q), error);
-                continue;
-            }
-            attempt->send(hello_frame);
-            Frame f;
-            try {
-                f = co_await attempt->read(Clock::now() + opt.io_timeout);
-            } catch (const std::exception& e) {
-                last = fmt::format("{}: {}", name(q), e.what());
-                attempt->close();
-                continue;
-            }
-            if (f.header.kind == wire::Kind::welcome) {
-                conn = attempt;
+            if (answer.conn) {
+                conn = answer.conn;
                 c = q;
                 break;
             }
-            attempt->close();
-            wire::Notice notice;
-            try {
-                if (f.header.kind != wire::Kind::refuse)
-                    throw wire::Malformed(
-                        fmt::format("a frame of kind {}", static_cast<int>(f.header.kind)));
-                notice = wire::decode_notice(f.body);
-            } catch (const wire::Malformed& e) {
-                last = fmt::format("{} answered with {}", name(q), e.what());
+            if (!answer.refusal) {
+                last = fmt::format("{}: {}", name(q), answer.error);
                 continue;
             }
-            if (static_cast<Reason>(notice.code) == Reason::not_coordinator) {
-                last = notice.text;
+            const auto reason = static_cast<Reason>(answer.refusal->code);
+            if (reason == Reason::not_coordinator) {
+                last = answer.refusal->text;
                 continue;
             }
-            fail(BootstrapError(
-                static_cast<Reason>(notice.code), {q},
-                fmt::format("{} was refused by {}: {}", name(opt.rank), name(q), notice.text)));
+            fail(BootstrapError(reason, {q},
+                                fmt::format("{} was refused by {}: {}", name(opt.rank), name(q),
+                                            answer.refusal->text)));
             co_return;
         }
         if (conn) break;
@@ -313,22 +279,13 @@ asio::awaitable<void> Bootstrap::Impl::join_running(Blob address) {
     started = true;
     std::vector<PeerLoss> before;
     for (int q = 0; q < n; ++q)
-        if (q != opt.rank && !v.contains(q)) {
-            gone[static_cast<std::size_t>(q)] = true;
+        if (q != opt.rank && !v.contains(q))
             before.push_back({q,
                               fmt::format("{} is not in the job's view {} (lost before this peer "
                                           "joined)",
                                           name(q), v.number),
                               false});
-        }
-    std::function<void(const PeerLoss&)> callback;
-    {
-        std::lock_guard lock(mu);
-        for (auto& l : before) losses.push_back(l);
-        callback = on_lost;
-    }
-    if (callback)
-        for (const auto& l : before) callback(l);
+    record_absent(before);
     log::info("{}: joined the running job through {} (view {}: ranks {})", name(opt.rank), name(c),
               v.number, fmt::join(v.members, ", "));
     finish(std::move(t->blobs));

@@ -218,13 +218,20 @@ void Bootstrap::Impl::maybe_release() {
     if (!own_blob_set || started || stopping) return;
     for (int r = 1; r < n; ++r)
         if (!joined[static_cast<std::size_t>(r)]) return;
+    log::info("{}: all {} peer{} joined; start-up barrier passed", name(0), n, n == 1 ? "" : "s");
+    release();
+}
+
+void Bootstrap::Impl::release() {
     started = true;
     join_timer.cancel();
     auto table_frame = wire::frame(wire::Kind::table, wire::encode_table(blobs, opt.peers));
-    for (int r = 1; r < n; ++r) members[static_cast<std::size_t>(r)]->send(table_frame);
-    log::info("{}: all {} peer{} joined; start-up barrier passed", name(0), n, n == 1 ? "" : "s");
+    for (int r = 1; r < n; ++r)
+        if (joined[static_cast<std::size_t>(r)])
+            members[static_cast<std::size_t>(r)]->send(table_frame);
     // View 0 before the caller of rendezvous() wakes: it may ask for the view at once.
     install_first_view();
+    absent_from_start(blobs);  // ranks that did not join (min_peers): no blob
     finish(blobs);
     start_heartbeats();
 }
@@ -233,19 +240,11 @@ void Bootstrap::Impl::give_up_join() {
     const auto present = static_cast<int>(std::count(joined.begin(), joined.end(), true)) + 1;
     if (opt.min_peers > 0 && present >= opt.min_peers && own_blob_set) {
         // Enough to start: the others are lost from the start and may join later.
-        started = true;
-        auto table_frame = wire::frame(wire::Kind::table, wire::encode_table(blobs, opt.peers));
-        for (int r = 1; r < n; ++r)
-            if (joined[static_cast<std::size_t>(r)])
-                members[static_cast<std::size_t>(r)]->send(table_frame);
         log::info(
             "{}: {} of {} peers joined within {}; starting without the others "
             "(min_peers {})",
             name(0), present, n, seconds(opt.join_timeout), opt.min_peers);
-        install_first_view();
-        absent_from_start(blobs);
-        finish(blobs);
-        start_heartbeats();
+        release();
         return;
     }
     std::vector<int> missing;
@@ -321,6 +320,51 @@ asio::awaitable<std::pair<std::shared_ptr<Connection>, std::string>> Bootstrap::
     co_return std::pair{nullptr, ec.message()};
 }
 
+wire::Hello Bootstrap::Impl::own_hello(Blob address, Endpoint listen) const {
+    return {static_cast<std::uint32_t>(opt.rank),
+            static_cast<std::uint32_t>(n),
+            opt.job_id,
+            fingerprint,
+            opt.model_size,
+            opt.layout.fingerprint(),
+            opt.token,
+            opt.layout.describe(),
+            std::move(address),
+            opt.settings,  // encode() leaves each fix out
+            std::move(listen)};
+}
+
+asio::awaitable<Bootstrap::Impl::Answer> Bootstrap::Impl::ask(int rank, const wire::Bytes& frame,
+                                                              Clock::time_point deadline) {
+    auto [conn, error] = co_await connect_once(opt.peers[static_cast<std::size_t>(rank)], deadline);
+    if (!conn) co_return Answer{nullptr, std::nullopt, "unreachable (" + error + ")"};
+    conn->send(frame);
+    Frame f;
+    try {
+        f = co_await conn->read(Clock::now() + opt.io_timeout);
+    } catch (const wire::Malformed& e) {
+        conn->close();
+        co_return Answer{nullptr, std::nullopt,
+                         std::string("it answered with a malformed frame (") + e.what() + ")"};
+    } catch (const boost::system::system_error& e) {
+        conn->close();
+        co_return Answer{nullptr, std::nullopt,
+                         e.code() == asio::error::timed_out
+                             ? "it did not answer within " + seconds(opt.io_timeout)
+                             : "it closed the connection (" + e.code().message() + ")"};
+    }
+    if (f.header.kind == wire::Kind::welcome) co_return Answer{conn, std::nullopt, ""};
+    conn->close();
+    try {
+        if (f.header.kind != wire::Kind::refuse)
+            throw wire::Malformed(
+                fmt::format("a frame of kind {}", static_cast<int>(f.header.kind)));
+        co_return Answer{nullptr, wire::decode_notice(f.body), ""};
+    } catch (const wire::Malformed& e) {
+        co_return Answer{nullptr, std::nullopt, std::string("it answered with ") + e.what()};
+    }
+}
+
 asio::awaitable<std::shared_ptr<Connection>> Bootstrap::Impl::connect_root(
     Clock::time_point deadline) {
     int attempts = 0;
@@ -355,18 +399,7 @@ asio::awaitable<void> Bootstrap::Impl::join_root(Blob address) {
         listen.host = conn->local_address();
         opt.peers[static_cast<std::size_t>(opt.rank)].host = listen.host;
     }
-    wire::Hello hello{static_cast<std::uint32_t>(opt.rank),
-                      static_cast<std::uint32_t>(n),
-                      opt.job_id,
-                      fingerprint,
-                      opt.model_size,
-                      opt.layout.fingerprint(),
-                      opt.token,
-                      opt.layout.describe(),
-                      std::move(address),
-                      opt.settings,  // encode() leaves each fix out
-                      listen};
-    conn->send(wire::frame(wire::Kind::hello, wire::encode(hello)));
+    conn->send(wire::frame(wire::Kind::hello, wire::encode(own_hello(std::move(address), listen))));
     members[0] = conn;
 
     auto lost = [&](const std::string& what) {

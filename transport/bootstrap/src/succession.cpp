@@ -83,40 +83,22 @@ asio::awaitable<void> Bootstrap::Impl::follow(int rank, Clock::time_point deadli
     };
     for (;;) {
         if (!still()) co_return;
-        auto [conn, error] = co_await connect_once(opt.peers[index], deadline);
-        if (!conn) {
-            give_up("unreachable (" + error + ")");
-            co_return;
-        }
-        wire::Hello hello;
-        hello.rank = static_cast<std::uint32_t>(opt.rank);
-        hello.n = static_cast<std::uint32_t>(n);
-        hello.job_id = opt.job_id;
-        hello.peers_fingerprint = fingerprint;
-        hello.model_size = opt.model_size;
-        hello.layout_fingerprint = opt.layout.fingerprint();
-        hello.token = opt.token;
-        hello.listen = self;
-        conn->send(wire::frame(wire::Kind::rejoin, wire::encode(hello)));
-        Frame f;
-        try {
-            f = co_await conn->read(Clock::now() + opt.io_timeout);
-        } catch (const wire::Malformed& e) {
-            conn->close();
-            give_up(std::string("it answered with a malformed frame (") + e.what() + ")");
-            co_return;
-        } catch (const boost::system::system_error& e) {
-            conn->close();
-            give_up(e.code() == asio::error::timed_out
-                        ? "it did not answer within " + seconds(opt.io_timeout)
-                        : "it closed the connection (" + e.code().message() + ")");
+        // A hello without blob or settings: who it is and that it belongs to this job.
+        auto hello = own_hello({}, self);
+        hello.settings.clear();
+        hello.layout_text.clear();
+        auto answer =
+            co_await ask(rank, wire::frame(wire::Kind::rejoin, wire::encode(hello)), deadline);
+        if (!answer.conn && !answer.refusal) {
+            give_up(answer.error);
             co_return;
         }
         if (!still()) {
-            conn->close();
+            if (answer.conn) answer.conn->close();
             co_return;
         }
-        if (f.header.kind == wire::Kind::welcome) {
+        if (answer.conn) {
+            auto& conn = answer.conn;
             members[index] = conn;
             conn->last_heard = Clock::now();
             {
@@ -135,18 +117,7 @@ asio::awaitable<void> Bootstrap::Impl::follow(int rank, Clock::time_point deadli
             co_await watch(conn, rank);
             co_return;
         }
-        wire::Notice notice;
-        try {
-            if (f.header.kind != wire::Kind::refuse)
-                throw wire::Malformed(
-                    fmt::format("a frame of kind {}", static_cast<int>(f.header.kind)));
-            notice = wire::decode_notice(f.body);
-        } catch (const wire::Malformed& e) {
-            conn->close();
-            give_up(std::string("it answered with ") + e.what());
-            co_return;
-        }
-        conn->close();
+        const wire::Notice& notice = *answer.refusal;
         const auto reason = static_cast<Reason>(notice.code);
         if (reason == Reason::not_coordinator && Clock::now() + opt.retry_interval < deadline) {
             asio::steady_timer pause(io, opt.retry_interval);

@@ -105,7 +105,7 @@ void Bootstrap::Impl::check_view() {
                            name(opt.rank), installed.number, ranks_text(installed.members), acked));
     quiet_proposal = true;
     for (int r : installed.members)
-        if (r != opt.rank && !held_install.contains(r))
+        if (r != opt.rank && !readmitting.contains(r))
             send_view(r, wire::Kind::view_install, installed);
     expel_excluded(installed);
     // Losses held while this coordinator heard nobody: a majority has confirmed them now.

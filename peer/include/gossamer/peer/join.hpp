@@ -51,13 +51,10 @@ class JoinedPeer {
     bootstrap::Bootstrap& bootstrap() noexcept { return *bootstrap_; }
 
     /// Communication thread: calls Transport::fail_peer for every peer the bootstrap reported
-    /// *vanished* since the last call (peers that left with a goodbye are not failed); returns
-    /// how many. Cheap when there is nothing to do: call it whenever the loop wakes
-    /// (DriverOptions::poll).
+    /// *vanished* since the last call (peers that left with a goodbye are not failed), and
+    /// UcxTransport::readmit for every peer that joined the job again; returns how many failed.
+    /// Cheap when there is nothing to do: call it whenever the loop wakes (DriverOptions::poll).
     std::size_t apply_peer_losses();
-    /// Communication thread: the ranks that joined the job (again) since the last call, their
-    /// endpoints already replaced in the transport (Transport::readmit) by apply_peer_losses().
-    std::vector<int> take_joins();
 
     /// Communication thread: leaves without a goodbye, as a crash would: the others see this
     /// peer *vanish* and fail it at once. For a peer that stops on an error (the all-reduce
