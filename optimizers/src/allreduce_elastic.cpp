@@ -67,8 +67,9 @@ bool AllreduceProtocol::in_ring(int r) const {
 
 int AllreduceProtocol::leader() const {
     if (joining()) return -1;  // a joiner leads nothing until it is in a ring
+    // A member that restarted is a joiner again until a ring takes it in: it leads nothing.
     for (int r : members_)
-        if (alive_[static_cast<std::size_t>(r)]) return r;
+        if (alive_[static_cast<std::size_t>(r)] && !joiners_.count(r)) return r;
     return -1;
 }
 

@@ -28,14 +28,15 @@ BANDWIDTH = 1.25e9  # 10 Gbit/s
 LATENCY = 1e-4
 
 
-def cluster(path, name, outages):
+def cluster(path, name, outages, detection):
     peers = [{"rank": r, "fail_at": round(a, 3), "rejoin_at": round(b, 3)}
              for r, (a, b) in sorted(outages.items())]
     doc = {"version": 1, "name": name, "n": N,
            "description": f"{N} identical peers of {STEP} s steps, 10 Gbit/s links; "
                           "each down once (fail_at, rejoin_at) on a seeded schedule",
            "defaults": {"base_time": STEP},
-           "network": {"latency": LATENCY, "bandwidth": BANDWIDTH}}
+           "network": {"latency": LATENCY, "bandwidth": BANDWIDTH,
+                       "failure_detection": detection}}
     if peers:
         doc["peers"] = peers
     path.write_text(json.dumps(doc, indent=2) + "\n")
@@ -80,9 +81,14 @@ def main():
     ap.add_argument("--restart-seconds", type=float, default=None,
                     help="the restart baseline's cost per restart (default: the config's)")
     ap.add_argument("--down", type=float, default=0.2, help="share of the run each peer is down")
+    ap.add_argument("--detection", type=float, default=5.0,
+                    help="seconds until the others hear of a lost node (default 5: real peers' "
+                         "heartbeat timeout; a preempted host sends no reset)")
     a = ap.parse_args()
     if not 0 < a.down < 0.9:
         sys.exit(f"--down: {a.down} is out of range; use a share between 0 and 0.9")
+    if not 0 <= a.detection <= 3600:
+        sys.exit(f"--detection: {a.detection} is out of range; use 0 to 3600 seconds")
     if a.seeds < 1:
         sys.exit(f"--seeds: {a.seeds} is out of range; use 1 or more")
     if not Path(a.gossamer).is_file():
@@ -95,12 +101,12 @@ def main():
     rows = []
     for seed in range(1, a.seeds + 1):
         steady = out / f"steady{seed}.cluster.json"
-        cluster(steady, "steady8", {})
+        cluster(steady, "steady8", {}, a.detection)
         base = sim(a.gossamer, cfg, steady, "allreduce,async,dpsgd", out / f"steady-s{seed}", seed)
         run = base["allreduce"]["end_time"]
         outages = schedule(seed, run, a.down)
         churn = out / f"preempt{seed}.cluster.json"
-        cluster(churn, f"preempt8-seed{seed}", outages)
+        cluster(churn, f"preempt8-seed{seed}", outages, a.detection)
         res = sim(a.gossamer, cfg, churn, "async,dpsgd,allreduce", out / f"preempt-s{seed}", seed)
         res["allreduce-restart"] = sim(a.gossamer, cfg_restart, churn, "allreduce",
                                        out / f"restart-s{seed}", seed,
@@ -108,13 +114,14 @@ def main():
         res["allreduce-rebuild"] = res.pop("allreduce")
         for name, r in list(base.items()):
             res[f"{name} (no churn)"] = r
-        rows.append({"seed": seed, "run": run, "outages": outages, "results": res})
+        rows.append({"seed": seed, "run": run, "detection": a.detection,
+                     "restart_seconds": a.restart_seconds, "outages": outages, "results": res})
     (out / "elastic.json").write_text(json.dumps(rows, indent=2) + "\n")
 
     names = ["async", "dpsgd", "allreduce-rebuild", "allreduce-restart",
              "async (no churn)", "dpsgd (no churn)", "allreduce (no churn)"]
-    print(f"\n{N} peers, each down {a.down:.0%} of the run once; {a.seeds} seed(s); "
-          "time to 85% [s] and final accuracy [%] per seed")
+    print(f"\n{N} peers, each down {a.down:.0%} of the run once, failures noticed after "
+          f"{a.detection:g} s; {a.seeds} seed(s); time to 85% [s] and final accuracy [%] per seed")
     print(f"{'algorithm':22} {'time to 85%':>28} {'final acc':>26}")
     def fmt_t(r):
         t = r["time_to_target"]

@@ -155,7 +155,8 @@ TEST_CASE("allreduce with a rebuilt ring survives failures that stop it by defau
 }
 
 TEST_CASE("random churn schedules: allreduce rebuild and restart never stall") {
-    // 30 seeded schedules over 16 peers of 10 ms steps, as sim_churn's: rank 0 too may crash.
+    // 30 seeded schedules over 16 peers of 10 ms steps, as sim_churn's: rank 0 too may crash;
+    // failures heard of after 2 and after 30 steps.
     for (std::uint64_t seed = 1; seed <= 30; ++seed) {
         Rng rng(seed);
         Cluster cluster = homogeneous_cluster(kPeers, kStep, 1e-4, 1e8);
@@ -168,19 +169,25 @@ TEST_CASE("random churn schedules: allreduce rebuild and restart never stall") {
             if (kind == 2) p.fail_at = a, p.rejoin_at = b;
             if (r > 0 && kind == 3) p.join_at = a, p.leave_at = b;
         }
-        for (const char* options :
-             {R"({"allreduce": {"elastic": "rebuild"}})",
-              R"({"allreduce": {"elastic": "restart", "checkpoint_every": 20}})"}) {
-            CAPTURE(seed);
-            CAPTURE(options);
-            sim::SimResult r;
-            REQUIRE_NOTHROW(r = sim::simulate(setup(cluster, nullptr, nullptr, options)));
-            for (int q = 0; q < kPeers; ++q) {
-                const PeerSpec& p = cluster.peers[static_cast<std::size_t>(q)];
-                CAPTURE(q);
-                CHECK(r.peers[q].joins == (p.join_at > 0) + (p.rejoin_at < 10));
+        // A slow detection (30 steps) lets a failed leader rejoin before the others hear of its
+        // failure, and failures pile up while a ring is proposed.
+        for (const double detection : {0.02, 0.3})
+            for (const char* options :
+                 {R"({"allreduce": {"elastic": "rebuild"}})",
+                  R"({"allreduce": {"elastic": "restart", "checkpoint_every": 20}})"}) {
+                CAPTURE(seed);
+                CAPTURE(detection);
+                CAPTURE(options);
+                auto s = setup(cluster, nullptr, nullptr, options);
+                s.failure_detection = detection;
+                sim::SimResult r;
+                REQUIRE_NOTHROW(r = sim::simulate(s));
+                for (int q = 0; q < kPeers; ++q) {
+                    const PeerSpec& p = cluster.peers[static_cast<std::size_t>(q)];
+                    CAPTURE(q);
+                    CHECK(r.peers[q].joins == (p.join_at > 0) + (p.rejoin_at < 10));
+                }
             }
-        }
     }
 }
 
