@@ -136,6 +136,8 @@ Json resume_whole_job(Job& job, const std::string& algo, std::int64_t after) {
     }
     const Json avg = job.average();
     CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
+    MESSAGE(algo << ": the whole job resumed at step "
+                 << number_after(peers[0]->log(), "resuming at step "));
     return avg;
 }
 
@@ -186,5 +188,38 @@ TEST_SUITE("integration") {
         Job job(60, 0.01);
         const Rejoined run = kill_and_rejoin_from_checkpoint(job, "dpsgd");
         resume_whole_job(job, "dpsgd", run.first);
+    }
+
+    TEST_CASE(
+        "elastic resume: async, a job that takes checkpoints started without rank 3 "
+        "(--min-peers 3) cuts without it, and rank 3 --joins later and writes its own") {
+        // The absent rank is no in-neighbour any cut waits for; the joiner writes from its first
+        // cut after it entered; no crash, so the three starters' mass is all there.
+        Job job(60, 0.01);
+        std::vector<std::unique_ptr<Process>> peers;
+        for (int r = 0; r < 3; ++r)
+            peers.push_back(job.start(r, "async", kToken,
+                                      with(kCuts, {"--min-peers", "3", "--join-timeout", "2"})));
+        const auto until = std::chrono::steady_clock::now() + 30s;
+        while (count_lines(job.metrics(1)) < 120 && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(10ms);
+        REQUIRE_MESSAGE(count_lines(job.metrics(1)) >= 120, peers[1]->log());
+        CHECK(fs::exists(gossamer::peer::checkpoint_path(job.out, 0, 100)));
+        auto late = job.start(3, "async", kToken, with(kCuts, {"--join"}));
+        CHECK(late->wait(90s) == 0);
+        for (int r = 0; r < 3; ++r) {
+            CAPTURE(r);
+            CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
+        }
+        const auto log = late->log();
+        CAPTURE(log);
+        const auto first = number_after(log, "first checkpoint since it entered: step ");
+        MESSAGE("async: rank 3 joined at step " << first_step(job, 3)
+                                                << ", its first checkpoint: step " << first);
+        CHECK(first > first_step(job, 3));
+        CHECK(fs::exists(gossamer::peer::checkpoint_path(job.out, 3, first)));
+        const Json avg = job.average();
+        CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
+        CHECK(std::abs(avg["total_mass"].get<double>() - 3.0) < 1e-6);
     }
 }
