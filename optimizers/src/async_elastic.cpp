@@ -285,6 +285,11 @@ void AsyncGossip::hand_over(Actions& out) {
         m.sent_at = now_;
         send(out, std::move(m));
     }
+    // A leave during a cut ends it: the neighbours stop waiting for this peer (kLeaving), and
+    // what was held for after the cut is passed on.
+    quiescing_ = false;
+    cut_marks_.clear();
+    release_held(now_, out);
     check_left(out);
 }
 

@@ -54,12 +54,14 @@ void AsyncGossip::begin_quiesce(Actions& out) {
 }
 
 bool AsyncGossip::quiesce_intercept(const Message& msg) {
-    const std::int64_t cut = next_cut();
+    // A leaving peer cuts no more: it passes every share on as it comes (async_elastic.cpp).
+    const std::int64_t cut = leaving_ ? -1 : next_cut();
     if (msg.kind == MessageKind::control && msg.chunk == kControlCut) {
         if (msg.round == cut) cut_marks_[msg.sender] = static_cast<std::int64_t>(msg.edge_seq);
-        if (msg.round <= cut) return true;  // an earlier cut's: this peer took no part in it
+        // An earlier cut's (this peer took no part in it), or any to a leaving peer.
+        if (msg.round <= cut || leaving_) return true;
     }
-    if (msg.round < cut) return false;
+    if (leaving_ || msg.round < cut) return false;
     held_.push_back(msg);
     return true;
 }

@@ -222,4 +222,29 @@ TEST_SUITE("integration") {
         CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
         CHECK(std::abs(avg["total_mass"].get<double>() - 3.0) < 1e-6);
     }
+
+    TEST_CASE(
+        "elastic resume: async, SIGTERM in a job that takes checkpoints: the peer leaves with "
+        "its mass handed over and the others go on cutting without it") {
+        Job job(60, 0.01);
+        std::vector<std::unique_ptr<Process>> peers;
+        for (int r = 0; r < 4; ++r) peers.push_back(job.start(r, "async", kToken, kCuts));
+        const auto until = std::chrono::steady_clock::now() + 30s;
+        while (count_lines(job.metrics(3)) < 120 && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(10ms);
+        REQUIRE_MESSAGE(count_lines(job.metrics(3)) >= 120, peers[3]->log());
+        peers[3]->kill(SIGTERM);
+        CHECK(peers[3]->wait(30s) == 0);
+        CHECK_MESSAGE(peers[3]->log().find("left the job gracefully after") != std::string::npos,
+                      peers[3]->log());
+        for (int r = 0; r < 3; ++r) {
+            CAPTURE(r);
+            CHECK(peers[static_cast<std::size_t>(r)]->wait(90s) == 0);
+        }
+        // The others cut at step 550 without it (a lost or gone peer is not waited for).
+        CHECK(fs::exists(gossamer::peer::checkpoint_path(job.out, 0, 550)));
+        const Json avg = job.average();
+        CHECK(avg["survivors"] == Json::array({0, 1, 2}));
+        CHECK(std::abs(avg["total_mass"].get<double>() - 4.0) < 1e-6);
+    }
 }
