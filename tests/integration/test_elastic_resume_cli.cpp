@@ -161,8 +161,8 @@ TEST_SUITE("integration") {
         MESSAGE("async: total mass of the job resumed from a cut after the rejoin: " << resumed);
         CHECK(std::abs(resumed - mass) < 1e-6);
 
-        // Bad input, before anything joins: a folder with no checkpoint of this rank, and a
-        // checkpoint of another job (other epochs).
+        // Bad input, before anything joins: a folder with no checkpoint of this rank, a step it
+        // does not hold, and a checkpoint of another job (other epochs).
         const std::string empty = (job.dir.path() / "empty").string();
         fs::create_directories(empty);
         auto none = job.start(2, "async", kToken, with(kCuts, {"--join", "--resume", empty}));
@@ -170,6 +170,11 @@ TEST_SUITE("integration") {
         CHECK_MESSAGE(none->log().find(fmt::format("{} holds no checkpoint of rank 2", empty)) !=
                           std::string::npos,
                       none->log());
+        auto step = job.start(2, "async", kToken,
+                              with(kCuts, {"--join", "--resume", job.out, "--resume-step", "75"}));
+        CHECK(step->wait(30s) == 2);
+        CHECK_MESSAGE(step->log().find("step 75 is not held by rank 2 in") != std::string::npos,
+                      step->log());
         job.config = job.dir.write("other.json", R"({"seed": 3,
             "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10, "seed": 5},
             "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
