@@ -84,8 +84,9 @@ const ArgParser& parser() {
           "included), start without the others, which may --join later (default: all)"},
          {"join", "",
           "enter a job that is already running (a late peer, or one restarted after a crash: "
-          "with --resume DIR it takes its model from its own newest checkpoint there); async "
-          "only (docs/elastic.md)"},
+          "with --resume DIR it takes its model from its own newest checkpoint there and its "
+          "push-sum mass from a sponsor); async and dpsgd; in a job that takes checkpoints it "
+          "writes its own from its first cut after entering (docs/elastic.md)"},
          {"eval-interval", "S",
           "evaluate this peer's own model every S seconds of its clock, at the first step "
           "boundary at or after each tick, and write {\"eval\": k, \"time\", \"accuracy\", "
@@ -187,13 +188,6 @@ int run_peer(const std::vector<std::string>& args) {
     if (job.join_running) {
         if (const auto why = proto::elastic_refusal(job.algorithm); !why.empty())
             throw UsageError("--join: " + why);
-        // async's checkpoint cuts wait for every neighbour's counts, a joiner's too, while the
-        // joiner waits for its sponsor at the cut (docs/elastic.md, "Not yet").
-        if (job.checkpoint_every > 0)
-            throw UsageError(
-                "--join: a job that takes checkpoints (--checkpoint-every or "
-                "output.checkpoint_every) cannot be joined yet; start the job with "
-                "--checkpoint-every 0 to let peers join and rejoin");
     }
     job.eval_interval = eval_interval_option(a);
     job.eval_samples = a.integer("eval-samples", 2000, 0, INT64_MAX);

@@ -23,5 +23,12 @@ inline constexpr std::uint32_t kSponsor = 4;
 inline constexpr std::uint32_t kLeaving = 5;
 /// The answer to kLeaving; edge_seq: the shares the sender pushed to the leaver in all.
 inline constexpr std::uint32_t kLeaveAck = 6;
+/// Checkpoint cuts after a join (async_state.cpp): the sender was admitted and proposes, in
+/// edge_seq, the first cut at which the edge between them takes part (its first checkpoint step
+/// after the step it entered at).
+inline constexpr std::uint32_t kAdmitted = 7;
+/// The answer to kAdmitted; edge_seq: the edge's first cut (kNoCut: the sender cuts no more).
+inline constexpr std::uint32_t kCutFrom = 8;
+inline constexpr std::uint64_t kNoCut = ~std::uint64_t{0} >> 1;  // INT64_MAX
 
 }  // namespace gossamer::proto::async_control

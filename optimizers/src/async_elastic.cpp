@@ -63,6 +63,8 @@ void AsyncGossip::reset_neighbour(Neighbour& nb, Time entered_at) {
     nb.armed = false;
     nb.ack_due = false;
     nb.entered_at = entered_at;
+    nb.cut = CutEdge::entering;  // no part in cuts until it is admitted (async_state.cpp)
+    nb.cut_from = static_cast<std::int64_t>(async_control::kNoCut);
     collect_live_out();
 }
 
@@ -178,6 +180,10 @@ bool AsyncGossip::on_membership(Time now, const Message& msg, Neighbour& nb, Act
             send_control(out, j, async_control::kLeaveAck, static_cast<std::uint64_t>(nb.e.pushes));
             if (joining() && j == sponsor_) ask_sponsor(out);
             return true;
+        case async_control::kAdmitted:
+        case async_control::kCutFrom:
+            on_cut_agreement(msg, nb, out);  // async_state.cpp
+            return true;
         case async_control::kLeaveAck:
             nb.e.final_shares = static_cast<std::int64_t>(msg.edge_seq);
             nb.ack_due = false;
@@ -221,7 +227,9 @@ void AsyncGossip::on_admitted(Time now, const Message& msg, Actions& out) {
     t_ = std::max(t_, msg.round);
     worker().enter_at(t_);
     history_.push_back(now);
-    serve_sponsored(out);  // a neighbour that joined meanwhile and asked this peer
+    agree_first_cuts(out);   // async_state.cpp
+    release_held(now, out);  // held for a cut of the steps before it entered
+    serve_sponsored(out);    // a neighbour that joined meanwhile and asked this peer
     if (leave_due_) return hand_over(out);
     if (t_ >= context().max_steps) return finish(out);
     if (math_.on()) math_.debias(params(), w_);
@@ -277,6 +285,11 @@ void AsyncGossip::hand_over(Actions& out) {
         m.sent_at = now_;
         send(out, std::move(m));
     }
+    // A leave during a cut ends it: the neighbours stop waiting for this peer (kLeaving), and
+    // what was held for after the cut is passed on.
+    quiescing_ = false;
+    cut_marks_.clear();
+    release_held(now_, out);
     check_left(out);
 }
 

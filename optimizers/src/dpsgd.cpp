@@ -153,7 +153,8 @@ void Dpsgd::on_start(Time now, Actions& out) {
 }
 
 void Dpsgd::begin_round(Time now, Actions& out) {
-    cut(t_);  // rounds before t_ mixed, nothing of round t_ sent or applied (dpsgd_state.cpp)
+    // Rounds before t_ mixed, nothing of round t_ sent or applied (dpsgd_state.cpp).
+    if (entered_cut()) cut(t_);
     // cta: round t's messages carry x_t, so they leave now, before the compute side owns x.
     if (options_.mode == DpsgdMode::cta) send_round(now, out);
     stage_ = Stage::stepping;
@@ -417,6 +418,7 @@ void Dpsgd::on_peer_failed(Time now, int j, Actions& out) {
     if (j == rank() || j < 0 || j >= n()) return;
     dead_.insert(j);
     acks_due_.erase(j);
+    cut_acks_due_.erase(j);
     if (joining() && j == sponsor_) ask_sponsor(now, out);  // dpsgd_elastic.cpp
     try_mix(now, out);
 }

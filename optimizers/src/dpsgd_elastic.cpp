@@ -77,6 +77,15 @@ void Dpsgd::on_peer_absent(int j) {
     dead_.insert(j);
 }
 
+bool Dpsgd::entered_cut() const {
+    // A joiner's edges restart at the rounds its join declared: its first round R and each
+    // neighbour's answer (the first round it sends to the joiner, at or after the round from
+    // which it mixes the joiner). A cut before the latest of them would hold an edge still
+    // restarting, so the joiner's first checkpoint is the first checkpoint step at or after it
+    // once every neighbour it told has answered (or left, or failed).
+    return cut_acks_due_.empty() && t_ >= cut_floor_;
+}
+
 void Dpsgd::on_join(Time now, Entry entry, Actions& out) {
     entry_ = entry;
     if (elastic_refusal() != "") throw Error(elastic_refusal());
@@ -195,6 +204,8 @@ bool Dpsgd::on_membership(Time now, const Message& msg, Actions& out) {
             if (!dead_.contains(k)) acks_due_.insert(k), told.insert(k);
         for (int k : g.out_neighbors(rank()))
             if (!dead_.contains(k)) told.insert(k);
+        cut_acks_due_ = told;  // entered_cut()
+        cut_floor_ = start;
         for (int k : told) {
             Message m;
             m.kind = MessageKind::control;
@@ -236,12 +247,14 @@ bool Dpsgd::on_membership(Time now, const Message& msg, Actions& out) {
         case kJoinAck:  // j's answer to ours: its stream to this peer restarts there
             declared(j, msg.round);
             acks_due_.erase(j);
+            if (cut_acks_due_.erase(j) > 0) cut_floor_ = std::max(cut_floor_, msg.round);
             try_mix(now, out);
             return true;
         case kLeaving:
             mix_rounds_[j].until = msg.round;
             send_rounds_[j].until = std::min(msg.round, sent_ - 1);
             acks_due_.erase(j);
+            cut_acks_due_.erase(j);
             if (joining() && j == sponsor_) ask_sponsor(now, out);
             try_mix(now, out);
             return true;

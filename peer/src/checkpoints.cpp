@@ -56,6 +56,30 @@ std::map<int, std::vector<std::int64_t>> list_checkpoints(const fs::path& dir, i
     return out;
 }
 
+std::int64_t own_resume_step(const fs::path& dir, int n, int rank,
+                             std::optional<std::int64_t> wanted, const std::string& flag) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+        throw ConfigError("", flag, fmt::format("{} is not a folder", dir.string()),
+                          "give the folder this peer wrote its checkpoints to");
+    const auto all = list_checkpoints(dir, n);
+    const auto it = all.find(rank);
+    if (it == all.end())
+        throw ConfigError(
+            "", flag,
+            fmt::format("{} holds no checkpoint of rank {} (checkpoint-{}-<step>.state)",
+                        dir.string(), rank, rank),
+            "rejoin from the folder this rank wrote with --checkpoint-every, or --join without "
+            "--resume to take a sponsor's model");
+    if (!wanted) return it->second.back();
+    if (!std::binary_search(it->second.begin(), it->second.end(), *wanted))
+        throw ConfigError("", flag,
+                          fmt::format("step {} is not held by rank {} in {} (rank {}: {})", *wanted,
+                                      rank, dir.string(), rank, steps_text(it->second)),
+                          "give a step this rank holds, or drop --resume-step for its newest");
+    return *wanted;
+}
+
 std::int64_t resume_step(const fs::path& dir, int n, int rank, std::optional<std::int64_t> wanted,
                          const std::string& flag) {
     std::error_code ec;

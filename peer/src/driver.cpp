@@ -119,6 +119,7 @@ class Loop {
     proto::EdgeInFlight edge_busy_;
     std::map<std::uint64_t, int> bounded_;
     std::int64_t next_step_ = 0;
+    bool entered_ = false;  // the first step has started (an entering peer's is renumbered)
     std::map<int, std::pair<std::int64_t, double>> heard_;  // peer -> (round, time) last heard
     std::map<int, std::string> failures_;
     std::optional<MetricsWriter> metrics_;
@@ -167,6 +168,10 @@ void Loop::apply(proto::Actions& a) {
     for (const auto& d : a.deadlines) deadlines_.emplace(std::max(d.at, last_), d.id);
     if (a.start_step) trace_.starting();
     if (a.start_step) {
+        // A peer that entered a running job steps from the job's step, which its worker took
+        // from the sponsor (LocalWorker::enter_at): its records and model checkpoints say so.
+        if (options_.enter && !entered_) next_step_ = worker_.steps();
+        entered_ = true;
         running_step_ = next_step_;
         step_start_ = last_;
         ready_ = {};

@@ -207,11 +207,17 @@ int run_peer_job(PeerJob& job) {
         early.push_back(std::move(m));
         return true;
     };
+    bool first_cut_said = false;
     if (job.checkpoint)  // the protocol's consistent cuts (docs/checkpoint.md)
         d.on_snapshot = [&](proto::Snapshot&& s) {
             CheckpointHeader h = *job.checkpoint;
             h.step = s.step;
             save_checkpoint_file(checkpoint_path(job.out, rank, s.step).string(), h, s.state);
+            // An entering peer writes from its first cut that all its live edges take part in
+            // (docs/elastic.md, "Checkpoints").
+            if (job.join_running && !first_cut_said)
+                say(rank, fmt::format("first checkpoint since it entered: step {}", s.step));
+            first_cut_said = true;
         };
     auto last_line = std::chrono::steady_clock::now();
     std::vector<float> x(size);
@@ -250,6 +256,9 @@ int run_peer_job(PeerJob& job) {
     } catch (const std::exception& e) {  // PeerFailure says "peer R failed: ..."
         return stop(fmt::format("stopped: {}", e.what()));
     }
+    // Steps of the job done: a peer that entered it counts from the job's step it entered at.
+    const std::int64_t steps_done =
+        job.join_running && !r.step_log.empty() ? r.step_log.back().step + 1 : resumed + r.steps;
     if (r.failed) {
         say(rank, fmt::format("emulated failure at {:.2f} s (cluster file): exiting at once",
                               r.end_time));
@@ -260,7 +269,7 @@ int run_peer_job(PeerJob& job) {
         // Its mass went to its neighbours; the goodbye (~JoinedPeer) tells the job it left.
         say(rank, fmt::format("left the job gracefully after {} steps ({:.1f} s), its model and "
                               "mass handed to its neighbours: no result from this peer",
-                              resumed + r.steps, r.end_time));
+                              steps_done, r.end_time));
         return 0;
     }
 
@@ -322,16 +331,15 @@ int run_peer_job(PeerJob& job) {
     // it) were dropped by the transport, never applied.
     const auto from_lost = me->transport().drops()[transport::DropReason::not_member];
     say(rank,
-        fmt::format("finished {} steps in {:.1f} s; lost peers: {}{}{}", resumed + r.steps,
-                    r.end_time, ranks_text(lost), loss_causes(*me, lost),
+        fmt::format("finished {} steps in {:.1f} s; lost peers: {}{}{}", steps_done, r.end_time,
+                    ranks_text(lost), loss_causes(*me, lost),
                     from_lost ? fmt::format("; dropped {} messages from lost peers", from_lost)
                               : std::string()));
-    json::Json summary = {
-        {"rank", rank},           {"algorithm", job.algorithm}, {"steps", resumed + r.steps},
-        {"end_time", r.end_time}, {"survivors", survivors},     {"lost", lost}};
+    json::Json summary = {{"rank", rank},           {"algorithm", job.algorithm},
+                          {"steps", steps_done},    {"end_time", r.end_time},
+                          {"survivors", survivors}, {"lost", lost}};
     if (survivors.front() == rank)
-        summary["average"] =
-            write_average(job, *model, layout, avg, survivors, lost, resumed + r.steps);
+        summary["average"] = write_average(job, *model, layout, avg, survivors, lost, steps_done);
     if (job.json) std::printf("%s\n", summary.dump().c_str());
     return 0;
 }

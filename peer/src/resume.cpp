@@ -41,15 +41,9 @@ void prepare_checkpoints(PeerJob& job, const std::optional<std::filesystem::path
             throw ConfigError("", "--resume", refusal, "start the job afresh without --resume");
         // A peer rejoining a running job (--join) takes its own newest checkpoint: the others
         // are not resuming, so there is no common step to agree on.
-        std::optional<std::int64_t> own;
-        if (job.join_running && !wanted) {
-            const auto held = list_checkpoints(*resume, n);
-            if (auto it = held.find(rank); it != held.end() && !it->second.empty())
-                own = it->second.back();
-        }
-        const std::int64_t step =
-            job.join_running ? resume_step(*resume, n, rank, wanted ? wanted : own, "--resume")
-                             : resume_step(*resume, n, rank, wanted, "--resume");
+        const std::int64_t step = job.join_running
+                                      ? own_resume_step(*resume, n, rank, wanted, "--resume")
+                                      : resume_step(*resume, n, rank, wanted, "--resume");
         const std::string path = checkpoint_path(*resume, rank, step).string();
         const CheckpointFile file = load_checkpoint_file(path);
         if (const auto diff = checkpoint_mismatch(file.header, h); !diff.empty())

@@ -183,6 +183,61 @@ TEST_CASE("sgp and async quiesce at each checkpoint step: the saved masses add u
     }
 }
 
+TEST_CASE(
+    "async: a peer that enters a job taking checkpoints takes part in its cuts once admitted, and "
+    "a cut every rank holds is exact") {
+    // Rank 3 is absent when the others start (as after --min-peers 3) and enters at once; its
+    // neighbours neither wait for it nor count it at a cut until it is admitted and the edges
+    // agreed their first cut (docs/elastic.md, "Checkpoints in an elastic job").
+    const auto cfg = config(R"({"name": "sgd", "lr": 0.2})");
+    const auto data = optim::load_training_data(cfg);
+    const int n = 4;
+    for (const char* options : {R"({})", R"({"outbox": true})"}) {
+        CAPTURE(options);
+        auto joined = make_job("async", options, cfg, data, n, 8);
+        std::vector<proto::Protocol*> ps;
+        std::vector<proto::LocalWorker*> ws;
+        for (int r = 0; r < n; ++r) {
+            ps.push_back(joined->protocols[static_cast<std::size_t>(r)].get());
+            ws.push_back(joined->workers[static_cast<std::size_t>(r)].trainer.get());
+        }
+        joined->outcomes = run_peers(ps, ws, [&](int r) {
+            peer::DriverOptions o;
+            o.run_timeout = peer::Millis(60'000);
+            o.declared_step_time = [](std::int64_t, double) { return 0.002; };
+            if (r == 3)
+                o.enter = proto::Entry::fresh;
+            else
+                o.absent = {3};
+            o.on_snapshot = [&job = *joined, r](proto::Snapshot&& s) {
+                job.snapshots[static_cast<std::size_t>(r)][s.step] = std::move(s.state);
+            };
+            return o;
+        });
+        for (const auto& o : joined->outcomes) {
+            REQUIRE(o.error == "");
+            REQUIRE(o.result);
+        }
+        // Three peers started with w = 1; the joiner took half of its sponsor's.
+        CHECK(total_mass(*joined) == doctest::Approx(3).epsilon(1e-12));
+        std::int64_t common = -1;
+        for (const std::int64_t step : {24, 16, 8})
+            if (common < 0 && joined->snapshots[3].count(step) == 1) common = step;
+        REQUIRE(common > 0);  // the joiner wrote a cut of its own
+        MESSAGE("options " << std::string(options) << ": the joiner's first written cut: step "
+                           << joined->snapshots[3].begin()->first);
+        for (int r = 0; r < 3; ++r)
+            REQUIRE(joined->snapshots[static_cast<std::size_t>(r)].count(common) == 1);
+        // The masses of a cut all four took part in add up to the job's, nothing in flight, and
+        // the job resumed from it ends with that mass.
+        auto resumed = make_job("async", options, cfg, data, n, 8);
+        restore(*resumed, *joined, common);
+        CHECK(total_mass(*resumed) == doctest::Approx(3).epsilon(1e-12));
+        run(*resumed);
+        CHECK(total_mass(*resumed) == doctest::Approx(3).epsilon(1e-12));
+    }
+}
+
 TEST_CASE("protocols that cannot resume, and states that do not fit, are refused with one line") {
     const auto cfg = config(R"({"name": "sgd", "lr": 0.2})");
     const auto data = optim::load_training_data(cfg);

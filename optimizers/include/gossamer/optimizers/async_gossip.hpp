@@ -204,6 +204,13 @@ class AsyncGossip final : public Protocol {
     void on_leave(Time now, Actions& out) override;
 
   private:
+    /// An edge's part in checkpoint cuts (async_state.cpp, docs/elastic.md).
+    enum class CutEdge : std::uint8_t {
+        steady,    ///< both ends cut together at every checkpoint step >= cut_from
+        entering,  ///< the neighbour entered and is not admitted yet: it takes no part
+        asked,     ///< this peer was admitted and asked the neighbour for its first cut
+        deferred,  ///< the neighbour asked (cut_from: its proposal) while this peer was joining
+    };
     struct Neighbour {
         AsyncEdge e;
         // (time, sender step), rate_window + 1; the inter-arrival times (the deadline's window)
@@ -217,6 +224,10 @@ class AsyncGossip final : public Protocol {
         // are absorbed but not counted), and whether its answer to this peer's leave is due.
         Time entered_at = -1;
         bool ack_due = false;
+        // Checkpoint cuts in an elastic job (async_state.cpp): whether this edge takes part in
+        // the cut at step S (steady and S >= cut_from), or is still being agreed.
+        CutEdge cut = CutEdge::steady;
+        std::int64_t cut_from = 0;
     };
 
     /// j's state, created (with its windows sized) on first use.
@@ -286,6 +297,22 @@ class AsyncGossip final : public Protocol {
     /// Once the outbox is empty and every live in-neighbour's shares before the cut are in:
     /// the snapshot, then the held messages, then the next step.
     void check_quiesced(Time now, Actions& out);
+    /// Whether the edge to nb takes part in the cut at `step`.
+    static bool cuts_with(const Neighbour& nb, std::int64_t step) {
+        return nb.cut == CutEdge::steady && nb.cut_from <= step;
+    }
+    /// The first checkpoint step this peer has not begun to quiesce at.
+    std::int64_t unbegun_cut() const;
+    /// Admitted (a join or rejoin): agrees with each live neighbour on the edge's first cut.
+    void agree_first_cuts(Actions& out);
+    /// A neighbour's kAdmitted (its proposal) or kCutFrom (the agreed first cut).
+    void on_cut_agreement(const Message& msg, Neighbour& nb, Actions& out);
+    /// Answers a neighbour's proposal: the edge's first cut, which this peer has not begun.
+    void answer_first_cut(Neighbour& nb, std::int64_t proposed, Actions& out);
+    /// Sends nb the count of shares pushed to it before the cut at t_.
+    void send_cut_mark(const Neighbour& nb, Actions& out);
+    /// Takes the messages held for a cut again (after a cut, or once admitted).
+    void release_held(Time now, Actions& out);
     // Elastic jobs (async_elastic.cpp).
     /// Membership control messages (async_control.hpp: kJoined and later); false: not one.
     bool on_membership(Time now, const Message& msg, Neighbour& nb, Actions& out);

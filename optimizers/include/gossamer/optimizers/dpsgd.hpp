@@ -166,6 +166,9 @@ class Dpsgd final : public Protocol {
     };
 
     void begin_round(Time now, Actions& out);
+    /// Whether a snapshot at round t_ is one of a consistent cut: true but after a join, where
+    /// every edge's stream must have restarted at or before t_ (dpsgd_elastic.cpp).
+    bool entered_cut() const;
     void send_round(Time now, Actions& out);
     void try_mix(Time now, Actions& out);
     /// Delayed rule: the previous round is mixed (or there was none): apply the step's
@@ -244,6 +247,10 @@ class Dpsgd final : public Protocol {
     std::map<int, Time> entered_at_;  // its latest incarnation's start: older messages drop
     std::map<int, std::int64_t> stream_start_;  // its declared stream start: older rounds drop
     std::set<int> acks_due_;  // joining: in-neighbours whose first round is not known
+    // Checkpoints after a join: a snapshot only once every neighbour told answered and from the
+    // latest first round of its edges on (dpsgd_elastic.cpp, entered_cut()).
+    std::set<int> cut_acks_due_;
+    std::int64_t cut_floor_ = 0;
     std::vector<std::pair<int, bool>> asks_;  // (joiner, rejoin) waiting for this sponsor
     std::vector<Message> held_joins_;         // kJoined that came while this peer joins
     bool leave_due_ = false, left_ = false;

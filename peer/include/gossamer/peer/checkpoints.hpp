@@ -30,4 +30,11 @@ std::map<int, std::vector<std::int64_t>> list_checkpoints(const std::filesystem:
 std::int64_t resume_step(const std::filesystem::path& dir, int n, int rank,
                          std::optional<std::int64_t> wanted, const std::string& flag);
 
+/// The step a peer rejoining a running job (--join --resume) takes its model from: `wanted`
+/// when given, else the newest step of `rank` in `dir`; other ranks' files do not matter (the
+/// others are not resuming). Throws ConfigError naming `flag` and `dir` with one line when the
+/// folder is missing, holds no checkpoint of `rank`, or not the step wanted.
+std::int64_t own_resume_step(const std::filesystem::path& dir, int n, int rank,
+                             std::optional<std::int64_t> wanted, const std::string& flag);
+
 }  // namespace gossamer::peer
