@@ -91,6 +91,18 @@ void write_run(const std::filesystem::path& dir, const sim::SimResult& r) {
         }
         p.write(rec);
     }
+    if (r.topology_versions.empty()) return;
+    // Churn or failures: each version of the topology the job went through (docs/elastic.md).
+    MetricsWriter t((dir / "topology.jsonl").string());
+    for (const auto& v : r.topology_versions) {
+        json::Json rec = {{"version", v.version},
+                          {"time", v.time},
+                          {"live", v.live},
+                          {"connected", v.connected},
+                          {"analysis", v.line}};
+        rec["spectral_gap"] = v.spectral_gap ? json::Json(*v.spectral_gap) : json::Json(nullptr);
+        t.write(rec);
+    }
 }
 
 // --peer-metrics: which ranks get a peers.jsonl record (SimSetup::peer_records_every).
@@ -313,6 +325,19 @@ int run_sim(const std::vector<std::string>& args) {
             if (r.stopped_by_failure)
                 std::cerr << fmt::format("{}: rank {} failed; all-reduce stops\n", algo,
                                          *r.stopped_by_failure);
+            // The first seed's topology versions (all of them are in topology.jsonl).
+            constexpr std::size_t kShownVersions = 12;
+            if (k == 0)
+                for (std::size_t v = 0; v < r.topology_versions.size(); ++v) {
+                    if (v == kShownVersions) {
+                        progress(fmt::format("{}: {} more topology versions in topology.jsonl",
+                                             algo, r.topology_versions.size() - v),
+                                 true);
+                        break;
+                    }
+                    const auto& tv = r.topology_versions[v];
+                    progress(fmt::format("{} at {:.2f} s: {}", algo, tv.time, tv.line), true);
+                }
             masses.push_back(r.mass);
             mass_starts.push_back(r.mass_start);
             crash_losses.push_back(r.crash_loss);

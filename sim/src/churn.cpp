@@ -9,6 +9,7 @@
 
 #include "engine.hpp"
 #include "gossamer/core/error.hpp"
+#include "gossamer/topology/live.hpp"
 
 namespace gossamer::sim::detail {
 
@@ -31,6 +32,10 @@ bool Engine::live(int rank, int life) const {
 
 void Engine::schedule_churn() {
     starters_ = n_;
+    // Topology versions are recorded when the membership can change: churn or failures.
+    track_versions_ = s_.cluster->has_churn();
+    for (const PeerSpec& spec : s_.cluster->peers)
+        if (std::isfinite(spec.fail_at)) track_versions_ = true;
     for (int r = 0; r < n_; ++r) {
         Peer& p = peers_[static_cast<std::size_t>(r)];
         const PeerSpec& spec = s_.cluster->peers[static_cast<std::size_t>(r)];
@@ -50,6 +55,37 @@ void Engine::schedule_churn() {
             queue_.push(spec.leave_at, Leave{r});
         }
     }
+}
+
+void Engine::note_membership(Time now) {
+    if (!track_versions_) return;
+    std::vector<int> live;
+    for (int r = 0; r < n_; ++r) {
+        const Peer& q = peers_[static_cast<std::size_t>(r)];
+        if (q.alive && !(q.left && q.done)) live.push_back(r);
+    }
+    auto& versions = result_.topology_versions;
+    if (live.empty() || (!versions.empty() && versions.back().live == live)) return;
+    sim::TopologyVersion v;
+    v.version = static_cast<int>(versions.size());
+    v.time = now;
+    v.live = live;
+    // The analysis of a large graph takes longer than a log line may (dense spectrum).
+    constexpr int kMaxAnalysed = 512;
+    if (n_ <= kMaxAnalysed) {
+        const auto part = topology::live_schedule(*s_.topology, live);
+        topology::AnalysisOptions o;
+        o.max_work = 200'000'000;
+        const auto report = topology::analyse(*part, o);
+        v.spectral_gap = report.spectral_gap;
+        v.connected = report.strongly_connected;
+        v.line = topology::describe_live(*s_.topology, live, v.version);
+    } else {
+        v.line =
+            fmt::format("topology version {}: {} of {} peers live (not analysed above {} peers)",
+                        v.version, live.size(), n_, kMaxAnalysed);
+    }
+    versions.push_back(std::move(v));
 }
 
 void Engine::tell_absent(int rank) {
@@ -104,6 +140,7 @@ void Engine::join(int rank, Time now) {
     p.idle_since = now;
     ++p.joins;
     ++active_;
+    note_membership(now);
     proto::Actions& a = fresh_actions();
     p.protocol->join(now, rejoin ? proto::Entry::rejoin : proto::Entry::fresh, a);
     apply(rank, now, a);

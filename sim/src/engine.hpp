@@ -136,6 +136,9 @@ class Engine {
     void leave(int rank, Time now);
     /// A crash: the mass the peer held is lost, and its model is kept for a rejoin.
     void crash(int rank);
+    /// Records a topology version when the live members changed (churn.cpp).
+    void note_membership(Time now);
+    bool track_versions_ = false;
     /// A message that reaches a peer that is down (or the incarnation it was sent to is gone):
     /// the mass it carries is lost.
     void drop(const transport::Message& m);

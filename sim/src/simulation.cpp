@@ -184,6 +184,7 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
     }
     if (a.done && !p.done) {
         p.done = true;
+        if (p.left) note_membership(now);  // a graceful leave is over
         if (p.alive) --active_;
         if (!p.stepping) p.idle += now - p.idle_since;
         if (!p.stepping) trace_.wait(rank, p.idle_since, now, {trace::WaitCause::finish});
@@ -224,6 +225,7 @@ void Engine::handle(Time now, Event& e) {
         if (!p.alive || p.done) return;
         crash(f->rank);  // churn.cpp: the mass it held, its model for a rejoin
         p.alive = false;
+        note_membership(now);
         --active_;
         any_failed_ = true;
         if (p.stepping)
@@ -391,6 +393,7 @@ SimResult Engine::run() {
         peers_[static_cast<std::size_t>(r)].protocol->start(0.0, a);
         apply(r, 0.0, a);
     }
+    note_membership(0.0);  // version 0: the members at the start
     Time now = 0;
     while (!queue_.empty()) {
         auto [t, e] = queue_.pop();

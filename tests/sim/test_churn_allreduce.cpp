@@ -2,6 +2,7 @@
 // over the live members ("elastic": "rebuild") or every member restarted from its last
 // checkpoint ("restart"), in the simulator with the protocol's own code.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <string>
@@ -87,6 +88,20 @@ TEST_CASE(
     CHECK(r.evals.back().consensus == 0.0);
     for (int leaver : {3, 9}) CHECK(r.peers[leaver].left);
     CHECK(r.peers[0].failed);
+    // Each membership is a topology version, analysed (docs/elastic.md): the 14 peers of t = 0,
+    // then 5 crashes, 3 leaves, 14 joins, 0 crashes, 15 joins, 5 is back, 9 leaves.
+    REQUIRE(r.topology_versions.size() == 8);
+    CHECK(r.topology_versions[0].live.size() == kPeers - 2);
+    CHECK(r.topology_versions[0].time == 0.0);
+    CHECK(r.topology_versions.back().live ==
+          std::vector<int>{1, 2, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15});
+    for (const auto& v : r.topology_versions) {
+        CAPTURE(v.line);
+        CHECK(v.line.rfind(
+                  fmt::format("topology version {}: {} of 16 peers live", v.version, v.live.size()),
+                  0) == 0);
+        CHECK(v.spectral_gap.has_value());
+    }
     for (int entered : {5, 14, 15}) {
         CAPTURE(entered);
         CHECK(r.peers[entered].joins == 1);

@@ -100,6 +100,17 @@ struct PeerSummary {
     json::Json partitions;
 };
 
+/// A version of the topology in an elastic job: the live members after a change of membership
+/// and the analysis of the live part the protocols mix over (topology::live_schedule).
+struct TopologyVersion {
+    int version = 0;  ///< 0: the members at t = 0
+    Time time = 0;
+    std::vector<int> live;
+    std::optional<double> spectral_gap;
+    bool connected = false;
+    std::string line;  ///< topology::describe_live's
+};
+
 struct SimResult {
     std::string algorithm;
     std::uint64_t seed = 0;
@@ -119,6 +130,8 @@ struct SimResult {
     /// crashed and the shares that reached it while it was down. A graceful leave loses none,
     /// so mass_lost equals crash_loss up to rounding (docs/elastic.md).
     double crash_loss = 0;
+    /// Churning clusters (docs/elastic.md): each membership the job went through, in order.
+    std::vector<TopologyVersion> topology_versions;
 };
 
 /// Runs one simulation. Throws ConfigError for bad algorithm options or data that does not fit.
