@@ -258,6 +258,10 @@ int run_launch(const std::vector<std::string>& args) {
         if (inproc) throw UsageError("--checkpoint-every: peer processes only; leave out --inproc");
         job.checkpoint_every = a.integer("checkpoint-every", 0, 0, INT64_MAX);
     }
+    // A cluster file with churn: algorithms that can follow it, and a launch that can.
+    if (job.cluster && job.cluster->has_churn())
+        check_elastic(algorithms, cfg, job.config_path, job.topology.schedule, *job.cluster_path);
+    launch::check_churn(job, inproc, a.value("resume").has_value());
     if (const auto resume = a.value("resume")) {
         if (a.value("out") && fs::path(*a.value("out")) != fs::path(*resume))
             throw UsageError(
@@ -279,10 +283,6 @@ int run_launch(const std::vector<std::string>& args) {
             job.resume[algo] = {step, first.header.job_id};
         }
     }
-    // A cluster file with churn: algorithms that can follow it, and a launch that can.
-    if (job.cluster && job.cluster->has_churn())
-        check_elastic(algorithms, cfg, job.config_path, job.topology.schedule, *job.cluster_path);
-    launch::check_churn(job, inproc);
     if (!inproc && !netns) {
         std::set<std::string> hosts;
         for (const auto& peer : job.topology.peers) hosts.insert(peer.host);

@@ -37,7 +37,7 @@ ChurnPlan churn_plan(const Cluster* cluster, int n) {
     return plan;
 }
 
-void check_churn(const LaunchJob& job, bool inproc) {
+void check_churn(const LaunchJob& job, bool inproc, bool resume) {
     const ChurnPlan plan = churn_plan(job.cluster.get(), job.topology.n());
     if (!plan.active) return;
     const std::string file = job.cluster_path.value_or("");
@@ -57,7 +57,7 @@ void check_churn(const LaunchJob& job, bool inproc) {
                                       "rendezvous and starts it (docs/bootstrap.md)",
                                       plan.join_at[0]),
                           "drop rank 0's join_at and let another rank join late");
-    if (!job.resume.empty())
+    if (resume)
         throw ConfigError("", "--resume", why + ", and a resumed job cannot be joined yet",
                           "launch it afresh, or drop the cluster's join_at and rejoin_at");
     if (job.checkpoint_every && *job.checkpoint_every > 0)

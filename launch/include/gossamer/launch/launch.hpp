@@ -107,9 +107,9 @@ std::optional<std::string> merge_peer_traces(const LaunchJob& job, const std::st
 /// Refuses, before anything runs, a launch that cannot follow its cluster file's join_at and
 /// rejoin_at (docs/elastic.md, "Real peers"): --inproc or --script peers (a late or restarted
 /// peer is a `gossamer peer --join` process), a rank 0 that joins late (it is the start-up
-/// rendezvous), --resume, or --checkpoint-every N > 0 (a job that takes checkpoints cannot be
-/// joined yet). Throws ConfigError, one line naming the flag or the cluster file.
-void check_churn(const LaunchJob& job, bool inproc);
+/// rendezvous), `resume` (--resume), or --checkpoint-every N > 0 (a job that takes checkpoints
+/// cannot be joined yet). Throws ConfigError, one line naming the flag or the cluster file.
+void check_churn(const LaunchJob& job, bool inproc, bool resume);
 
 /// Runs `algorithm` as n `gossamer peer` processes writing into OUT/<algorithm>/. With a
 /// cluster file that has join_at or rejoin_at, a rank joining late is started at its join_at
