@@ -1,22 +1,19 @@
 // gossamer launch: one algorithm's peers as `gossamer peer` processes (docs/cli.md). Each child
 // gets a fresh job token and id, its log in OUT/<algorithm>/peer<r>.log; the launcher follows
-// their metrics files for the progress line, stops them at the job timeout or on Ctrl-C, and
-// gathers their summaries and rank 0's average.json into a row of the table.
+// their metrics files for the progress line, starts the cluster file's late and returning ranks
+// (churn.hpp, docs/elastic.md), stops them at the job timeout or on Ctrl-C, and gathers their
+// summaries and rank 0's average.json into a row of the table.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <map>
 #include <random>
 #include <thread>
-#include <tuple>
 
 #include "churn.hpp"
 #include "gossamer/core/cluster.hpp"
@@ -105,10 +102,6 @@ void report_failure(const std::string& algo, int rank, std::string_view what, co
                              describe(st), log.string());
     for (const auto& line : last_lines(log, kLogLines)) std::cerr << "    " << line << "\n";
 }
-
-}  // namespace
-
-namespace {
 
 /// Rank r's record in the row (its last process decides whether the job lost it), and its
 /// lines on stderr.
