@@ -39,15 +39,19 @@ ChurnPlan churn_plan(const Cluster* cluster, int n) {
 
 void check_churn(const LaunchJob& job, bool inproc, bool resume) {
     const ChurnPlan plan = churn_plan(job.cluster.get(), job.topology.n());
-    if (!plan.active) return;
     const std::string file = job.cluster_path.value_or("");
+    // Threads: no --join, and the exact average of a job whose peer left is not built there.
+    if (plan.timed && inproc)
+        throw ConfigError("", "--inproc",
+                          fmt::format("the cluster file {} has churn (join_at, leave_at or "
+                                      "rejoin_at), which the launcher follows with gossamer peer "
+                                      "processes only",
+                                      file),
+                          "leave out --inproc");
+    if (!plan.active) return;
     const std::string why = fmt::format(
         "the cluster file {} starts peers late (join_at) or again after a failure (rejoin_at)",
         file);
-    if (inproc)
-        throw ConfigError("", "--inproc",
-                          why + ", which the launcher does with gossamer peer --join processes",
-                          "leave out --inproc");
     if (job.script)
         throw ConfigError("", "--script", why + ", which a --script peer cannot follow",
                           "leave out --script, or the cluster's join_at and rejoin_at");

@@ -176,6 +176,8 @@ TEST_CASE("launch with churn it cannot follow is one line, exit 2, and writes no
         {late, delay, "--algorithms dpsgd", "delay.json: algorithms.dpsgd: the cluster"},
         // launches that cannot start peers late
         {late, plain, "--algorithms async --inproc", "--inproc: the cluster file"},
+        {R"({"rank": 1, "leave_at": 1})", plain, "--algorithms async --inproc",
+         "--inproc: the cluster file"},
         {late, plain, "--algorithms async --script " + script, "--script: the cluster file"},
         {late, plain, "--algorithms async --checkpoint-every 5",
          "--checkpoint-every: the cluster file"},

@@ -105,8 +105,9 @@ std::filesystem::path peer_trace_path(const LaunchJob& job, const std::string& a
 std::optional<std::string> merge_peer_traces(const LaunchJob& job, const std::string& algorithm);
 
 /// Refuses, before anything runs, a launch that cannot follow its cluster file's join_at and
-/// rejoin_at (docs/elastic.md, "Real peers"): --inproc or --script peers (a late or restarted
-/// peer is a `gossamer peer --join` process), a rank 0 that joins late (it is the start-up
+/// rejoin_at (docs/elastic.md, "Real peers"): --inproc (any churn, leave_at too) or --script
+/// peers (a late or restarted peer is a `gossamer peer --join` process), a rank 0 that joins
+/// late (it is the start-up
 /// rendezvous), `resume` (--resume), or --checkpoint-every N > 0 (a job that takes checkpoints
 /// cannot be joined yet). Throws ConfigError, one line naming the flag or the cluster file.
 void check_churn(const LaunchJob& job, bool inproc, bool resume);
