@@ -253,7 +253,9 @@ int run_peer(const std::vector<std::string>& args) {
         (cluster && std::isfinite(cluster->peers[static_cast<std::size_t>(job.rank)].leave_at));
     if (elastic_use)
         if (const auto why = job.protocol->elastic_refusal(); !why.empty())
-            throw UsageError((job.join_running ? "--join: " : "leave_at: ") + why);
+            throw UsageError(job.join_running ? "--join: " + why
+                                              : fmt::format("{}: rank {}'s leave_at: {}",
+                                                            *a.value("cluster"), job.rank, why));
     // SIGTERM: a graceful leave where the algorithm can leave (docs/elastic.md); a second
     // SIGTERM, or one to any other algorithm, ends the process as before.
     if (job.protocol->elastic_refusal().empty()) peer::leave_on_sigterm();

@@ -196,6 +196,7 @@ int run_sim(const std::vector<std::string>& args) {
     sim::SimSetup base;
     base.topology = topo.schedule;
     base.cluster = &cluster;
+    base.failure_detection = cluster.failure_detection;
     base.mode = mode;
     if (mode == sim::Mode::math) {
         base.peer_eval_samples =
@@ -269,7 +270,7 @@ int run_sim(const std::vector<std::string>& args) {
     for (const auto& algo : algorithms) {
         std::vector<double> t_target, acc, lo, hi, cons, sps, mb, idle, end, gmac, mb_goal,
             gmac_goal, samples_goal, t_peer_mean;
-        std::vector<double> q_idle, q_bytes, q_stale;  // every peer of every seed
+        std::vector<double> q_idle, q_bytes, q_stale;           // every peer of every seed
         std::vector<double> masses, mass_starts, crash_losses;  // push-sum (docs/elastic.md)
         int reached = 0;
         for (int k = 0; k < seeds; ++k) {

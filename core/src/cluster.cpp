@@ -349,7 +349,10 @@ Cluster parse_resolved(const json::Document& doc, int n) {
     Cluster c;
     c.source = doc.file;
     const Node net = root.at("network");
-    net.expect_object({"latency", "bandwidth", "links", "model"});
+    net.expect_object({"latency", "bandwidth", "links", "model", "failure_detection"});
+    if (auto d = net.find("failure_detection"))
+        c.failure_detection = read_non_negative(*d, "failure_detection", 3600, " seconds",
+                                                "give seconds, e.g. 5 (the heartbeat timeout)");
     if (auto m = net.find("model")) {
         const auto model = network_model_from(m->as_string());
         if (!model)

@@ -63,10 +63,11 @@ void Protocol::peer_failed(Time now, int rank, Actions& out) {
 }
 
 std::string elastic_refusal(std::string_view name) {
-    if (name == "async" || name == "dpsgd") return "";
+    // allreduce: with "elastic": "rebuild" or "restart" (AllreduceProtocol::elastic_refusal).
+    if (name == "async" || name == "dpsgd" || name == "allreduce") return "";
     return fmt::format(
-        "algorithm {} cannot join, leave or rejoin a running job yet (async and dpsgd can: "
-        "docs/elastic.md)",
+        "algorithm {} cannot join, leave or rejoin a running job yet (async, dpsgd and allreduce "
+        "with \"elastic\" can: docs/elastic.md)",
         name);
 }
 

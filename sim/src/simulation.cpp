@@ -272,7 +272,8 @@ void Engine::handle(Time now, Event& e) {
         apply(pr->rank, now, a);
     } else if (auto* fn = std::get_if<FailureNotice>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(fn->rank)];
-        if (!p.alive || p.done) return;
+        // As real drivers do: a done protocol that is not settled still hears of failures.
+        if (!p.alive || (p.done && p.protocol->settled())) return;
         if (peers_[static_cast<std::size_t>(fn->dead)].life != fn->life) return;  // it is back
         trace_.peer_failed(fn->rank, now, fn->dead);
         trace_.cause({trace::WaitCause::failure, fn->dead, -1});
@@ -467,7 +468,9 @@ SimResult Engine::run() {
     result_.mass_start = starters_;
     result_.mass_lost = starters_ - result_.mass;
     result_.crash_loss = crash_loss_;
-    if (any_failed_ && s_.algorithm == "allreduce")
+    // All-reduce stops on a failure unless its ring is rebuilt ("elastic").
+    if (any_failed_ && s_.algorithm == "allreduce" &&
+        !peers_[0].protocol->elastic_refusal().empty())
         for (const auto& ps : result_.peers)
             if (ps.failed) result_.stopped_by_failure = ps.rank;
     result_.wall_seconds =

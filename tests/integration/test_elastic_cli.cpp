@@ -144,9 +144,10 @@ TEST_SUITE("integration") {
         // An algorithm that cannot leave is refused before it joins.
         auto refused = job.start(1, "allreduce");
         CHECK(refused->wait(30s) == 2);
-        CHECK_MESSAGE(refused->log().find("rank 1's leave_at: algorithm allreduce cannot") !=
-                          std::string::npos,
-                      refused->log());
+        CHECK_MESSAGE(
+            refused->log().find("rank 1's leave_at: algorithm allreduce stops when a "
+                                "peer fails or leaves unless its options say") != std::string::npos,
+            refused->log());
     }
 
     TEST_CASE(
@@ -155,9 +156,9 @@ TEST_SUITE("integration") {
         Job job(3, 0.005);
         auto refused = job.start(1, "allreduce", kToken, {"--join"});
         CHECK(refused->wait(30s) == 2);
-        CHECK_MESSAGE(
-            refused->log().find("--join: algorithm allreduce cannot join") != std::string::npos,
-            refused->log());
+        CHECK_MESSAGE(refused->log().find("--join: algorithm allreduce stops when a peer fails") !=
+                          std::string::npos,
+                      refused->log());
         auto cuts = job.start(1, "async", kToken, {"--join", "--checkpoint-every", "50"});
         CHECK(cuts->wait(30s) == 2);
         CHECK_MESSAGE(cuts->log().find("--join: a job that takes checkpoints") != std::string::npos,

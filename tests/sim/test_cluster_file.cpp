@@ -118,6 +118,14 @@ TEST_CASE("overrides by rank, list and range, links directed and undirected") {
     CHECK(l.peers[2].slow[0].to == never);  // no "to": never ends
 }
 
+TEST_CASE("network.failure_detection: how long the others take to hear of a failure") {
+    CHECK(parse(with(""), 4).failure_detection == 0.0);
+    CHECK(parse(R"({"network": {"latency": 0, "bandwidth": 1e9, "failure_detection": 5},
+        "defaults": {"base_time": 0.1}})",
+                4)
+              .failure_detection == 5.0);
+}
+
 TEST_CASE("bad input: invalid JSON, with line and column, a missing file") {
     CHECK(error_of("{\"network\": {\"latency\": 1e-5,\n \"bandwidth\": fast}}").rfind("F:2:", 0) ==
           0);
@@ -179,6 +187,10 @@ TEST_CASE("bad input: zero or negative base time, factor and bandwidths, negativ
               .rfind("F: network.links[0].bandwidth: bandwidth must be > 0 bytes/s", 0) == 0);
     CHECK(error_of(with(R"("peers": [{"rank": 3, "fail_at": -1}])"))
               .rfind("F: peers[0].fail_at: fail_at must be >= 0, found -1;", 0) == 0);
+    CHECK(error_of(R"({"network": {"latency": 0, "bandwidth": 1e9, "failure_detection": -5},
+        "defaults": {"base_time": 0.1}})") ==
+          "F: network.failure_detection: failure_detection must be >= 0, found -5; give "
+          "seconds, e.g. 5 (the heartbeat timeout)");
 }
 
 TEST_CASE("bad input: jitter distribution and parameters") {

@@ -98,6 +98,10 @@ struct Cluster {
     LinkSpec default_link;                            ///< every link without an override
     NetworkModel network_model = NetworkModel::fair;  ///< how sim shares links between flows
     std::map<std::pair<int, int>, LinkSpec> links;    ///< overrides by (from, to), resolved
+    /// Seconds until the others hear that a peer failed (network.failure_detection): 0, a
+    /// killed process whose reset connection says so at once; a vanished host is noticed only
+    /// after the heartbeat timeout (5 s for real peers, docs/bootstrap.md).
+    Time failure_detection = 0.0;
 
     int n() const { return static_cast<int>(peers.size()); }
     /// Whether any peer joins late, leaves or rejoins (docs/elastic.md).
