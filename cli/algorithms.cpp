@@ -68,8 +68,8 @@ void check_elastic(const std::vector<std::string>& algorithms, const optim::Trai
                    const std::shared_ptr<const topology::Schedule>& topology,
                    const std::string& cluster_path) {
     const std::string fix =
-        "launch async or dpsgd only (--algorithms async,dpsgd), or drop the cluster's join_at, "
-        "leave_at and rejoin_at (docs/elastic.md)";
+        "launch async, dpsgd, or allreduce with \"elastic\" (--algorithms async,dpsgd), or drop "
+        "the cluster's join_at, leave_at and rejoin_at (docs/elastic.md)";
     for (const auto& algo : algorithms) {
         if (algo == "ddp")
             throw ConfigError(cluster_path, "peers",

@@ -41,9 +41,15 @@ constexpr const char* kChurn = R"({"defaults": {"base_time": 0.01},
 
 // The launch of `algo` on kChurn: every peer exits 0, the row is ok with no lost peer, and all
 // four ranks are in the average. Returns OUT/<algo>/average.json.
-Json launch_with_churn(const std::string& algo) {
+Json launch_with_churn(const std::string& algo, const std::string& options = "") {
     LaunchJob job;
     job.cluster = job.dir.write("churn.json", kChurn);
+    if (!options.empty())  // the algorithm's options in the training config
+        job.config = job.dir.write("train-options.json", R"({"seed": 3,
+            "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10, "seed": 5},
+            "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
+            "training": {"epochs": 3, "batch_size": 20}, "algorithms": )" +
+                                                             options + "}");
     const auto out = job.dir.path() / "churn";
     const auto r = job.launch("--algorithms " + algo + " --epochs 100 --json --timeout 90 --out " +
                               out.string());
@@ -108,6 +114,13 @@ TEST_SUITE("integration") {
 
     TEST_CASE("launch under dpsgd starts rank 3 at its join_at and restarts rank 2 at rejoin_at") {
         launch_with_churn("dpsgd");
+    }
+
+    TEST_CASE(
+        "launch under allreduce with elastic rebuild starts rank 3 at its join_at and restarts "
+        "rank 2 at rejoin_at") {
+        // The ring is rebuilt over the live members at each change (docs/elastic.md).
+        launch_with_churn("allreduce", R"({"allreduce": {"elastic": "rebuild"}})");
     }
 
     TEST_CASE("launch: a late rank leaves at the job's leave_at with its mass handed over") {

@@ -170,7 +170,8 @@ TEST_CASE("launch with churn it cannot follow is one line, exit 2, and writes no
     const std::vector<Case> cases = {
         // algorithms that cannot join or leave, by name and by option
         {late, plain, "--algorithms async,allreduce",
-         "churn.json: peers: algorithm allreduce cannot join"},
+         "train.json: algorithms.allreduce: the cluster " + job.dir.path().string() +
+             "/churn.json has churn, and algorithm allreduce stops when a peer fails"},
         {R"({"rank": 1, "leave_at": 1})", plain, "--algorithms sgp",
          "churn.json: peers: algorithm sgp cannot join"},
         {late, delay, "--algorithms dpsgd", "delay.json: algorithms.dpsgd: the cluster"},
