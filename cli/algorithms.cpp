@@ -63,4 +63,40 @@ void check_algorithms(const std::vector<std::string>& algorithms,
     }
 }
 
+void check_elastic(const std::vector<std::string>& algorithms, const optim::TrainingConfig& config,
+                   const std::string& config_path,
+                   const std::shared_ptr<const topology::Schedule>& topology,
+                   const std::string& cluster_path) {
+    const std::string fix =
+        "launch async, dpsgd, or allreduce with \"elastic\" (--algorithms async,dpsgd), or drop "
+        "the cluster's join_at, leave_at and rejoin_at (docs/elastic.md)";
+    for (const auto& algo : algorithms) {
+        if (algo == "ddp")
+            throw ConfigError(cluster_path, "peers",
+                              "ddp (torch DDP, bench/ddp_ref.py) cannot join, leave or rejoin a "
+                              "running job",
+                              fix);
+        if (const auto why = proto::elastic_refusal(algo); !why.empty())
+            throw ConfigError(cluster_path, "peers", why, fix);
+        // With its options (dpsgd's delay, reweight, partition_ready; multirate partitions).
+        const auto options = config.algorithm_options(algo);
+        if (algo == "dpsgd" && json::Node(config.doc).has("multirate"))
+            throw ConfigError(config_path, "multirate",
+                              fmt::format("algorithm dpsgd with multirate partitions cannot join, "
+                                          "leave or rejoin a running job yet, and the cluster {} "
+                                          "has churn",
+                                          cluster_path),
+                              "drop \"multirate\", or the cluster's join_at, leave_at and "
+                              "rejoin_at (docs/elastic.md)");
+        proto::CostOnlyWorker probe(1);
+        const auto p =
+            proto::make_protocol(algo, options ? &*options : nullptr,
+                                 proto::PeerContext{0, topology->n(), topology, &probe, 1});
+        if (const auto why = p->elastic_refusal(); !why.empty())
+            throw ConfigError(config_path, fmt::format("algorithms.{}", algo),
+                              fmt::format("the cluster {} has churn, and {}", cluster_path, why),
+                              "or drop the cluster's join_at, leave_at and rejoin_at");
+    }
+}
+
 }  // namespace gossamer::cli

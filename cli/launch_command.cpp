@@ -111,7 +111,9 @@ int run_launch(const std::vector<std::string>& args) {
         "algorithm after another: each peer a `gossamer peer` process over UCX, or with "
         "--inproc threads of this process over the in-process transport. With a cluster file "
         "each peer's steps are padded to the cluster's step times (factor, jitter, slow "
-        "periods), its sends are paced by the cluster's links and it stops at its failure time. "
+        "periods), its sends are paced by the cluster's links and it stops at its failure time; "
+        "ranks with a join_at start then, and a rank with a rejoin_at starts again then, each "
+        "with --join, every peer on the job's clock (docs/elastic.md). "
         "Every peer evaluates its own model on the first 2000 test samples every "
         "--eval-interval seconds; the table's first column is the first such tick at which the "
         "mean accuracy of the peers reached --target (processes only). "
@@ -258,6 +260,10 @@ int run_launch(const std::vector<std::string>& args) {
         if (inproc) throw UsageError("--checkpoint-every: peer processes only; leave out --inproc");
         job.checkpoint_every = a.integer("checkpoint-every", 0, 0, INT64_MAX);
     }
+    // A cluster file with churn: algorithms that can follow it, and a launch that can.
+    if (job.cluster && job.cluster->has_churn())
+        check_elastic(algorithms, cfg, job.config_path, job.topology.schedule, *job.cluster_path);
+    launch::check_churn(job, inproc, a.value("resume").has_value());
     if (const auto resume = a.value("resume")) {
         if (a.value("out") && fs::path(*a.value("out")) != fs::path(*resume))
             throw UsageError(

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -82,6 +83,12 @@ const ArgParser& parser() {
          {"min-peers", "K",
           "rank 0: when not every peer joined within --join-timeout but K did (itself "
           "included), start without the others, which may --join later (default: all)"},
+         {"job-start", "T",
+          "the job's time origin, unix seconds (gossamer launch sets it for a cluster file with "
+          "churn): the cluster file's fail_at, leave_at and slow periods count from it instead of "
+          "from this peer's start; a peer started after its fail_at (the launcher's restart at "
+          "rejoin_at) does not fail again; with --min-peers, rank 0 does not wait for the ranks "
+          "whose join_at is later than 0 (docs/elastic.md)"},
          {"join", "",
           "enter a job that is already running (a late peer, or one restarted after a crash: "
           "with --resume DIR it takes its model from its own newest checkpoint there and its "
@@ -124,6 +131,32 @@ std::chrono::milliseconds seconds_option(const ParsedArgs& a, const char* name, 
     if (!(s > 0) || s > 1e6)
         throw UsageError(fmt::format("--{}: {} is not a positive number of seconds", name, s));
     return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000));
+}
+
+// --job-start T: unix seconds, not in the future (beyond a clock's jitter), with --cluster.
+std::optional<std::chrono::system_clock::time_point> job_start_option(const ParsedArgs& a,
+                                                                      bool cluster) {
+    if (!a.value("job-start")) return std::nullopt;
+    const double t = a.number("job-start", 0);
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (!(t > 0))
+        throw UsageError(fmt::format(
+            "--job-start: {} is not a time; give the unix time in seconds at which the job "
+            "started (gossamer launch sets it)",
+            *a.value("job-start")));
+    if (t > now + 5)
+        throw UsageError(fmt::format(
+            "--job-start: {} is {:.0f} s in the future; give the unix time in seconds at which "
+            "the job started (gossamer launch sets it)",
+            *a.value("job-start"), t - now));
+    if (!cluster)
+        throw UsageError(
+            "--job-start: it is the clock of the cluster file's fail_at and leave_at; give "
+            "--cluster FILE with it, or leave it out");
+    return std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::duration<double>(t)));
 }
 
 }  // namespace
@@ -185,6 +218,11 @@ int run_peer(const std::vector<std::string>& args) {
                 fmt::format("{}: rank {}'s leave_at: {}", *a.value("cluster"), job.rank, why));
     job.join_running = a.flag("join");
     job.min_peers = static_cast<int>(a.integer("min-peers", 0, 1, n));
+    const auto job_start = job_start_option(a, cluster != nullptr);
+    if (job_start && cluster && job.min_peers > 0)  // the ranks the launcher starts later
+        for (int r = 1; r < n; ++r)
+            if (cluster->peers[static_cast<std::size_t>(r)].join_at > 0)
+                job.late_ranks.push_back(r);
     if (job.join_running) {
         if (const auto why = proto::elastic_refusal(job.algorithm); !why.empty())
             throw UsageError("--join: " + why);
@@ -238,6 +276,20 @@ int run_peer(const std::vector<std::string>& args) {
     job.driver = peer::options_for(job.rank, cluster, compute,
                                    (job.out / fmt::format("peer{}.jsonl", job.rank)).string());
     job.driver.stall_timeout = job.stall_timeout;
+    if (job_start) {
+        job.driver.job_start = job_start;
+        // The launcher restarts a crashed rank at its rejoin_at: that process has had its
+        // failure already.
+        const double now =
+            std::chrono::duration<double>(std::chrono::system_clock::now() - *job_start).count();
+        if (std::isfinite(job.driver.fail_at) && now >= job.driver.fail_at) {
+            std::fprintf(stderr,
+                         "[rank %d] started %.2f s into the job, after its failure time %g s "
+                         "(cluster file): this process does not fail again\n",
+                         job.rank, now, job.driver.fail_at);
+            job.driver.fail_at = std::numeric_limits<double>::infinity();
+        }
+    }
     // A short --timeout still shows the watchdog's line (what the peer waits for) first.
     job.driver.watchdog = std::min(job.driver.watchdog, job.stall_timeout);
     if (const auto trace = a.value("trace")) {

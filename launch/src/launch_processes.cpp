@@ -1,22 +1,21 @@
 // gossamer launch: one algorithm's peers as `gossamer peer` processes (docs/cli.md). Each child
 // gets a fresh job token and id, its log in OUT/<algorithm>/peer<r>.log; the launcher follows
-// their metrics files for the progress line, stops them at the job timeout or on Ctrl-C, and
-// gathers their summaries and rank 0's average.json into a row of the table.
+// their metrics files for the progress line, starts the cluster file's late and returning ranks
+// (churn.hpp, docs/elastic.md), stops them at the job timeout or on Ctrl-C, and gathers their
+// summaries and rank 0's average.json into a row of the table.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
+#include <cmath>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <map>
 #include <random>
 #include <thread>
-#include <tuple>
 
+#include "churn.hpp"
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/launch/child_process.hpp"
@@ -26,6 +25,7 @@
 #include "lab_hosts.hpp"
 #include "live.hpp"
 #include "metrics_follow.hpp"
+#include "peer_command.hpp"
 
 namespace gossamer::launch {
 namespace {
@@ -89,17 +89,6 @@ std::string peer_config(const LaunchJob& job, const fs::path& dir) {
     return path.string();
 }
 
-/// PYTHONPATH for a script peer: the gossamer package next to this binary (the build tree's
-/// python/, or the install's lib/python3/dist-packages), then the caller's PYTHONPATH.
-std::string python_path(const fs::path& exe) {
-    const auto root = exe.parent_path().parent_path();
-    std::vector<std::string> dirs;
-    for (const auto& dir : {root / "python", root / "lib/python3/dist-packages"})
-        if (fs::exists(dir / "gossamer" / "__init__.py")) dirs.push_back(dir.string());
-    if (const char* old = std::getenv("PYTHONPATH"); old && *old) dirs.emplace_back(old);
-    return fmt::format("{}", fmt::join(dirs, ":"));
-}
-
 std::string join(const std::vector<int>& v) {
     std::string s;
     for (int x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
@@ -114,113 +103,175 @@ void report_failure(const std::string& algo, int rank, std::string_view what, co
     for (const auto& line : last_lines(log, kLogLines)) std::cerr << "    " << line << "\n";
 }
 
+/// Rank r's record in the row (its last process decides whether the job lost it), and its
+/// lines on stderr.
+json::Json gather_rank(const std::string& algo, int r, const RankRun& rr, const Children& kids,
+                       Follower& f, const fs::path& dir, bool stopped, LaunchRow& row,
+                       int& finished) {
+    json::Json rec = {{"rank", r}, {"joins", rr.joins}};
+    if (!rr.earlier.empty()) rec["earlier"] = rr.earlier;
+    if (rr.child < 0) {  // the job ended (or was stopped) before its join_at
+        rec["exit"] = "never started";
+        rec["never_started"] = rr.never;
+        std::cerr << fmt::format("{}: peer {} never started: {}\n", algo, r, rr.never);
+        return rec;
+    }
+    f.read();
+    const ExitStatus st = kids.status(rr.child).value_or(ExitStatus{});
+    const auto log = dir / fmt::format("peer{}.log", r);
+    rec.update(
+        {{"exit", describe(st)}, {"steps", f.steps + rr.earlier_steps}, {"log", log.string()}});
+    if (!rr.never.empty()) rec["never_rejoined"] = rr.never;
+    if (f.summary) {
+        const auto& s = *f.summary;
+        const double end = s.value("end_time", 0.0);
+        rec["end_time"] = end;
+        row.train = std::max(row.train, end);
+        rec["idle_share"] = end > 0 ? s.value("idle", 0.0) / end : 0.0;
+        rec["bytes_sent"] = s.value("bytes_sent", 0.0) + rr.earlier_bytes;
+        rec["failed_peers"] = s.value("failed_peers", json::Json::array());
+    }
+    if (st.ok()) {
+        ++finished;
+    } else if (st.signal == 0 && st.code == peer::kEmulatedFailure) {
+        ++row.failed;
+        rec["lost"] = "emulated failure";
+        std::cerr << fmt::format(
+            "{}: peer {} stopped at its failure time from the cluster "
+            "file ({}); lost peer\n",
+            algo, r, describe(st));
+    } else if (st.signal == 0 && st.code == peer::kNoResult && !stopped) {
+        ++row.failed;  // the job lost it (a majority carried on, or nobody writes a result)
+        rec["lost"] = "cut off";
+        // Its own last line ("[rank R] ..."), not a bootstrap warning its other thread
+        // wrote after it (rank 0 closing the connection to a peer it expelled).
+        auto last = last_lines(log, 8);
+        const auto own = std::find_if(last.rbegin(), last.rend(), [r](const std::string& l) {
+            return l.rfind(fmt::format("[rank {}] ", r), 0) == 0;
+        });
+        if (own != last.rend())
+            last = {*own};
+        else if (!last.empty())
+            last = {last.back()};
+        std::cerr << fmt::format("{}: peer {} was cut off from the job ({}): {}; lost peer\n", algo,
+                                 r, describe(st),
+                                 last.empty() ? std::string("its log is empty") : last.back());
+    } else {
+        if (stopped) {
+            rec["stopped_by_launcher"] = true;
+        } else if (st.signal != 0) {
+            ++row.failed;  // a crash: the algorithm may survive it
+            rec["lost"] = "crash";
+        } else if (rr.joining && f.steps == 0) {
+            ++row.failed;  // started with --join, never got in (the job was ending): lost
+            rec["lost"] = "could not join";
+        } else {
+            row.ok = false;  // the peer gave up (all-reduce on a dead peer), or bad input
+        }
+        report_failure(algo, r, stopped ? "stopped by the launcher" : "failed", st, log);
+    }
+    return rec;
+}
+
 }  // namespace
 
 LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progress& progress) {
     const int n = job.topology.n();
     const auto dir = job.out / algo;
-    const std::string topology = job.lab ? lab_topology(job, dir) : peer_topology(job, dir);
-    std::optional<std::string> cluster = job.cluster_path;
-    if (job.lab && cluster) cluster = lab_cluster(job, dir);
-    const std::string config = peer_config(job, dir);
-    const std::string exe = fs::read_symlink("/proc/self/exe").string();
-    const std::string token = hex_token();
+    const ChurnPlan plan = churn_plan(job.cluster.get(), n);
+    PeerSetup s{job, algo};
+    s.n = n;
+    s.plan = &plan;
+    s.topology = job.lab ? lab_topology(job, dir) : peer_topology(job, dir);
+    s.cluster = job.cluster_path;
+    if (job.lab && s.cluster) s.cluster = lab_cluster(job, dir);
+    s.config = peer_config(job, dir);
+    s.exe = fs::read_symlink("/proc/self/exe").string();
     std::mt19937_64 rng(std::random_device{}());
-    const auto resume = job.resume.find(algo);  // a resumed job keeps its id (docs/checkpoint.md)
-    const auto job_id = resume != job.resume.end()
-                            ? resume->second.job_id
-                            : std::uniform_int_distribution<std::uint64_t>(1, 1ULL << 62)(rng);
+    s.resume = job.resume.find(algo);  // a resumed job keeps its id (docs/checkpoint.md)
+    s.job_id = s.resume != job.resume.end()
+                   ? s.resume->second.job_id
+                   : std::uniform_int_distribution<std::uint64_t>(1, 1ULL << 62)(rng);
     // Blocking communication when the peers outnumber the cores needs nothing here: each peer
     // counts the topology's peers on its host (UcxOptions::local_peers) and its automatic mode
     // then sleeps on UCX's event fd instead of spinning.
-    const std::vector<std::pair<std::string, std::string>> env = {
-        {"GOSSAMER_JOB_TOKEN", token},
-        {"OPENBLAS_NUM_THREADS", std::to_string(job.threads_per_peer)}};
-
+    s.env = {{"GOSSAMER_JOB_TOKEN", hex_token()},
+             {"OPENBLAS_NUM_THREADS", std::to_string(job.threads_per_peer)}};
     // `ddp` runs bench/ddp_ref.py as a script peer; torch.distributed meets at rank 0's
     // address on a port free now (in the lab: rank 0's own namespace, where nothing listens).
-    const bool ddp = algo == "ddp";
-    const std::optional<std::string> script =
-        ddp ? std::optional<std::string>(job.ddp_script) : job.script;
-    const DdpRendezvous master = ddp ? ddp_rendezvous(job, 0) : DdpRendezvous{};
+    s.ddp = algo == "ddp";
+    s.script = s.ddp ? std::optional<std::string>(job.ddp_script) : job.script;
+    if (s.ddp) s.master = ddp_rendezvous(job, 0);
+    if (plan.active && job.config->checkpoint_every > 0)
+        progress(fmt::format("{}: no checkpoints (output.checkpoint_every): a job that takes them "
+                             "cannot be joined yet, and the cluster file has join_at or rejoin_at",
+                             algo),
+                 true);
 
     Children kids;
     std::vector<Follower> follow(static_cast<std::size_t>(n));
-    progress(fmt::format("{}: starting {} peer processes", algo, n), true);
+    std::vector<RankRun> ranks(static_cast<std::size_t>(n));
+    std::vector<int> rank_of;  // child index -> rank
     const auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < n; ++r) {
-        std::vector<std::string> argv = {exe,
-                                         "peer",
-                                         "--topology",
-                                         topology,
-                                         "--config",
-                                         config,
-                                         "--rank",
-                                         std::to_string(r),
-                                         "--algorithm",
-                                         algo,
-                                         "--epochs",
-                                         std::to_string(job.epochs),
-                                         "--out",
-                                         dir.string(),
-                                         "--job-id",
-                                         std::to_string(job_id),
-                                         "--eval-interval",
-                                         fmt::format("{}", job.eval_interval),
-                                         "--eval-samples",
-                                         std::to_string(job.eval_samples)};
-        if (cluster) argv.insert(argv.end(), {"--cluster", *cluster});
-        if (job.checkpoint_every)
-            argv.insert(argv.end(), {"--checkpoint-every", std::to_string(*job.checkpoint_every)});
-        if (resume != job.resume.end())
-            argv.insert(argv.end(), {"--resume", dir.string(), "--resume-step",
-                                     std::to_string(resume->second.step)});
-        if (job.trace)
-            argv.insert(argv.end(), {"--trace", peer_trace_path(job, algo, r).string(),
-                                     "--trace-limit", fmt::format("{}", job.trace_limit / 1e6)});
-        auto peer_env = env;
-        if (script) {  // the same facts through the environment (gossamer.launched())
-            argv = {job.python, *script};
-            if (!ddp) argv.insert(argv.end(), job.script_args.begin(), job.script_args.end());
-            peer_env.insert(peer_env.end(),
-                            {{"GOSSAMER_RANK", std::to_string(r)},
-                             {"GOSSAMER_TOPOLOGY", topology},
-                             {"GOSSAMER_CONFIG", config},
-                             {"GOSSAMER_ALGORITHM", algo},
-                             {"GOSSAMER_EPOCHS", std::to_string(job.epochs)},
-                             {"GOSSAMER_OUT", dir.string()},
-                             {"GOSSAMER_JOB_ID", std::to_string(job_id)},
-                             {"GOSSAMER_EVAL_INTERVAL", fmt::format("{}", job.eval_interval)},
-                             {"GOSSAMER_EVAL_SAMPLES", std::to_string(job.eval_samples)},
-                             {"PYTHONPATH", python_path(exe)}});
-            if (job.cluster) {  // a script pads its own steps (docs/cli.md)
-                const auto& spec = job.cluster->peers[static_cast<std::size_t>(r)];
-                peer_env.insert(
-                    peer_env.end(),
-                    {{"GOSSAMER_CLUSTER", *cluster},
-                     {"GOSSAMER_STEP_TIME", fmt::format("{}", spec.base_time * spec.factor)}});
-            }
-            if (ddp) {
-                peer_env.insert(peer_env.end(), {{"RANK", std::to_string(r)},
-                                                 {"WORLD_SIZE", std::to_string(n)},
-                                                 {"MASTER_ADDR", master.master_addr},
-                                                 {"MASTER_PORT", std::to_string(master.port)}});
-                if (job.lab)  // gloo on this rank's veth, the shaped link
-                    peer_env.emplace_back("GLOO_SOCKET_IFNAME", ddp_rendezvous(job, r).ifname);
-            }
+    // The job's clock: every peer counts fail_at and leave_at from here (--job-start).
+    s.job_start = fmt::format(
+        "{:.6f}",
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+    const auto start = [&](int r, bool entering) {
+        auto& rr = ranks[static_cast<std::size_t>(r)];
+        auto& f = follow[static_cast<std::size_t>(r)];
+        if (rr.processes > 0) {  // its earlier process's files aside: peer<r>.<k>.*
+            f.read();
+            const auto trace =
+                job.trace ? std::optional(peer_trace_path(job, algo, r)) : std::nullopt;
+            const auto log = archive_process(dir, r, rr.processes - 1, trace);
+            const double bytes = f.summary ? f.summary->value("bytes_sent", 0.0) : 0.0;
+            rr.earlier.push_back({{"process", rr.processes - 1},
+                                  {"exit", describe(kids.status(rr.child).value_or(ExitStatus{}))},
+                                  {"steps", f.steps},
+                                  {"bytes_sent", bytes},
+                                  {"log", log.string()}});
+            rr.earlier_steps += f.steps;
+            rr.earlier_bytes += bytes;
+            f = Follower{};
         }
-        if (job.lab) {
-            const auto prefix = lab_exec_prefix(job, r);
-            argv.insert(argv.begin(), prefix.begin(), prefix.end());
-            const auto lab_env = lab_environment(job, r);
-            peer_env.insert(peer_env.end(), lab_env.begin(), lab_env.end());
-        }
-        kids.start(argv, peer_env, dir / fmt::format("peer{}.log", r));
-        follow[r].path = dir / fmt::format("peer{}.jsonl", r);
-    }
+        auto [argv, env] = peer_command(s, r, entering);
+        rr.child = kids.start(argv, env, dir / fmt::format("peer{}.log", r));
+        rank_of.push_back(r);
+        f.path = dir / fmt::format("peer{}.jsonl", r);
+        ++rr.processes;
+        if (entering) ++rr.joins;
+        rr.joining = entering;
+        rr.start_at.reset();
+        rr.exit_seen = false;
+    };
+    const int at_start = plan.present_at_start();
+    progress(at_start == n ? fmt::format("{}: starting {} peer processes", algo, n)
+                           : fmt::format("{}: starting {} of {} peer processes (the others join "
+                                         "later: cluster file)",
+                                         algo, at_start, n),
+             true);
+    for (int r = 0; r < n; ++r)
+        if (plan.join_at[static_cast<std::size_t>(r)] > 0)
+            ranks[static_cast<std::size_t>(r)].start_at = plan.join_at[static_cast<std::size_t>(r)];
+        else
+            start(r, false);
 
     const auto elapsed = [&] {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    const auto ranks_of = [&](const std::vector<int>& children) {
+        std::vector<int> out;
+        for (int c : children) out.push_back(rank_of[static_cast<std::size_t>(c)]);
+        return out;
+    };
+    const auto never_start = [&](const std::string& why) {
+        for (auto& rr : ranks)
+            if (rr.start_at) {
+                rr.never = fmt::format("{} before its {} at {:g} s", why,
+                                       rr.processes > 0 ? "rejoin_at" : "join_at", *rr.start_at);
+                rr.start_at.reset();
+            }
     };
     LaunchRow row;
     row.algorithm = algo;
@@ -230,9 +281,39 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     for (;;) {
         kids.poll();
         for (auto& f : follow) f.read();
-        const auto running = kids.running();
-        if (running.empty()) break;
         const double wall = elapsed();
+        // A peer at its failure time with a rejoin_at comes back then (with --join).
+        for (int r = 0; r < n; ++r) {
+            auto& rr = ranks[static_cast<std::size_t>(r)];
+            if (rr.child < 0 || rr.exit_seen || !kids.status(rr.child)) continue;
+            rr.exit_seen = true;
+            const auto& st = *kids.status(rr.child);
+            const double back = plan.rejoin_at[static_cast<std::size_t>(r)];
+            if (st.signal == 0 && st.code == peer::kEmulatedFailure && !rr.restarted &&
+                std::isfinite(back)) {
+                rr.restarted = true;
+                rr.start_at = back;
+                progress(fmt::format("{}: peer {} stopped at its failure time (cluster file); it "
+                                     "rejoins at {:g} s",
+                                     algo, r, back),
+                         true);
+            }
+        }
+        // Starts that are due, once the job passed its start-up barrier (a --join before it is
+        // refused): its first step is the sign.
+        bool began = false;
+        for (std::size_t r = 0; r < follow.size(); ++r)
+            began = began || follow[r].steps > 0 || ranks[r].earlier_steps > 0;
+        const bool anyone = !kids.running().empty();
+        for (int r = 0; r < n; ++r) {
+            auto& rr = ranks[static_cast<std::size_t>(r)];
+            if (rr.start_at && *rr.start_at <= wall && began && anyone) start(r, true);
+        }
+        const auto running = ranks_of(kids.running());
+        if (running.empty()) {
+            never_start("the job ended");
+            break;
+        }
         if (const int sig = InterruptGuard::received()) {
             progress.done();
             std::cerr << fmt::format("{}: interrupted ({}): stopping peers {}\n", algo,
@@ -240,33 +321,43 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
             kids.kill_all(5.0);
             throw Interrupted{sig};
         }
-        // A peer that cannot run: the others would wait for it in vain.
+        // A peer that cannot run: the others would wait for it in vain. (A --join that fails
+        // is a lost peer, below: the others carry on.)
         std::optional<int> hopeless;
-        for (int r = 0; r < n && !hopeless; ++r)
-            if (const auto& s = kids.status(r);
-                s && (s->code == kBadUsage || s->code == kCannotExec))
-                hopeless = r;
+        for (int c = 0; c < kids.size() && !hopeless; ++c) {
+            const int r = rank_of[static_cast<std::size_t>(c)];
+            if (const auto& st = kids.status(c);
+                st && (st->code == kBadUsage || st->code == kCannotExec) &&
+                ranks[static_cast<std::size_t>(r)].joins == 0)
+                hopeless = c;
+        }
         if (wall > job.timeout || hopeless) {
             progress.done();
             if (hopeless)
                 std::cerr << fmt::format("{}: peer {} could not start ({}); stopping the others\n",
-                                         algo, *hopeless, describe(*kids.status(*hopeless)));
+                                         algo, rank_of[static_cast<std::size_t>(*hopeless)],
+                                         describe(*kids.status(*hopeless)));
             else
                 std::cerr << fmt::format(
                     "{}: job timeout after {:.0f} s (--timeout): peers {} still running; "
                     "stopping them\n",
                     algo, job.timeout, join(running));
             timed_out = !hopeless;
-            for (int r : running) stopped[r] = true;
+            for (int r : running) stopped[static_cast<std::size_t>(r)] = true;
+            never_start("the launcher stopped the job");
             kids.kill_all(5.0);
             row.ok = false;
             break;
         }
         std::int64_t done = 0;
-        for (int r = 0; r < n; ++r) done += follow[r].steps;
+        for (int r = 0; r < n; ++r)
+            done += follow[static_cast<std::size_t>(r)].steps +
+                    ranks[static_cast<std::size_t>(r)].earlier_steps;
+        const auto pending = pending_text(ranks);
         const std::string line =
-            fmt::format("{}: {}/{} peers running, {}/~{} steps, {}, {:.1f} s", algo, running.size(),
-                        n, done, job.total_steps, live_fragment(follow), wall);
+            fmt::format("{}: {}/{} peers running{}, {}/~{} steps, {}, {:.1f} s", algo,
+                        running.size(), n, pending.empty() ? "" : " (" + pending + ")", done,
+                        job.total_steps, live_fragment(follow), wall);
         if (job.live) {
             if (live.tty()) progress.done();  // the table takes the terminal's last lines
             auto lines = live_table(follow);
@@ -291,60 +382,12 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     double bytes = 0, idle = 0;
     int reported = 0, finished = 0;
     for (int r = 0; r < n; ++r) {
-        auto& f = follow[r];
-        f.read();
-        const ExitStatus st = kids.status(r).value_or(ExitStatus{});
-        const auto log = dir / fmt::format("peer{}.log", r);
-        json::Json rec = {
-            {"rank", r}, {"exit", describe(st)}, {"steps", f.steps}, {"log", log.string()}};
-        if (f.summary) {
-            const auto& s = *f.summary;
-            const double end = s.value("end_time", 0.0);
-            const double share = end > 0 ? s.value("idle", 0.0) / end : 0.0;
-            bytes += s.value("bytes_sent", 0.0);
-            idle += share;
+        const auto i = static_cast<std::size_t>(r);
+        auto rec = gather_rank(algo, r, ranks[i], kids, follow[i], dir, stopped[i], row, finished);
+        if (rec.contains("bytes_sent")) {
+            bytes += rec["bytes_sent"].get<double>();
+            idle += rec["idle_share"].get<double>();
             ++reported;
-            rec["end_time"] = end;
-            row.train = std::max(row.train, end);
-            rec["idle_share"] = share;
-            rec["bytes_sent"] = s.value("bytes_sent", 0.0);
-            rec["failed_peers"] = s.value("failed_peers", json::Json::array());
-        }
-        if (st.ok()) {
-            ++finished;
-        } else if (st.signal == 0 && st.code == peer::kEmulatedFailure) {
-            ++row.failed;
-            rec["lost"] = "emulated failure";
-            std::cerr << fmt::format(
-                "{}: peer {} stopped at its failure time from the cluster "
-                "file ({}); lost peer\n",
-                algo, r, describe(st));
-        } else if (st.signal == 0 && st.code == peer::kNoResult && !stopped[r]) {
-            ++row.failed;  // the job lost it (a majority carried on, or nobody writes a result)
-            rec["lost"] = "cut off";
-            // Its own last line ("[rank R] ..."), not a bootstrap warning its other thread
-            // wrote after it (rank 0 closing the connection to a peer it expelled).
-            auto last = last_lines(log, 8);
-            const auto own = std::find_if(last.rbegin(), last.rend(), [r](const std::string& l) {
-                return l.rfind(fmt::format("[rank {}] ", r), 0) == 0;
-            });
-            if (own != last.rend())
-                last = {*own};
-            else if (!last.empty())
-                last = {last.back()};
-            std::cerr << fmt::format("{}: peer {} was cut off from the job ({}): {}; lost peer\n",
-                                     algo, r, describe(st),
-                                     last.empty() ? std::string("its log is empty") : last.back());
-        } else {
-            if (stopped[r]) {
-                rec["stopped_by_launcher"] = true;
-            } else if (st.signal != 0) {
-                ++row.failed;  // a crash: the algorithm may survive it
-                rec["lost"] = "crash";
-            } else {
-                row.ok = false;  // the peer gave up (all-reduce on a dead peer), or bad input
-            }
-            report_failure(algo, r, stopped[r] ? "stopped by the launcher" : "failed", st, log);
         }
         row.peers.push_back(std::move(rec));
     }
@@ -359,6 +402,9 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
             row.accuracy = avg["accuracy"].get<double>();
         if (!avg.is_discarded() && avg.contains("loss") && avg["loss"].is_number())
             row.loss = avg["loss"].get<double>();
+        if (!avg.is_discarded() && avg.contains("survivors")) row.survivors = avg["survivors"];
+        if (!avg.is_discarded() && avg.contains("total_mass") && avg["total_mass"].is_number())
+            row.total_mass = avg["total_mass"].get<double>();
     } else if (row.ok) {
         std::cerr << fmt::format("{}: the peers finished but wrote no {}\n", algo,
                                  (dir / "average.json").string());

@@ -23,10 +23,13 @@ inline std::string live_fragment(const std::vector<Follower>& peers) {
     const auto per_step = [](const Follower& f) {
         return f.steps > 0 ? f.busy / static_cast<double>(f.steps) : 0.0;
     };
+    // A rank not started yet (the cluster file's join_at: no metrics file) is not slow.
     std::size_t slow = 0;
-    for (std::size_t r = 1; r < peers.size(); ++r)
-        if (peers[r].steps < peers[slow].steps ||
-            (peers[r].steps == peers[slow].steps && per_step(peers[r]) > per_step(peers[slow])))
+    while (slow + 1 < peers.size() && peers[slow].path.empty()) ++slow;
+    for (std::size_t r = slow + 1; r < peers.size(); ++r)
+        if (!peers[r].path.empty() &&
+            (peers[r].steps < peers[slow].steps ||
+             (peers[r].steps == peers[slow].steps && per_step(peers[r]) > per_step(peers[slow]))))
             slow = r;
     const auto& s = peers[slow];
     std::string out = fmt::format("slowest peer {} at {} steps", slow, s.steps);

@@ -56,6 +56,21 @@ double seconds(Clock::duration d) {
     return std::chrono::duration<double>(d).count();
 }
 
+// How far the job's clock (DriverOptions::job_start) is ahead of the driver's, seconds; 0
+// without one.
+double job_shift(const DriverOptions& o) {
+    if (!o.job_start) return 0;
+    return std::chrono::duration<double>(std::chrono::system_clock::now() - *o.job_start).count();
+}
+
+// The declared step time on the job's clock: slow periods are moments of the job.
+DeclaredStepTime on_job_clock(DeclaredStepTime f, double shift) {
+    if (!f || shift == 0) return f;
+    return [f = std::move(f), shift](std::int64_t step, double start) {
+        return f(step, start + shift);
+    };
+}
+
 // Messages the transport dropped, by reason (only those that happened).
 json::Json dropped_json(const transport::DropCounters& d) {
     json::Json out = json::Json::object();
@@ -74,9 +89,12 @@ class Loop {
           transport_(t),
           options_(o),
           start_(Clock::now()),
+          shift_(job_shift(o)),
+          fail_at_(o.fail_at - shift_),
+          leave_at_(o.leave_at - shift_),
           trace_(p.rank(), o.trace_path, o.trace_limit, std::chrono::system_clock::now(),
                  o.clock_offset),
-          compute_(w, o.declared_step_time, [&t] { t.wake(); }),
+          compute_(w, on_job_clock(o.declared_step_time, shift_), [&t] { t.wake(); }),
           comm_thread_(std::this_thread::get_id()) {
         result_.rank = p.rank();
         if (!o.metrics_path.empty()) metrics_.emplace(o.metrics_path);
@@ -102,6 +120,9 @@ class Loop {
     transport::Transport& transport_;
     const DriverOptions& options_;
     const Clock::time_point start_;
+    // The job's clock minus this driver's (DriverOptions::job_start), and the failure and leave
+    // times on this driver's clock.
+    const double shift_, fail_at_, leave_at_;
     double last_ = 0;        // the last event's time: times never go back
     double last_event_ = 0;  // the last progress (deliver_one), for the watchdog
     double next_watch_ = 0;
@@ -463,14 +484,14 @@ DriverResult Loop::run() {
     while (!(protocol_.done() && (!options_.settle || gave_up_settling_ || protocol_.settled()) &&
              inbox_->in_flight.empty() && protocol_.unsent() == 0)) {
         const double t = seconds(Clock::now() - start_);
-        if (!ended_ && t >= options_.fail_at) {
-            log::warn("rank {}: emulated failure at {:.3f} s", result_.rank, t);
+        if (!ended_ && t >= fail_at_) {
+            log::warn("rank {}: emulated failure at {:.3f} s", result_.rank, t + shift_);
             result_.failed = true;
             break;
         }
         if (options_.poll) options_.poll();
         if (!result_.left && !protocol_.done() &&
-            (t >= options_.leave_at || (options_.leave_requested && options_.leave_requested()))) {
+            (t >= leave_at_ || (options_.leave_requested && options_.leave_requested()))) {
             result_.left = true;
             log::info("rank {}: leaving the job gracefully at the next step boundary",
                       result_.rank);
@@ -483,11 +504,11 @@ DriverResult Loop::run() {
         release_due();
         if (deliver_one()) continue;
         // Block in the transport until something may have happened or the next timer is due.
-        double until =
-            ended_ ? result_.end_time + seconds(options_.settle_timeout)
-                   : std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
-                               seconds(options_.run_timeout), options_.fail_at,
-                               result_.left ? seconds(options_.run_timeout) : options_.leave_at});
+        double until = ended_
+                           ? result_.end_time + seconds(options_.settle_timeout)
+                           : std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
+                                       seconds(options_.run_timeout), fail_at_,
+                                       result_.left ? seconds(options_.run_timeout) : leave_at_});
         if (!deadlines_.empty()) until = std::min(until, deadlines_.top().first);
         if (!ready_.empty()) until = std::min(until, ready_.top().first);
         if (!held_.empty()) until = std::min(until, held_.top().first);

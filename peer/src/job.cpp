@@ -148,6 +148,7 @@ int run_peer_job(PeerJob& job) {
     auto jo = join_options(job, layout, size);
     jo.running = job.join_running;
     jo.bootstrap.min_peers = job.min_peers;
+    jo.bootstrap.late = job.late_ranks;
     const bootstrap::Options joined_with = jo.bootstrap;
     try {
         me = join(std::move(jo));
@@ -260,8 +261,14 @@ int run_peer_job(PeerJob& job) {
     const std::int64_t steps_done =
         job.join_running && !r.step_log.empty() ? r.step_log.back().step + 1 : resumed + r.steps;
     if (r.failed) {
-        say(rank, fmt::format("emulated failure at {:.2f} s (cluster file): exiting at once",
-                              r.end_time));
+        // On the job's clock where the launcher gave one (DriverOptions::job_start).
+        const double at =
+            d.job_start
+                ? std::chrono::duration<double>(std::chrono::system_clock::now() - *d.job_start)
+                      .count()
+                : r.end_time;
+        say(rank, fmt::format("emulated failure at {:.2f} s{} (cluster file): exiting at once", at,
+                              d.job_start ? " of the job" : ""));
         std::_Exit(kEmulatedFailure);  // as a crash: no goodbye, no average
     }
     if (eval) append_metrics_lines(job.driver.metrics_path, eval->finish());

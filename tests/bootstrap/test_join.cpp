@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <string>
 
@@ -208,6 +209,47 @@ TEST_SUITE("bootstrap") {
             CHECK(has_view(*peers[static_cast<std::size_t>(r)], {0, 1, 2, 3}));
             CHECK(peers[static_cast<std::size_t>(r)]->lost_peers().empty());
         }
+    }
+
+    TEST_CASE(
+        "join: rank 0 with min_peers and late ranks starts as soon as the others joined, "
+        "without waiting for its join timeout") {
+        auto eps = free_endpoints(4);
+        std::vector<std::unique_ptr<bs::Bootstrap>> peers;
+        for (int r = 0; r < 3; ++r) {
+            auto o = quick_options(r, eps);
+            o.join_timeout = 60s;  // the barrier must not wait for it
+            if (r == 0) {
+                o.min_peers = 3;
+                o.late = {3};
+            }
+            peers.push_back(std::make_unique<bs::Bootstrap>(o));
+        }
+        peers.emplace_back();  // rank 3 joins later
+        const auto begin = std::chrono::steady_clock::now();
+        const auto outcomes = rendezvous_all(peers);
+        const double took =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+        for (int r = 0; r < 3; ++r)
+            REQUIRE_MESSAGE(!outcomes[static_cast<std::size_t>(r)].failed,
+                            outcomes[static_cast<std::size_t>(r)].error);
+        CHECK(took < 20);
+        for (int r = 0; r < 3; ++r) CHECK(has_view(*peers[static_cast<std::size_t>(r)], {0, 1, 2}));
+        peers[3] = std::make_unique<bs::Bootstrap>(quick_options(3, eps));
+        CHECK(peers[3]->join(other_blob(3)).size() == 4);
+        wait_until([&] { return has_view(*peers[2], {0, 1, 2, 3}); }, 3s);
+        CHECK(has_view(*peers[2], {0, 1, 2, 3}));
+    }
+
+    TEST_CASE("join: a late rank out of range is one line") {
+        auto o = quick_options(0, free_endpoints(2));
+        o.min_peers = 1;
+        o.late = {0};
+        CHECK_THROWS_WITH_AS(bs::Bootstrap{o}, doctest::Contains("late: rank 0 cannot join late"),
+                             gossamer::ConfigError);
+        o.late = {2};
+        CHECK_THROWS_WITH_AS(bs::Bootstrap{o}, doctest::Contains("late: rank 2 cannot join late"),
+                             gossamer::ConfigError);
     }
 
     TEST_CASE("join: min_peers out of range is one line") {

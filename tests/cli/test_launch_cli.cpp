@@ -149,6 +149,85 @@ TEST_CASE("launch with bad flags or remote peers is one line, exit 2, and writes
     CHECK_FALSE(std::filesystem::exists(out));
 }
 
+TEST_CASE("launch with churn it cannot follow is one line, exit 2, and writes nothing") {
+    LaunchJob job;
+    const auto out = (job.dir.path() / "o").string();
+    const auto churn = [&](const std::string& peers) {
+        return job.dir.write("churn.json",
+                             R"({"defaults": {"base_time": 0.005}, "peers": [)" + peers +
+                                 R"(], "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+    };
+    const std::string late = R"({"rank": 3, "join_at": 1})";
+    const auto script = job.dir.write("train.py", "print('hello')\n");
+    const auto plain = job.config;
+    const auto delay = job.dir.write("delay.json", R"({"seed": 3,
+        "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10},
+        "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
+        "training": {"epochs": 1, "batch_size": 20}, "algorithms": {"dpsgd": {"delay": 1}}})");
+    struct Case {
+        std::string peers, config, flags, says;
+    };
+    const std::vector<Case> cases = {
+        // algorithms that cannot join or leave, by name and by option
+        {late, plain, "--algorithms async,allreduce",
+         "train.json: algorithms.allreduce: the cluster " + job.dir.path().string() +
+             "/churn.json has churn, and algorithm allreduce stops when a peer fails"},
+        {R"({"rank": 1, "leave_at": 1})", plain, "--algorithms sgp",
+         "churn.json: peers: algorithm sgp cannot join"},
+        {late, delay, "--algorithms dpsgd", "delay.json: algorithms.dpsgd: the cluster"},
+        // launches that cannot start peers late
+        {late, plain, "--algorithms async --inproc", "--inproc: the cluster file"},
+        {R"({"rank": 1, "leave_at": 1})", plain, "--algorithms async --inproc",
+         "--inproc: the cluster file"},
+        {late, plain, "--algorithms async --script " + script, "--script: the cluster file"},
+        {late, plain, "--algorithms async --checkpoint-every 5",
+         "--checkpoint-every: the cluster file"},
+        {late, plain, "--algorithms async --resume " + out, "--resume: the cluster file"},
+        {R"({"rank": 0, "join_at": 1})", plain, "--algorithms async",
+         "churn.json: peers: rank 0 joins at 1 s"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.flags);
+        job.cluster = churn(c.peers);
+        job.config = c.config;
+        const bool resume = c.flags.find("--resume") != std::string::npos;
+        auto r = job.launch(c.flags + (resume ? std::string() : " --out " + out));
+        CAPTURE(r.err);
+        CHECK(r.status == 2);
+        CHECK(r.err.find(c.says) != std::string::npos);
+        CHECK(r.err.find('\n') == r.err.size() - 1);
+        CHECK_FALSE(std::filesystem::exists(out));
+    }
+}
+
+TEST_CASE("gossamer peer with a bad --job-start is one line and exit 2") {
+    LaunchJob job;
+    const auto now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    struct Case {
+        std::string value;
+        bool cluster;
+        std::string says;
+    };
+    for (const auto& c :
+         std::vector<Case>{{"0", true, "is not a time"},
+                           {"-5", true, "is not a time"},
+                           {"soon", true, "--job-start"},
+                           {fmt::format("{:.0f}", now + 3600), true, "in the future"},
+                           {fmt::format("{:.0f}", now), false, "give --cluster"}}) {
+        CAPTURE(c.value);
+        auto r = run("GOSSAMER_JOB_TOKEN=t " + kBin + " peer --rank 0 --topology " + job.topology +
+                     " --config " + job.config + " --out " + (job.dir.path() / "p").string() +
+                     (c.cluster ? " --cluster " + job.cluster : std::string()) + " --job-start " +
+                     c.value);
+        CAPTURE(r.err);
+        CHECK(r.status == 2);
+        CHECK(r.err.find("--job-start") != std::string::npos);
+        CHECK(r.err.find(c.says) != std::string::npos);
+        CHECK(r.err.find('\n') == r.err.size() - 1);
+    }
+}
+
 TEST_CASE("gossamer peer with a bad --eval-interval is one line and exit 2") {
     LaunchJob job;
     for (const std::string value : {"0", "-2", "soon"}) {

@@ -140,6 +140,48 @@ TEST_SUITE("lab") {
         CHECK(eventually([&] { return lab::job_netns(*slot).empty(); }, 10));
     }
 
+    TEST_CASE(
+        "peers: gossamer launch --hosts netns follows the cluster file's churn: a late join and "
+        "a rejoin after a failure") {
+        if (!have_netns()) return;
+        TempDir dir;
+        const auto config = dir.write(
+            "config.json",
+            R"({"seed": 3, "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200,
+                "features": 10, "seed": 5}, "model": {"name": "softmax"},
+                "optimizer": {"name": "sgd", "lr": 0.2}, "training": {"epochs": 100, "batch_size": 20}})");
+        // 1000 steps of 10 ms; rank 3 enters at 2 s, rank 2 fails at 3 s and is back at 4.5 s.
+        const auto cluster = dir.write("churn.json", R"({"n": 4, "defaults": {"base_time": 0.01},
+            "peers": [{"rank": 3, "join_at": 2.0}, {"rank": 2, "fail_at": 3.0, "rejoin_at": 4.5}],
+            "network": {"latency": 1e-4, "bandwidth": 1.25e8}})");
+        const auto out = dir.path() / "out";
+        const auto r =
+            run(kGossamer + " launch --hosts netns --topology " + std::string(GOSSAMER_SOURCE_DIR) +
+                "/examples/topologies/hosts4.json --config " + config + " --cluster " + cluster +
+                " --algorithms async --timeout 90 --no-plots --out " + out.string());
+        INFO(r.out << r.err);
+        REQUIRE(r.status == 0);
+        const auto at = r.err.find("lab gsm");
+        REQUIRE(at != std::string::npos);
+        const auto slot = lab::parse_job(r.err.substr(at + 4, r.err.find(':', at) - at - 4));
+        REQUIRE(slot);
+        CHECK(r.err.find("async: peer 2 stopped at its failure time (cluster file); it rejoins") !=
+              std::string::npos);
+        std::ifstream res(out / "async" / "result.json");
+        const auto row = nlohmann::json::parse(res);
+        CHECK(row["ok"].get<bool>());
+        CHECK(row["failed_peers"].get<int>() == 0);
+        CHECK(row["survivors"] == nlohmann::json::array({0, 1, 2, 3}));
+        for (const auto& p : row["peers"]) CHECK(p["exit"] == "exit status 0");
+        CHECK(row["peers"][2]["joins"] == 1);
+        CHECK(row["peers"][3]["joins"] == 1);
+        const double mass = row["total_mass"].get<double>();
+        MESSAGE("lab churn under async: total mass " << mass << " of 3 at the start");
+        CHECK(mass < 3.0 - 1e-3);
+        CHECK(mass > 0.5);
+        CHECK(eventually([&] { return lab::job_netns(*slot).empty(); }, 10));
+    }
+
     TEST_CASE("peers: gossamer launch --hosts refuses what the lab cannot run") {
         const std::string base =
             kGossamer + " launch --topology " + std::string(GOSSAMER_SOURCE_DIR) +

@@ -39,6 +39,12 @@ Bootstrap::Impl::Impl(Options options) : opt(std::move(options)) {
         throw ConfigError("", "min_peers",
                           fmt::format("must be from 1 to the {} peers of the job (0: all), got {}",
                                       n, opt.min_peers));
+    for (int r : opt.late)
+        if (r < 1 || r >= n)
+            throw ConfigError("", "late",
+                              fmt::format("rank {} cannot join late: ranks 1 to {} can (rank 0 "
+                                          "starts the job)",
+                                          r, n - 1));
     if (opt.max_pending < 1)
         throw ConfigError("", "max_pending",
                           fmt::format("must be at least 1, got {}", opt.max_pending));

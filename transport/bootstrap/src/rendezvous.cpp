@@ -3,6 +3,8 @@
 // join_timeout, then wait for the table.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "gossamer/bootstrap/environment.hpp"
 #include "gossamer/core/log.hpp"
 #include "impl.hpp"
@@ -216,9 +218,27 @@ void Bootstrap::Impl::start_as_root(Blob address) {
 
 void Bootstrap::Impl::maybe_release() {
     if (!own_blob_set || started || stopping) return;
-    for (int r = 1; r < n; ++r)
-        if (!joined[static_cast<std::size_t>(r)]) return;
-    log::info("{}: all {} peer{} joined; start-up barrier passed", name(0), n, n == 1 ? "" : "s");
+    const auto late = [this](int r) {
+        return opt.min_peers > 0 &&
+               std::find(opt.late.begin(), opt.late.end(), r) != opt.late.end();
+    };
+    int present = 1;
+    for (int r = 1; r < n; ++r) {
+        if (joined[static_cast<std::size_t>(r)])
+            ++present;
+        else if (!late(r))
+            return;
+    }
+    if (present < n) {  // the others join later (Options::late)
+        if (present < opt.min_peers) return;
+        log::info(
+            "{}: the {} peers due at the start joined; start-up barrier passed (the "
+            "others join later)",
+            name(0), present);
+    } else {
+        log::info("{}: all {} peer{} joined; start-up barrier passed", name(0), n,
+                  n == 1 ? "" : "s");
+    }
     release();
 }
 

@@ -85,7 +85,11 @@ struct LaunchRow {
     double mb_per_peer = 0;
     double idle_share = 0;  ///< mean over the peers that reported
     int failed = 0;         ///< peers lost (emulated failure or crash)
-    bool ok = true;         ///< false: the algorithm did not survive (launch exits 1)
+    /// From average.json (processes): the ranks whose models it averages, and push-sum's
+    /// Σ w over them (null / none where it does not say).
+    json::Json survivors;
+    std::optional<double> total_mass;
+    bool ok = true;  ///< false: the algorithm did not survive (launch exits 1)
     json::Json peers = json::Json::array();  ///< one record per rank
 };
 
@@ -100,7 +104,17 @@ std::filesystem::path peer_trace_path(const LaunchJob& job, const std::string& a
 /// returns its path, or nothing without --trace or when no peer wrote one.
 std::optional<std::string> merge_peer_traces(const LaunchJob& job, const std::string& algorithm);
 
-/// Runs `algorithm` as n `gossamer peer` processes writing into OUT/<algorithm>/.
+/// Refuses, before anything runs, a launch that cannot follow its cluster file's join_at and
+/// rejoin_at (docs/elastic.md, "Real peers"): --inproc (any churn, leave_at too) or --script
+/// peers (a late or restarted peer is a `gossamer peer --join` process), a rank 0 that joins
+/// late (it is the start-up
+/// rendezvous), `resume` (--resume), or --checkpoint-every N > 0 (a job that takes checkpoints
+/// cannot be joined yet). Throws ConfigError, one line naming the flag or the cluster file.
+void check_churn(const LaunchJob& job, bool inproc, bool resume);
+
+/// Runs `algorithm` as n `gossamer peer` processes writing into OUT/<algorithm>/. With a
+/// cluster file that has join_at or rejoin_at, a rank joining late is started at its join_at
+/// and a rank at its fail_at again at its rejoin_at, each with --join (docs/elastic.md).
 LaunchRow launch_processes(const LaunchJob& job, const std::string& algorithm, Progress& progress);
 
 /// Runs `algorithm` as n threads over the in-process transport.

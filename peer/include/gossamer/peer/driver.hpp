@@ -73,6 +73,11 @@ struct DriverOptions {
     std::function<bool()> leave_requested;
     /// The same at this many seconds after the start (the cluster file's leave_at).
     double leave_at = std::numeric_limits<double>::infinity();
+    /// The job's time origin (`gossamer peer --job-start`, set by gossamer launch for a
+    /// cluster file with churn): fail_at, leave_at and the declared step times' slow periods
+    /// count from it instead of from run()'s start, so a peer started late fails, leaves and
+    /// slows down at the job's times (docs/elastic.md). Metrics keep run()'s clock.
+    std::optional<std::chrono::system_clock::time_point> job_start;
     /// JSON-lines metrics file (step, time, loss per step; a summary at the end); "" for none.
     std::string metrics_path;
     /// The peer's timeline (Chrome trace JSON, docs/trace.md), written when run() ends; "" none.

@@ -39,6 +39,9 @@ struct PeerJob {
     /// Rank 0: start without the ranks that did not join within the join timeout when at least
     /// this many did (`--min-peers`; 0: all must join). They may --join later.
     int min_peers = 0;
+    /// Rank 0 with min_peers: ranks not awaited at the start-up barrier, which join later (the
+    /// cluster file's join_at > 0; bootstrap::Options::late).
+    std::vector<int> late_ranks;
     double eval_interval = 2;          ///< seconds between evaluation points, > 0
     std::int64_t eval_samples = 2000;  ///< the first test samples each evaluation uses; 0: none
     std::chrono::milliseconds join_timeout{30'000}, stall_timeout{120'000},

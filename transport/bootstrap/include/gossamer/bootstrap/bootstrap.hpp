@@ -57,6 +57,11 @@ struct Options {
     /// lost from the start (a PeerLoss each, outside view 0) and may join later (join()).
     /// 0: every peer must join (the default).
     int min_peers = 0;
+    /// Rank 0 with min_peers: ranks it does not wait for at the start-up barrier (they join
+    /// later, the cluster file's join_at: docs/elastic.md). The job starts as soon as every
+    /// other rank joined, at least min_peers of them; the late ones are lost from the start as
+    /// above. Ranks from 1 to n - 1.
+    std::vector<int> late;
     Millis io_timeout{5000};          ///< one connect, or one handshake reply
     Millis retry_interval{200};       ///< between attempts to reach rank 0
     Millis heartbeat_interval{1000};  ///< a heartbeat is sent this often
