@@ -64,12 +64,6 @@ void check_churn(const LaunchJob& job, bool inproc, bool resume) {
     if (resume)
         throw ConfigError("", "--resume", why + ", and a resumed job cannot be joined yet",
                           "launch it afresh, or drop the cluster's join_at and rejoin_at");
-    if (job.checkpoint_every && *job.checkpoint_every > 0)
-        throw ConfigError(
-            "", "--checkpoint-every",
-            why + ", and a job that takes checkpoints cannot be joined yet (docs/elastic.md)",
-            "leave out --checkpoint-every (the launcher then takes none), or drop the cluster's "
-            "join_at and rejoin_at");
 }
 
 fs::path archive_process(const fs::path& dir, int r, int k, const std::optional<fs::path>& trace) {

@@ -202,11 +202,6 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     s.ddp = algo == "ddp";
     s.script = s.ddp ? std::optional<std::string>(job.ddp_script) : job.script;
     if (s.ddp) s.master = ddp_rendezvous(job, 0);
-    if (plan.active && job.config->checkpoint_every > 0)
-        progress(fmt::format("{}: no checkpoints (output.checkpoint_every): a job that takes them "
-                             "cannot be joined yet, and the cluster file has join_at or rejoin_at",
-                             algo),
-                 true);
 
     Children kids;
     std::vector<Follower> follow(static_cast<std::size_t>(n));

@@ -24,6 +24,17 @@ std::string python_path(const fs::path& exe) {
     return fmt::format("{}", fmt::join(dirs, ":"));
 }
 
+/// Whether `dir` holds a checkpoint state of rank r (checkpoint-<r>-<step>.state).
+bool has_own_checkpoint(const fs::path& dir, int r) {
+    std::error_code ec;
+    const std::string prefix = fmt::format("checkpoint-{}-", r);
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind(prefix, 0) == 0 && e.path().extension() == ".state") return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 std::pair<std::vector<std::string>, std::vector<std::pair<std::string, std::string>>> peer_command(
@@ -52,15 +63,15 @@ std::pair<std::vector<std::string>, std::vector<std::pair<std::string, std::stri
                                      std::to_string(job.eval_samples)};
     if (s.cluster) argv.insert(argv.end(), {"--cluster", *s.cluster});
     if (s.plan->timed) argv.insert(argv.end(), {"--job-start", s.job_start});
+    if (job.checkpoint_every)
+        argv.insert(argv.end(), {"--checkpoint-every", std::to_string(*job.checkpoint_every)});
     if (s.plan->active) {
-        // A job that takes checkpoints cannot be joined yet (docs/elastic.md): none, whatever
-        // the config says (check_churn refused --checkpoint-every N).
-        argv.insert(argv.end(), {"--checkpoint-every", "0"});
         if (r == 0 && s.plan->present_at_start() < s.n)
             argv.insert(argv.end(), {"--min-peers", std::to_string(s.plan->present_at_start())});
         if (join) argv.emplace_back("--join");
-    } else if (job.checkpoint_every) {
-        argv.insert(argv.end(), {"--checkpoint-every", std::to_string(*job.checkpoint_every)});
+        // A rank started again after its failure takes its model from its own newest
+        // checkpoint, where it wrote one (docs/elastic.md, "Checkpoints in an elastic job").
+        if (join && has_own_checkpoint(dir, r)) argv.insert(argv.end(), {"--resume", dir.string()});
     }
     if (s.resume != job.resume.end())
         argv.insert(argv.end(), {"--resume", dir.string(), "--resume-step",

@@ -41,7 +41,8 @@ constexpr const char* kChurn = R"({"defaults": {"base_time": 0.01},
 
 // The launch of `algo` on kChurn: every peer exits 0, the row is ok with no lost peer, and all
 // four ranks are in the average. Returns OUT/<algo>/average.json.
-Json launch_with_churn(const std::string& algo, const std::string& options = "") {
+Json launch_with_churn(const std::string& algo, const std::string& options = "",
+                       const std::string& flags = "") {
     LaunchJob job;
     job.cluster = job.dir.write("churn.json", kChurn);
     if (!options.empty())  // the algorithm's options in the training config
@@ -52,7 +53,7 @@ Json launch_with_churn(const std::string& algo, const std::string& options = "")
                                                              options + "}");
     const auto out = job.dir.path() / "churn";
     const auto r = job.launch("--algorithms " + algo + " --epochs 100 --json --timeout 90 --out " +
-                              out.string());
+                              out.string() + flags);
     CAPTURE(r.err);
     REQUIRE(r.status == 0);
     CHECK(r.err.find(algo + ": starting 3 of 4 peer processes") != std::string::npos);
@@ -89,6 +90,9 @@ Json launch_with_churn(const std::string& algo, const std::string& options = "")
     const auto second = slurp(dir / "peer2.log");
     CAPTURE(second);
     CHECK(second.find("this process does not fail again") != std::string::npos);
+    // With checkpoints, from its own newest one (the launcher passed --resume).
+    const bool checkpoints = flags.find("--checkpoint-every") != std::string::npos;
+    CHECK((second.find("its model from step") != std::string::npos) == checkpoints);
     CHECK(second.find("entered the running job of 4 peers") != std::string::npos);
     CHECK(slurp(dir / "peer3.log").find("entered the running job of 4 peers") != std::string::npos);
     // Rank 0 did not wait for rank 3 at the start-up barrier.
@@ -121,6 +125,15 @@ TEST_SUITE("integration") {
         "rank 2 at rejoin_at") {
         // The ring is rebuilt over the live members at each change (docs/elastic.md).
         launch_with_churn("allreduce", R"({"allreduce": {"elastic": "rebuild"}})");
+    }
+
+    TEST_CASE("launch with checkpoints restarts rank 2 from its own newest checkpoint") {
+        // Rank 2 wrote checkpoints every 50 steps before its failure at 3 s: the launcher starts
+        // it again with --join --resume, and it takes its model from there (docs/elastic.md).
+        const double mass =
+            launch_with_churn("async", "", " --checkpoint-every 50")["total_mass"].get<double>();
+        CHECK(mass < 3.0 - 1e-3);
+        CHECK(mass > 0.5);
     }
 
     TEST_CASE("launch: a late rank leaves at the job's leave_at with its mass handed over") {

@@ -180,8 +180,6 @@ TEST_CASE("launch with churn it cannot follow is one line, exit 2, and writes no
         {R"({"rank": 1, "leave_at": 1})", plain, "--algorithms async --inproc",
          "--inproc: the cluster file"},
         {late, plain, "--algorithms async --script " + script, "--script: the cluster file"},
-        {late, plain, "--algorithms async --checkpoint-every 5",
-         "--checkpoint-every: the cluster file"},
         {late, plain, "--algorithms async --resume " + out, "--resume: the cluster file"},
         {R"({"rank": 0, "join_at": 1})", plain, "--algorithms async",
          "churn.json: peers: rank 0 joins at 1 s"},
