@@ -103,7 +103,8 @@ json::Json write_average(const PeerJob& job, Model& model, const PartitionLayout
                       {"loss", e.loss},
                       {"accuracy", e.accuracy ? json::Json(*e.accuracy) : json::Json(nullptr)},
                       {"total_mass", avg.total_mass},
-                      {"steps", steps}};
+                      {"steps", steps},
+                      {"job_id", job.job_id}};
     save_model_file((job.out / "model.bin").string(), model.describe(), steps, layout, avg.model);
     const auto path = job.out / "average.json";
     std::ofstream f(path.string() + ".tmp");
@@ -139,8 +140,29 @@ void leave_on_sigterm() {
     ::sigaction(SIGTERM, &sa, nullptr);
 }
 
+// A job whose result is written is over: a --join to it is refused before it tries (the
+// coordinator it would ask is gone, or about to be). OUT/average.json names the job's id.
+static std::optional<std::string> finished_job(const PeerJob& job) {
+    const auto path = job.out / "average.json";
+    std::ifstream in(path);
+    if (!in) return std::nullopt;
+    const auto avg = json::Json::parse(in, nullptr, false);
+    if (avg.is_discarded() || !avg.contains("job_id") || !avg["job_id"].is_number_unsigned() ||
+        avg["job_id"].get<std::uint64_t>() != job.job_id)
+        return std::nullopt;
+    return fmt::format(
+        "--join: job {} is over: its result is written ({}, survivors {}); a finished job "
+        "takes no peers; start a new job (another --job-id or --out) instead",
+        job.job_id, path.string(), avg.value("survivors", json::Json::array()).dump());
+}
+
 int run_peer_job(PeerJob& job) {
     const int rank = job.rank, n = job.topology.n();
+    if (job.join_running)
+        if (const auto why = finished_job(job)) {
+            say(rank, *why);
+            return 2;
+        }
     const auto model = optim::build_model(job.config, job.data.train);
     const auto layout = optim::build_partitions(job.config, *model);
     const std::size_t size = model->parameter_count();
