@@ -308,7 +308,8 @@ void AllreduceProtocol::install(std::int64_t key, std::vector<int> ring, Actions
     if (steps_finished_ < context().max_steps) finished_.clear();
     for (auto it = pending_.begin(); it != pending_.end();)  // earlier rings' messages
         it = std::get<0>(it->first) < key_ ? pending_.erase(it) : std::next(it);
-    for (const auto& [k, msg] : pending_) check(msg);  // this ring's, sent before it was ours
+    for (const auto& [k, msg] : pending_)  // this ring's, sent before it was ours
+        if (std::get<0>(k) == key_) check(msg);
     if (options_.elastic == AllreduceOptions::Elastic::restart && options_.restart_seconds > 0) {
         restarting_ = true;
         out.deadlines.push_back({now_ + options_.restart_seconds, 0});
