@@ -73,13 +73,10 @@ void Engine::note_membership(Time now) {
     // The analysis of a large graph takes longer than a log line may (dense spectrum).
     constexpr int kMaxAnalysed = 512;
     if (n_ <= kMaxAnalysed) {
-        const auto part = topology::live_schedule(*s_.topology, live);
-        topology::AnalysisOptions o;
-        o.max_work = 200'000'000;
-        const auto report = topology::analyse(*part, o);
+        const auto report = topology::analyse_live(*s_.topology, live);
         v.spectral_gap = report.spectral_gap;
         v.connected = report.strongly_connected;
-        v.line = topology::describe_live(*s_.topology, live, v.version);
+        v.line = topology::describe_live(report, live, n_, v.version);
     } else {
         v.line =
             fmt::format("topology version {}: {} of {} peers live (not analysed above {} peers)",

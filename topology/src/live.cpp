@@ -52,20 +52,25 @@ std::shared_ptr<const Schedule> live_schedule(const Schedule& s, const std::vect
                          fmt::format("{}, live part ({} of {} peers)", s.describe(), m, n));
 }
 
-std::string describe_live(const Schedule& s, const std::vector<int>& live, int version) {
+Report analyse_live(const Schedule& s, const std::vector<int>& live) {
     AnalysisOptions o;
-    o.max_work = 200'000'000;  // a log line: a fraction of a second at most
-    const Report r = analyse(*live_schedule(s, live), o);
+    o.max_rounds = 10'000;
+    o.max_work = 20'000'000;
+    return analyse(*live_schedule(s, live), o);
+}
+
+std::string describe_live(const Report& r, const std::vector<int>& live, int n, int version) {
     std::string ranks;
     for (int x : live) ranks += (ranks.empty() ? "" : ", ") + std::to_string(x);
-    std::string spectral = r.spectral_gap ? fmt::format("spectral gap {:.4g}", *r.spectral_gap)
-                                          : std::string("no spectral gap computed");
-    std::string rounds =
+    const std::string spectral = r.spectral_gap
+                                     ? fmt::format("spectral gap {:.4g}", *r.spectral_gap)
+                                     : std::string("no spectral gap computed");
+    const std::string rounds =
         r.rounds_to_target
             ? fmt::format("{} rounds to {:g}", *r.rounds_to_target, r.target)
             : fmt::format("not averaged to {:g} within {} rounds", r.target, r.max_rounds);
     return fmt::format("topology version {}: {} of {} peers live (ranks {}): {}, {}, {}", version,
-                       live.size(), s.n(), ranks,
+                       live.size(), n, ranks,
                        r.strongly_connected ? "strongly connected" : "NOT strongly connected",
                        spectral, rounds);
 }

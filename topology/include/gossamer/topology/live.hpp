@@ -19,8 +19,12 @@ namespace gossamer::topology {
 /// to 1). Throws TopologyError when `live` is empty, unsorted or out of range.
 std::shared_ptr<const Schedule> live_schedule(const Schedule& s, const std::vector<int>& live);
 
-/// One line on the live version: "topology version V: M of N peers live (ranks ...): strongly
-/// connected, spectral gap G, R rounds to 1e-6" from analyse(live_schedule(s, live)).
-std::string describe_live(const Schedule& s, const std::vector<int>& live, int version);
+/// analyse(live_schedule(s, live)) with a budget fit for a log line: at most 10,000 averaging
+/// rounds and 2e7 multiply-adds (a live part that is not strongly connected may never average).
+Report analyse_live(const Schedule& s, const std::vector<int>& live);
+
+/// One line on a live version from its report: "topology version V: M of N peers live (ranks
+/// ...): strongly connected, spectral gap G, R rounds to 1e-6".
+std::string describe_live(const Report& r, const std::vector<int>& live, int n, int version);
 
 }  // namespace gossamer::topology
