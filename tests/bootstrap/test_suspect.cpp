@@ -14,9 +14,12 @@ TEST_SUITE("bootstrap") {
         peers[1]->report_failure(2,
                                  "peer 2: a send of 1672 bytes did not complete within its "
                                  "timeout");
+        // Every member installs the view on its own: wait for each of them (checking rank 1's
+        // after waiting for rank 3's failed 1 run in about 800 under load).
         wait_until(
             [&] {
-                return peers[2]->expelled().has_value() && has_view(*peers[3], 1, {0, 1, 3});
+                return peers[2]->expelled().has_value() && has_view(*peers[0], 1, {0, 1, 3}) &&
+                       has_view(*peers[1], 1, {0, 1, 3}) && has_view(*peers[3], 1, {0, 1, 3});
             },
             3s);
         REQUIRE(peers[2]->expelled());
