@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "gossamer/core/cluster.hpp"
+#include "gossamer/peer/checkpoints.hpp"
 
 namespace gossamer::launch {
 namespace {
@@ -22,17 +23,6 @@ std::string python_path(const fs::path& exe) {
         if (fs::exists(dir / "gossamer" / "__init__.py")) dirs.push_back(dir.string());
     if (const char* old = std::getenv("PYTHONPATH"); old && *old) dirs.emplace_back(old);
     return fmt::format("{}", fmt::join(dirs, ":"));
-}
-
-/// Whether `dir` holds a checkpoint state of rank r (checkpoint-<r>-<step>.state).
-bool has_own_checkpoint(const fs::path& dir, int r) {
-    std::error_code ec;
-    const std::string prefix = fmt::format("checkpoint-{}-", r);
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-        const std::string name = e.path().filename().string();
-        if (name.rfind(prefix, 0) == 0 && e.path().extension() == ".state") return true;
-    }
-    return false;
 }
 
 }  // namespace
@@ -71,7 +61,8 @@ std::pair<std::vector<std::string>, std::vector<std::pair<std::string, std::stri
         if (join) argv.emplace_back("--join");
         // A rank started again after its failure takes its model from its own newest
         // checkpoint, where it wrote one (docs/elastic.md, "Checkpoints in an elastic job").
-        if (join && has_own_checkpoint(dir, r)) argv.insert(argv.end(), {"--resume", dir.string()});
+        if (join && peer::list_checkpoints(dir, s.n).count(r))
+            argv.insert(argv.end(), {"--resume", dir.string()});
     }
     if (s.resume != job.resume.end())
         argv.insert(argv.end(), {"--resume", dir.string(), "--resume-step",

@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 
 #include "gossamer/core/error.hpp"
@@ -37,6 +36,21 @@ constexpr std::uint32_t kSync = 7;     // full_model; round: key; offset: first 
 
 std::vector<float> to_floats(const std::vector<int>& ranks) {
     return {ranks.begin(), ranks.end()};
+}
+
+// `ranks` without `r`, in the same order.
+std::vector<int> without(const std::vector<int>& ranks, int r) {
+    std::vector<int> out;
+    for (int q : ranks)
+        if (q != r) out.push_back(q);
+    return out;
+}
+
+// Per rank of 0..n-1: whether it is in `ranks`.
+std::vector<char> mask(const std::vector<int>& ranks, int n) {
+    std::vector<char> in(static_cast<std::size_t>(n), 0);
+    for (int r : ranks) in[static_cast<std::size_t>(r)] = 1;
+    return in;
 }
 
 }  // namespace
@@ -81,10 +95,7 @@ std::int64_t AllreduceProtocol::standing() const {
 
 void AllreduceProtocol::on_peer_absent(int r) {
     alive_[static_cast<std::size_t>(r)] = 0;
-    std::vector<int> ring;
-    for (int q : members_)
-        if (q != r) ring.push_back(q);
-    set_ring(std::move(ring));
+    set_ring(without(members_, r));
 }
 
 void AllreduceProtocol::send_control(Actions& out, int to, std::uint32_t code, std::int64_t key,
@@ -107,10 +118,7 @@ void AllreduceProtocol::on_join(Time now, Entry, Actions& out) {
     // Whatever the entry, the job's state comes from the ring's source (the checkpoint a
     // rejoining peer restored is overwritten: the job moved on).
     syncing_ = true;
-    std::vector<int> others;
-    for (int r : members_)
-        if (r != rank()) others.push_back(r);
-    set_ring(std::move(others));
+    set_ring(without(members_, rank()));
     int told = 0;
     for (int r = 0; r < n(); ++r)
         if (r != rank() && alive_[static_cast<std::size_t>(r)]) {
@@ -172,10 +180,12 @@ void AllreduceProtocol::lost(Time now, int r, Actions& out) {
 void AllreduceProtocol::propose(Actions& out) {
     want_propose_ = false;
     ++max_epoch_;
+    const auto member = mask(members_, n());
     std::vector<int> ring;
-    for (int r = 0; r < n(); ++r)
-        if (alive_[static_cast<std::size_t>(r)] && (in_ring(r) || joiners_.count(r) || r == rank()))
-            ring.push_back(r);
+    for (int r = 0; r < n(); ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        if (alive_[i] && (member[i] || joiners_.count(r) || r == rank())) ring.push_back(r);
+    }
     proposal_ = Proposal{max_epoch_ * n() + rank(), ring, {}};
     accepted_ = proposal_.key;
     accepted_members_ = ring;
@@ -203,10 +213,7 @@ void AllreduceProtocol::maybe_choose_source(Actions& out) {
     const std::int64_t key = p.key;
     proposal_ = Proposal{};
     if (source != rank()) return send_control(out, source, kSource, key, 0, ring);
-    std::vector<int> to;
-    for (int r : ring)
-        if (r != rank()) to.push_back(r);
-    send_sync(to, out);
+    send_sync(without(ring, rank()), out);
     install(key, ring, out);
 }
 
@@ -289,7 +296,6 @@ void AllreduceProtocol::adopt(std::span<const char> state) {
     round_ = r.counter("allreduce round");
     worker().restore_state(r);
     r.finish();
-    steps_finished_ = worker().steps();
 }
 
 void AllreduceProtocol::install(std::int64_t key, std::vector<int> ring, Actions& out) {
@@ -302,7 +308,6 @@ void AllreduceProtocol::install(std::int64_t key, std::vector<int> ring, Actions
     // The steps that count are those applied: a step whose all-reduce was abandoned is not.
     if (!done()) steps_finished_ = worker().steps();
     syncing_ = false;
-    ++rebuilds_;
     if (joining()) mark_admitted();
     if (done()) return announce_done(out);  // the source of a finished job: the new members
     if (steps_finished_ < context().max_steps) finished_.clear();
@@ -404,13 +409,12 @@ void AllreduceProtocol::on_control(Time now, Message& msg, Actions& out) {
             accepted_ = key;
             accepted_members_ = ranks;
             proposal_ = Proposal{};
-            for (int r = 0; r < n(); ++r)  // the proposer's view of who is live
-                if (std::find(ranks.begin(), ranks.end(), r) != ranks.end()) {
-                    alive_[static_cast<std::size_t>(r)] = 1;
-                    joiners_.erase(r);
-                } else if (in_ring(r)) {
-                    alive_[static_cast<std::size_t>(r)] = 0;
-                }
+            for (int r : members_)  // the proposer's view: members it left out are gone
+                alive_[static_cast<std::size_t>(r)] = 0;
+            for (int r : ranks) {
+                alive_[static_cast<std::size_t>(r)] = 1;
+                joiners_.erase(r);
+            }
             if (!done()) abort_round();
             want_propose_ = false;
             if (stepping())
@@ -422,14 +426,10 @@ void AllreduceProtocol::on_control(Time now, Message& msg, Actions& out) {
             if (key != proposal_.key) return;
             proposal_.ready[from] = static_cast<std::int64_t>(msg.offset) - 1;
             return maybe_choose_source(out);
-        case kSource: {
+        case kSource:
             if (key != accepted_) return;
-            std::vector<int> to;
-            for (int r : ranks)
-                if (r != rank()) to.push_back(r);
-            send_sync(to, out);
+            send_sync(without(ranks, rank()), out);
             return install(key, accepted_members_, out);
-        }
         case kLeaving:
             return lost(now, from, out);
         case kDone:

@@ -54,14 +54,10 @@ def schedule(seed, run, down):
 
 
 def sim(g, config, cluster_path, algos, out, seed, restart_seconds=None):
-    cfg = config
-    if restart_seconds is not None:  # the restart baseline's cost, from the command line
-        doc = json.loads(Path(config).read_text())
-        doc["algorithms"]["allreduce"]["restart_seconds"] = restart_seconds
-        cfg = out.with_suffix(".config.json")
-        cfg.write_text(json.dumps(doc))
-    doc = json.loads(Path(cfg).read_text())
+    doc = json.loads(Path(config).read_text())
     doc["seed"] = seed
+    if restart_seconds is not None:  # the restart baseline's cost, from the command line
+        doc["algorithms"]["allreduce"]["restart_seconds"] = restart_seconds
     cfg = out.with_suffix(".seed.json")
     cfg.write_text(json.dumps(doc))
     save = out.with_suffix(".json")

@@ -97,4 +97,15 @@ inline std::vector<std::unique_ptr<Process>> start_training(const Job& job, cons
     return peers;
 }
 
+// Waits (at most 10 s) until rank 0 installed view 1 without rank 2: the others declared the
+// killed rank 2 lost and its rank can be joined again.
+inline void wait_rank_2_removed(const Process& rank0) {
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (rank0.log().find("view 1 installed: ranks 0, 1, 3") == std::string::npos &&
+           std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(10ms);
+    REQUIRE_MESSAGE(rank0.log().find("view 1 installed: ranks 0, 1, 3") != std::string::npos,
+                    rank0.log());
+}
+
 }  // namespace gossamer::test

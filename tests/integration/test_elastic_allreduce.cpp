@@ -47,13 +47,7 @@ TEST_SUITE("integration") {
         set_policy(job, "rebuild");
         auto peers = start_training(job, "allreduce", 2);
         peers[2]->kill(SIGKILL);
-        const auto removed = std::chrono::steady_clock::now() + 10s;
-        while (peers[0]->log().find("view 1 installed: ranks 0, 1, 3") == std::string::npos &&
-               std::chrono::steady_clock::now() < removed)
-            std::this_thread::sleep_for(10ms);
-        REQUIRE_MESSAGE(
-            peers[0]->log().find("view 1 installed: ranks 0, 1, 3") != std::string::npos,
-            peers[0]->log());
+        wait_rank_2_removed(*peers[0]);
         auto back = job.start(2, "allreduce", kToken, {"--join"});
         CHECK(back->wait(90s) == 0);
         const auto log2 = back->log();

@@ -44,12 +44,7 @@ Json kill_and_rejoin(const std::string& algo) {
     auto peers = start_training(job, algo, 2);
     peers[2]->kill(SIGKILL);
     // The others declare it lost (its reset connection) and install the view without it.
-    const auto removed = std::chrono::steady_clock::now() + 10s;
-    while (peers[0]->log().find("view 1 installed: ranks 0, 1, 3") == std::string::npos &&
-           std::chrono::steady_clock::now() < removed)
-        std::this_thread::sleep_for(10ms);
-    REQUIRE_MESSAGE(peers[0]->log().find("view 1 installed: ranks 0, 1, 3") != std::string::npos,
-                    peers[0]->log());
+    wait_rank_2_removed(*peers[0]);
     auto back = job.start(2, algo, kToken, {"--join"});
     CHECK(back->wait(90s) == 0);
     check_entered(*back, algo);

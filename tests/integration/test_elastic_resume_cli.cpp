@@ -74,12 +74,7 @@ Rejoined kill_and_rejoin_from_checkpoint(Job& job, const std::string& algo) {
     CHECK(peers[2]->wait(10s) != 0);
     Rejoined out;
     out.from = newest(job, 2);
-    const auto removed = std::chrono::steady_clock::now() + 10s;
-    while (peers[0]->log().find("view 1 installed: ranks 0, 1, 3") == std::string::npos &&
-           std::chrono::steady_clock::now() < removed)
-        std::this_thread::sleep_for(10ms);
-    REQUIRE_MESSAGE(peers[0]->log().find("view 1 installed: ranks 0, 1, 3") != std::string::npos,
-                    peers[0]->log());
+    wait_rank_2_removed(*peers[0]);
     // The others take a cut without it (a lost peer's counts are not waited for) before it
     // comes back.
     const auto on = std::chrono::steady_clock::now() + 30s;

@@ -100,10 +100,6 @@ class AllreduceProtocol final : public Protocol {
     /// no member can still need this peer's state.
     bool settled() const override;
     std::vector<int> settling_on() const override;
-    /// The ranks of the current ring, in ring order.
-    const std::vector<int>& members() const noexcept { return members_; }
-    /// Rings built so far after the first (elastic modes).
-    std::int64_t rebuilds() const noexcept { return rebuilds_; }
 
   protected:
     void on_start(Time now, Actions& out) override;
@@ -204,7 +200,6 @@ class AllreduceProtocol final : public Protocol {
     std::int64_t sync_key_ = -1;    // the proposal sync_in_ belongs to
     std::vector<char> checkpoint_;  // restart mode: the last in-memory checkpoint
     std::int64_t checkpoint_step_ = -1;
-    std::int64_t rebuilds_ = 0;
 };
 
 /// The factory the protocol registry calls for "allreduce".
