@@ -114,6 +114,9 @@ TEST_SUITE("integration") {
         try {
             auto o = join_options(1, endpoints);
             o.bootstrap.token = "not-the-secret";
+            // Rank 0's refusal must come back: quick_options' 1 s for an answer is too short
+            // under ctest -j 2 ("rank 0 did not answer within 1 s" failed CI once).
+            o.bootstrap.io_timeout = std::chrono::milliseconds(5000);
             gp::join(o);
         } catch (const bs::BootstrapError& e) {
             refused = e.what();
