@@ -219,7 +219,7 @@ int run_peer(const std::vector<std::string>& args) {
     job.join_running = a.flag("join");
     job.min_peers = static_cast<int>(a.integer("min-peers", 0, 1, n));
     const auto job_start = job_start_option(a, cluster != nullptr);
-    if (job_start && cluster && job.min_peers > 0)  // the ranks the launcher starts later
+    if (cluster && job.min_peers > 0)  // the ranks the launcher starts later
         for (int r = 1; r < n; ++r)
             if (cluster->peers[static_cast<std::size_t>(r)].join_at > 0)
                 job.late_ranks.push_back(r);

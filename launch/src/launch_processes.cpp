@@ -126,7 +126,9 @@ json::Json gather_rank(const std::string& algo, int r, const RankRun& rr, const 
         const auto& s = *f.summary;
         const double end = s.value("end_time", 0.0);
         rec["end_time"] = end;
-        row.train = std::max(row.train, end);
+        // The job ends when its last process does, on the job's clock (a process started
+        // later counts its end_time from its own start: job_shift is that start).
+        row.train = std::max(row.train, end + s.value("job_shift", 0.0));
         rec["idle_share"] = end > 0 ? s.value("idle", 0.0) / end : 0.0;
         rec["bytes_sent"] = s.value("bytes_sent", 0.0) + rr.earlier_bytes;
         rec["failed_peers"] = s.value("failed_peers", json::Json::array());
@@ -208,10 +210,15 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     std::vector<RankRun> ranks(static_cast<std::size_t>(n));
     std::vector<int> rank_of;  // child index -> rank
     const auto t0 = std::chrono::steady_clock::now();
-    // The job's clock: every peer counts fail_at and leave_at from here (--job-start).
-    s.job_start = fmt::format(
-        "{:.6f}",
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+    // The job's clock starts at its first step (docs/elastic.md, "The job's clock"): the peers
+    // present at the start count the cluster file's times from their own start, which is the
+    // barrier's release; the launcher learns that moment from the first step lines, and gives
+    // it to every rank it starts later (--job-start) and to its own join_at and rejoin_at.
+    std::optional<double> origin;  // unix seconds
+    const auto unix_now = [] {
+        return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    };
     const auto start = [&](int r, bool entering) {
         auto& rr = ranks[static_cast<std::size_t>(r)];
         auto& f = follow[static_cast<std::size_t>(r)];
@@ -228,7 +235,10 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
                                   {"log", log.string()}});
             rr.earlier_steps += f.steps;
             rr.earlier_bytes += bytes;
+            // Its evaluation points stay: every process evaluates at the job's ticks.
+            auto evals = std::move(f.evals);
             f = Follower{};
+            f.evals = std::move(evals);
         }
         auto [argv, env] = peer_command(s, r, entering);
         rr.child = kids.start(argv, env, dir / fmt::format("peer{}.log", r));
@@ -297,12 +307,20 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
         // Starts that are due, once the job passed its start-up barrier (a --join before it is
         // refused): its first step is the sign.
         bool began = false;
-        for (std::size_t r = 0; r < follow.size(); ++r)
+        double latest = 0;  // the latest step end read, on its peer's clock
+        for (std::size_t r = 0; r < follow.size(); ++r) {
             began = began || follow[r].steps > 0 || ranks[r].earlier_steps > 0;
+            if (follow[r].steps > 0) latest = std::max(latest, follow[r].time);
+        }
+        if (began && !origin) {
+            origin = unix_now() - latest;
+            s.job_start = fmt::format("{:.6f}", *origin);
+        }
+        const double job_now = origin ? unix_now() - *origin : 0;
         const bool anyone = !kids.running().empty();
         for (int r = 0; r < n; ++r) {
             auto& rr = ranks[static_cast<std::size_t>(r)];
-            if (rr.start_at && *rr.start_at <= wall && began && anyone) start(r, true);
+            if (rr.start_at && *rr.start_at <= job_now && began && anyone) start(r, true);
         }
         const auto running = ranks_of(kids.running());
         if (running.empty()) {

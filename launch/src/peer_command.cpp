@@ -52,7 +52,9 @@ std::pair<std::vector<std::string>, std::vector<std::pair<std::string, std::stri
                                      "--eval-samples",
                                      std::to_string(job.eval_samples)};
     if (s.cluster) argv.insert(argv.end(), {"--cluster", *s.cluster});
-    if (s.plan->timed) argv.insert(argv.end(), {"--job-start", s.job_start});
+    // Known once the job took its first step: the ranks started later count from it.
+    if (s.plan->timed && !s.job_start.empty())
+        argv.insert(argv.end(), {"--job-start", s.job_start});
     if (job.checkpoint_every)
         argv.insert(argv.end(), {"--checkpoint-every", std::to_string(*job.checkpoint_every)});
     if (s.plan->active) {

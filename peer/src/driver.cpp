@@ -429,6 +429,7 @@ void Loop::finish() {
                      {"algorithm", std::string(protocol_.name())},
                      {"steps", result_.steps},
                      {"end_time", result_.end_time},
+                     {"job_shift", shift_},
                      {"busy", result_.busy},
                      {"idle", result_.idle},
                      {"bytes_sent", st.bytes_sent},

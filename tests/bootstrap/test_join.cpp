@@ -7,6 +7,7 @@
 #include <chrono>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "cluster.hpp"
 #include "gossamer/bootstrap/launcher.hpp"
@@ -109,6 +110,45 @@ TEST_SUITE("bootstrap") {
         REQUIRE(lost.size() == 1);
         CHECK(lost[0].rank == 0);
         CHECK_MESSAGE(has(lost[0].reason, "lost before this peer joined"), lost[0].reason);
+    }
+
+    TEST_CASE(
+        "join: rank 0 and its successor both crash and rejoin - no member judges a rejoined "
+        "rank by a connection to its earlier process and the role moves on at the next loss") {
+        auto eps = free_endpoints(4);
+        std::vector<std::unique_ptr<bs::Bootstrap>> peers;
+        for (int r = 0; r < 4; ++r)
+            peers.push_back(std::make_unique<bs::Bootstrap>(quick_options(r, eps)));
+        for (const auto& o : rendezvous_all(peers)) REQUIRE_MESSAGE(!o.failed, o.error);
+        crash_and_remove(peers, 0, {1, 2, 3});  // rank 1 coordinates; 2 and 3 follow it
+        crash_and_remove(peers, 1, {2, 3});     // rank 2 coordinates
+        peers[1] = std::make_unique<bs::Bootstrap>(quick_options(1, eps));
+        CHECK(peers[1]->join(other_blob(1)).size() == 4);
+        wait_until([&] { return has_view(*peers[3], {1, 2, 3}); }, 3s);
+        // Rank 3 followed rank 1 once: that connection is dead, and must not count against the
+        // new rank 1 (it did, after one heartbeat timeout, before the fix).
+        std::this_thread::sleep_for(3 * quick_options(0, eps).heartbeat_timeout);
+        for (int r : {1, 2, 3}) {
+            CAPTURE(r);
+            const auto& p = *peers[static_cast<std::size_t>(r)];
+            CHECK(has_view(p, {1, 2, 3}));
+            for (const auto& l : p.lost_peers()) CHECK_MESSAGE(l.rank != 1, l.reason);
+        }
+        // Rank 0 comes back: a join may claim rank 0 (a hello may not), through rank 2.
+        peers[0] = std::make_unique<bs::Bootstrap>(quick_options(0, eps));
+        const auto table = peers[0]->join(other_blob(0));
+        REQUIRE(table.size() == 4);
+        CHECK(table[0] == other_blob(0));
+        wait_until([&] { return has_view(*peers[3], {0, 1, 2, 3}); }, 3s);
+        for (int r = 0; r < 4; ++r) {
+            CAPTURE(r);
+            CHECK(has_view(*peers[static_cast<std::size_t>(r)], {0, 1, 2, 3}));
+        }
+        CHECK(peers[0]->lost_peers().empty());
+        // Rank 2 coordinates until it is lost; then rank 0, the lowest live rank, takes over and
+        // the loss is agreed by all.
+        crash_and_remove(peers, 2, {0, 1, 3});
+        crash_and_remove(peers, 3, {0, 1});
     }
 
     TEST_CASE("join: a wrong token, a live rank and no running job are one line each") {

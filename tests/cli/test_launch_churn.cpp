@@ -1,8 +1,9 @@
 // gossamer launch following the cluster file's churn with real peers (docs/elastic.md, "Real
 // peers"): a rank that joins late is started at its join_at with --join, a rank at its fail_at
-// again at its rejoin_at, and every peer counts fail_at and leave_at from the launcher's clock
-// (--job-start). 4 peer processes over UCX on loopback, the synthetic job of launch_job.hpp at
-// 100 epochs of 10 ms steps (1000 steps, about 10 s). No ',' in test names (doctest's filter).
+// again at its rejoin_at, and every peer counts fail_at and leave_at from the job's clock (its
+// first step; --job-start for the ranks started later). 4 peer processes over UCX on loopback, the
+// synthetic job of launch_job.hpp at 100 epochs of 10 ms steps (1000 steps, about 10 s). No ',' in
+// test names (doctest's filter).
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -84,7 +85,8 @@ Json launch_with_churn(const std::string& algo, const std::string& options = "",
     const double failed_at = std::stod(first.substr(at + 20));
     CHECK(failed_at >= 3.0);
     CHECK(failed_at < 4.5);
-    CHECK(first.find("s of the job (cluster file)") != std::string::npos);
+    // A peer present at the start counts from its own first step, the job's clock.
+    CHECK(first.find(" s (cluster file): exiting at once") != std::string::npos);
     CHECK(fs::exists(dir / "peer2.0.jsonl"));
     // The restarted process entered the running job and did not fail again.
     const auto second = slurp(dir / "peer2.log");
@@ -102,6 +104,54 @@ Json launch_with_churn(const std::string& algo, const std::string& options = "",
     const auto avg = read_json(dir / "average.json");
     CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
     return avg;
+}
+
+// Rank 0 fails 0.2 s into training and comes back at 2 s. The job's clock starts at its first
+// step, not when the launcher started the peers: starting 4 processes takes longer than 0.2 s,
+// and rank 0 was skipped ('does not fail again') when the clock was the launcher's. Rank 0
+// rejoins through its successor (a join may claim rank 0), which stays the coordinator.
+void rank0_fails_early(const std::string& algo, const std::string& options = "") {
+    LaunchJob job;
+    job.cluster = job.dir.write("early.json", R"({"defaults": {"base_time": 0.01},
+        "peers": [{"rank": 0, "fail_at": 0.2, "rejoin_at": 2.0}],
+        "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+    if (!options.empty())
+        job.config = job.dir.write("train-options.json", R"({"seed": 3,
+            "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10, "seed": 5},
+            "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
+            "training": {"epochs": 3, "batch_size": 20}, "algorithms": )" +
+                                                             options + "}");
+    const auto out = job.dir.path() / "early";
+    const auto r = job.launch("--algorithms " + algo + " --epochs 100 --json --timeout 90 --out " +
+                              out.string());
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    const auto dir = out / algo;
+    const auto first = slurp(dir / "peer0.0.log");
+    CAPTURE(first);
+    const auto at = first.find("emulated failure at ");
+    REQUIRE(at != std::string::npos);
+    const double failed_at = std::stod(first.substr(at + 20));
+    CHECK(failed_at >= 0.2);
+    CHECK(failed_at < 1.5);
+    const auto peers = read_json(dir / "result.json")["peers"];
+    for (const auto& p : peers) CHECK(p["exit"] == "exit status 0");
+    CHECK(peers[0]["joins"].get<int>() == 1);
+    const auto second = slurp(dir / "peer0.log");
+    CAPTURE(second);
+    CHECK(second.find("this process does not fail again") != std::string::npos);
+    CHECK(second.find("entered the running job of 4 peers") != std::string::npos);
+    // Rank 0 is back: the lowest survivor, it evaluates the average of all four.
+    const auto avg = read_json(dir / "average.json");
+    CHECK(avg["survivors"] == Json::array({0, 1, 2, 3}));
+    // Its evaluation points are on the job's clock: the first is at the job's 2 s or later.
+    std::ifstream in(dir / "peer0.jsonl");
+    std::string line;
+    double first_eval = -1;
+    while (first_eval < 0 && std::getline(in, line))
+        if (line.find("\"eval\"") != std::string::npos)
+            first_eval = Json::parse(line)["time"].get<double>();
+    CHECK(first_eval >= 1.5);
 }
 
 }  // namespace
@@ -158,5 +208,13 @@ TEST_SUITE("integration") {
         CHECK(avg["survivors"] == Json::array({0, 1, 2}));
         // No crash: the three starting peers' mass, all of it (the leaver handed its share on).
         CHECK(std::abs(avg["total_mass"].get<double>() - 3.0) < 1e-6);
+    }
+
+    TEST_CASE("launch under async: rank 0 fails 0.2 s into the job and rejoins") {
+        rank0_fails_early("async");
+    }
+
+    TEST_CASE("launch under allreduce with elastic rebuild: rank 0 fails 0.2 s in and rejoins") {
+        rank0_fails_early("allreduce", R"({"allreduce": {"elastic": "rebuild"}})");
     }
 }

@@ -153,7 +153,14 @@ void Bootstrap::Impl::on_peer_joined(const Frame& f) {
     }
     const int r = static_cast<int>(notice.code);
     if (r == opt.rank) return;
-    gone[static_cast<std::size_t>(r)] = false;
+    const auto index = static_cast<std::size_t>(r);
+    gone[index] = false;
+    // A connection to its earlier process (kept from when it was this peer's coordinator) is
+    // dead: with the rank a member again, beat() would judge it by that connection's silence.
+    if (r != coord && members[index]) {
+        members[index]->close();
+        members[index].reset();
+    }
     log::info("{}: {}", name(opt.rank), notice.text);
     joined_callback(r);
 }

@@ -72,7 +72,9 @@ std::optional<wire::Notice> Bootstrap::Impl::check(const wire::Hello& h, bool jo
                               h.rank, h.n, kind(h.n, h.peers_fingerprint), n,
                               kind(static_cast<std::uint32_t>(n), mine)));
     }
-    if (r <= 0 || r >= n)
+    // Rank 0 is the rendezvous: a hello claiming it is a second process; a join may claim it
+    // (rank 0 restarted after its successor took over as the coordinator).
+    if (r < 0 || r >= n || r == opt.rank || (r == 0 && !joining))
         return no(Reason::duplicate_rank,
                   fmt::format("a second process claims rank {}; every rank must be started once",
                               h.rank));
