@@ -403,6 +403,12 @@ void Loop::watch() {
         }
         return;
     }
+    if (options_.enter && !entered_ && options_.entry_timeout.count() > 0 &&
+        t >= seconds(options_.entry_timeout))
+        throw EntryTimeout(fmt::format(
+            "no member admitted this peer within {:.1f} s of its entry (its sponsor did not "
+            "answer: the others may have finished training): {}",
+            seconds(options_.entry_timeout), waiting_for()));
     if (t >= next_watch_) {
         log::warn("watchdog: no progress for {:.1f} s: {}", t - last_event_, waiting_for());
         next_watch_ = t + seconds(options_.watchdog);
@@ -510,6 +516,8 @@ DriverResult Loop::run() {
                            : std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
                                        seconds(options_.run_timeout), fail_at_,
                                        result_.left ? seconds(options_.run_timeout) : leave_at_});
+        if (options_.enter && !entered_ && options_.entry_timeout.count() > 0)
+            until = std::min(until, seconds(options_.entry_timeout));
         if (!deadlines_.empty()) until = std::min(until, deadlines_.top().first);
         if (!ready_.empty()) until = std::min(until, ready_.top().first);
         if (!held_.empty()) until = std::min(until, held_.top().first);

@@ -192,6 +192,10 @@ int run_peer_job(PeerJob& job) {
     if (job.join_running) {
         job.driver.enter =
             job.protocol->resumed_at() > 0 ? proto::Entry::rejoin : proto::Entry::fresh;
+        // A sponsor answers at its next step boundary with one model transfer; a peer that
+        // finished training answers nothing (docs/elastic.md, "Entering as the job ends").
+        job.driver.entry_timeout =
+            2 * std::chrono::duration_cast<std::chrono::milliseconds>(send_timeout(size));
         say(rank,
             fmt::format("entered the running job of {} peers ({}, {}; view {})", n, job.algorithm,
                         job.driver.enter == proto::Entry::rejoin
@@ -287,6 +291,13 @@ int run_peer_job(PeerJob& job) {
         r = driver.run();
     } catch (const NotMember& e) {
         return no_result(e.what());
+    } catch (const EntryTimeout& e) {
+        // Never admitted, it holds no state: the others must not wait for it in their exact
+        // average. It goes as a crash does (no goodbye), so every member declares it lost at
+        // once and averages without it; a goodbye would say it finished.
+        say(rank,
+            fmt::format("could not enter the running job: {}; exiting without a result", e.what()));
+        std::_Exit(1);
     } catch (const std::exception& e) {  // PeerFailure says "peer R failed: ..."
         return stop(fmt::format("stopped: {}", e.what()));
     }

@@ -10,8 +10,9 @@
 # the plots OUT/<cluster>-accuracy-time.svg and OUT/<cluster>-accuracy-bytes.svg.
 #
 #   scripts/lab/experiment.sh [--seeds N] [--out DIR] [--algorithms LIST] [--eval-interval S]
-#                             [--eval-samples N] [--timeout S] [--quick]
+#                             [--eval-samples N] [--timeout S] [--clusters LIST] [--quick]
 #
+# --clusters LIST: uneven8, homogeneous8 or both (default), to run one cluster at a time.
 # --seeds N: runs per cluster and algorithm, seeds 1..N (default 3). --quick: a smoke run of a
 # minute or two (a tiny MLP on 2,048 images, one seed; allreduce and async unless --algorithms). Time of the full
 # run: hours on a 2-core machine (docs/lab.md); run one seed first. Needs root and iproute2
@@ -26,7 +27,7 @@ die() {
 }
 
 seeds=3 quick=0 chosen=0 out=out/lab-experiment interval=5 samples=500 timeout=3600
-algos=ddp,allreduce,dpsgd,sgp,async,choco,multirate
+algos=ddp,allreduce,dpsgd,sgp,async,choco,multirate clusters=uneven8,homogeneous8
 known=" ddp allreduce dpsgd sgp async choco multirate "
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,8 +37,9 @@ while [ $# -gt 0 ]; do
     --eval-interval) [ $# -ge 2 ] || die "--eval-interval needs seconds"; interval=$2; shift 2 ;;
     --eval-samples) [ $# -ge 2 ] || die "--eval-samples needs a count"; samples=$2; shift 2 ;;
     --timeout) [ $# -ge 2 ] || die "--timeout needs seconds"; timeout=$2; shift 2 ;;
+    --clusters) [ $# -ge 2 ] || die "--clusters needs a list"; clusters=$2; shift 2 ;;
     --quick) quick=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument \"$1\"; see --help" ;;
   esac
 done
@@ -53,6 +55,12 @@ fi
 if ! [[ "$timeout" =~ ^[0-9]+$ ]] || [ "$timeout" -lt 1 ]; then
   die "--timeout $timeout: use whole seconds >= 1"
 fi
+IFS=, read -ra cluster_list <<<"$clusters"
+[ ${#cluster_list[@]} -gt 0 ] || die "--clusters is empty; name uneven8, homogeneous8 or both"
+for c in "${cluster_list[@]}"; do
+  [[ "$c" == uneven8 || "$c" == homogeneous8 ]] ||
+    die "--clusters: unknown cluster \"$c\"; use uneven8, homogeneous8 or both (comma-separated)"
+done
 IFS=, read -ra list <<<"$algos"
 [ ${#list[@]} -gt 0 ] || die "--algorithms is empty; name some of:$known"
 for a in "${list[@]}"; do
@@ -128,8 +136,8 @@ c = json.load(open(sys.argv[1])); c["seed"] = int(sys.argv[2]); json.dump(c, ope
 join() { local IFS=,; echo "$*"; }
 
 failed=0
-for cluster in examples/lab/uneven8.json examples/lab/homogeneous8.json; do
-  name=$(basename "$cluster" .json)
+for name in "${cluster_list[@]}"; do
+  cluster=examples/lab/$name.json
   if [ "$quick" = 0 ]; then
     echo "== $name: can this machine carry its rates? (gossamer lab check, 3 s) =="
     "$g" lab check --cluster "$cluster" --seconds 3 | tee "$out/$name-lab-check.txt"

@@ -39,7 +39,8 @@ TEST_SUITE("lab") {
         const std::string out = (dir.path() / "o").string();
         for (const std::string args :
              {"--seeds 0", "--seeds x", "--algorithms dpsgd,gossipx", "--frobnicate",
-              "--eval-interval soon", "--eval-interval 0", "--timeout 0", "--seeds"}) {
+              "--eval-interval soon", "--eval-interval 0", "--timeout 0", "--seeds",
+              "--clusters uneven9", "--clusters"}) {
             CAPTURE(args);
             // Bounded even if a bad flag got through: the script would then start a lab.
             const auto r = run("GOSSAMER=" GOSSAMER_BINARY " timeout 60 " + kScript + " --out " +

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gossamer/bootstrap/clock.hpp"
+#include "gossamer/core/error.hpp"
 #include "gossamer/core/json.hpp"
 #include "gossamer/optimizers/protocol.hpp"
 #include "gossamer/peer/compute_thread.hpp"
@@ -35,6 +36,12 @@ struct LinkPacing {
 };
 
 struct StepRecord;
+
+/// Run() of an entering peer that no member admitted within DriverOptions::entry_timeout.
+class EntryTimeout : public Timeout {
+  public:
+    using Timeout::Timeout;
+};
 
 struct DriverOptions {
     /// The whole run; past it run() throws Timeout naming what the protocol waits for.
@@ -66,6 +73,10 @@ struct DriverOptions {
     /// Elastic jobs (docs/elastic.md): enter the running job with Protocol::join instead of
     /// start() (rejoin: keep the worker's model, resumed from a checkpoint).
     std::optional<proto::Entry> enter;
+    /// An entering peer that has not started its first step this long after its start (no
+    /// member admitted it: its sponsor finished training before the join reached it, as at the
+    /// end of a job) gives up: run() throws EntryTimeout. 0: no limit.
+    Millis entry_timeout{0};
     /// Ranks that are not live members when this peer starts or enters (Protocol::peer_absent).
     std::vector<int> absent;
     /// Polled each time the loop wakes; the first true asks the protocol to leave gracefully
