@@ -1,4 +1,5 @@
-"""Every file that a command in README.md or docs/*.md hands to gossamer exists in the repository.
+"""Every file that a command in README.md or docs/*.md hands to gossamer exists in the repository,
+and no page holds a merge's conflict markers (a README once shipped both sides of one).
 
 A command line in a fenced code block names its inputs with --topology, --config, --cluster,
 --model (and the files topo/sim read as positional arguments). Each must be a shipped file
@@ -54,9 +55,18 @@ def check(page):
     return missing
 
 
+MARKER = re.compile(r"^(<<<<<<< |=======$|>>>>>>> )")
+
+
+def conflicts(page):
+    return [f"{page.relative_to(ROOT)}:{k}: a merge conflict marker ('{line[:7]}'); resolve the "
+            f"merge: keep one text" for k, line in enumerate(page.read_text().splitlines(), 1)
+            if MARKER.match(line)]
+
+
 pages = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
-problems = [p for page in pages for p in check(page)]
+problems = [p for page in pages for p in check(page) + conflicts(page)]
 for p in problems:
     print(p)
-print(f"checked {len(pages)} pages: {len(problems)} missing files")
+print(f"checked {len(pages)} pages: {len(problems)} problems")
 sys.exit(1 if problems else 0)
