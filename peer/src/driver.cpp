@@ -92,6 +92,9 @@ class Loop {
           shift_(job_shift(o)),
           fail_at_(o.fail_at - shift_),
           leave_at_(o.leave_at - shift_),
+          entry_deadline_(o.enter && o.entry_timeout.count() > 0
+                              ? seconds(o.entry_timeout)
+                              : std::numeric_limits<double>::infinity()),
           trace_(p.rank(), o.trace_path, o.trace_limit, std::chrono::system_clock::now(),
                  o.clock_offset),
           compute_(w, on_job_clock(o.declared_step_time, shift_), [&t] { t.wake(); }),
@@ -123,8 +126,9 @@ class Loop {
     // The job's clock minus this driver's (DriverOptions::job_start), and the failure and leave
     // times on this driver's clock.
     const double shift_, fail_at_, leave_at_;
-    double last_ = 0;        // the last event's time: times never go back
-    double last_event_ = 0;  // the last progress (deliver_one), for the watchdog
+    const double entry_deadline_;  // an entering peer not stepping by then gives up
+    double last_ = 0;              // the last event's time: times never go back
+    double last_event_ = 0;        // the last progress (deliver_one), for the watchdog
     double next_watch_ = 0;
     std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
     using Pending = std::pair<double, std::uint64_t>;
@@ -312,7 +316,7 @@ bool Loop::deliver_one() {
         const double t = now();
         ++result_.steps;
         result_.busy += d->took;
-        result_.step_log.push_back({d->step, t, d->loss, d->took});
+        result_.step_log.push_back({d->step, t, d->loss, d->took, t + shift_});
         if (options_.on_step) options_.on_step(result_.step_log.back());
         const StepWait w = trace_.step(t, d->took, d->step, d->loss);
         if (metrics_)
@@ -403,12 +407,11 @@ void Loop::watch() {
         }
         return;
     }
-    if (options_.enter && !entered_ && options_.entry_timeout.count() > 0 &&
-        t >= seconds(options_.entry_timeout))
+    if (!entered_ && t >= entry_deadline_)
         throw EntryTimeout(fmt::format(
             "no member admitted this peer within {:.1f} s of its entry (its sponsor did not "
             "answer: the others may have finished training): {}",
-            seconds(options_.entry_timeout), waiting_for()));
+            entry_deadline_, waiting_for()));
     if (t >= next_watch_) {
         log::warn("watchdog: no progress for {:.1f} s: {}", t - last_event_, waiting_for());
         next_watch_ = t + seconds(options_.watchdog);
@@ -516,8 +519,7 @@ DriverResult Loop::run() {
                            : std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
                                        seconds(options_.run_timeout), fail_at_,
                                        result_.left ? seconds(options_.run_timeout) : leave_at_});
-        if (options_.enter && !entered_ && options_.entry_timeout.count() > 0)
-            until = std::min(until, seconds(options_.entry_timeout));
+        if (!entered_) until = std::min(until, entry_deadline_);
         if (!deadlines_.empty()) until = std::min(until, deadlines_.top().first);
         if (!ready_.empty()) until = std::min(until, ready_.top().first);
         if (!held_.empty()) until = std::min(until, held_.top().first);

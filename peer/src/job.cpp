@@ -254,20 +254,11 @@ int run_peer_job(PeerJob& job) {
         eval.emplace(*model, eval_subset(job.data.test, job.eval_samples), job.config.eval_batch,
                      rank, job.eval_interval, [t = &me->transport()] { t->wake(); });
     if (eval) d.extra_metrics = [&] { return eval->take(); };
-    // Evaluation ticks on the job's clock (--job-start): a peer that entered late evaluates at
-    // the job's ticks, so the launcher's time to target lines up every process's points. The
-    // shift is fixed at the first step: the job's time then minus the driver's.
-    std::optional<double> eval_shift;
     d.on_step = [&](const StepRecord& s) {
-        if (!eval_shift)
-            eval_shift =
-                d.job_start
-                    ? std::chrono::duration<double>(std::chrono::system_clock::now() - *d.job_start)
-                              .count() -
-                          s.time
-                    : 0.0;
+        // Evaluation ticks on the job's clock (--job-start): a peer that entered late evaluates
+        // at the job's ticks, so the launcher's time to target lines up every process's points.
         if (eval)
-            eval->at_step(s.time + *eval_shift, [&](std::vector<float>& into) {
+            eval->at_step(s.job_time, [&](std::vector<float>& into) {
                 into.resize(size);
                 job.protocol->current_model(into);
             });

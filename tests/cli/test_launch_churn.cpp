@@ -35,6 +35,24 @@ Json read_json(const fs::path& p) {
     return Json::parse(in);
 }
 
+// The algorithm's `options` (JSON, empty: none) in the job's training config.
+void use_options(LaunchJob& job, const std::string& options) {
+    if (options.empty()) return;
+    job.config = job.dir.write("train-options.json", R"({"seed": 3,
+        "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10, "seed": 5},
+        "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
+        "training": {"epochs": 3, "batch_size": 20}, "algorithms": )" +
+                                                         options + "}");
+}
+
+// The job's time in a peer's "emulated failure at T s" line.
+double emulated_failure_at(const std::string& log) {
+    const std::string said = "emulated failure at ";
+    const auto at = log.find(said);
+    REQUIRE(at != std::string::npos);
+    return std::stod(log.substr(at + said.size()));
+}
+
 // Rank 3 joins at 2 s; rank 2 fails at 3 s and comes back at 4.5 s.
 constexpr const char* kChurn = R"({"defaults": {"base_time": 0.01},
     "peers": [{"rank": 3, "join_at": 2.0}, {"rank": 2, "fail_at": 3.0, "rejoin_at": 4.5}],
@@ -46,12 +64,7 @@ Json launch_with_churn(const std::string& algo, const std::string& options = "",
                        const std::string& flags = "") {
     LaunchJob job;
     job.cluster = job.dir.write("churn.json", kChurn);
-    if (!options.empty())  // the algorithm's options in the training config
-        job.config = job.dir.write("train-options.json", R"({"seed": 3,
-            "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10, "seed": 5},
-            "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
-            "training": {"epochs": 3, "batch_size": 20}, "algorithms": )" +
-                                                             options + "}");
+    use_options(job, options);
     const auto out = job.dir.path() / "churn";
     const auto r = job.launch("--algorithms " + algo + " --epochs 100 --json --timeout 90 --out " +
                               out.string() + flags);
@@ -80,9 +93,7 @@ Json launch_with_churn(const std::string& algo, const std::string& options = "",
     CHECK(peers[2]["earlier"][0]["exit"] == "exit status 3");
     const auto first = slurp(dir / "peer2.0.log");
     CAPTURE(first);
-    const auto at = first.find("emulated failure at ");
-    REQUIRE(at != std::string::npos);
-    const double failed_at = std::stod(first.substr(at + 20));
+    const double failed_at = emulated_failure_at(first);
     CHECK(failed_at >= 3.0);
     CHECK(failed_at < 4.5);
     // A peer present at the start counts from its own first step, the job's clock.
@@ -115,12 +126,7 @@ void rank0_fails_early(const std::string& algo, const std::string& options = "")
     job.cluster = job.dir.write("early.json", R"({"defaults": {"base_time": 0.01},
         "peers": [{"rank": 0, "fail_at": 0.2, "rejoin_at": 2.0}],
         "network": {"latency": 1e-5, "bandwidth": 1e9}})");
-    if (!options.empty())
-        job.config = job.dir.write("train-options.json", R"({"seed": 3,
-            "data": {"name": "logreg_synthetic", "samples": 800, "test_samples": 200, "features": 10, "seed": 5},
-            "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.2},
-            "training": {"epochs": 3, "batch_size": 20}, "algorithms": )" +
-                                                             options + "}");
+    use_options(job, options);
     const auto out = job.dir.path() / "early";
     const auto r = job.launch("--algorithms " + algo + " --epochs 100 --json --timeout 90 --out " +
                               out.string());
@@ -129,9 +135,7 @@ void rank0_fails_early(const std::string& algo, const std::string& options = "")
     const auto dir = out / algo;
     const auto first = slurp(dir / "peer0.0.log");
     CAPTURE(first);
-    const auto at = first.find("emulated failure at ");
-    REQUIRE(at != std::string::npos);
-    const double failed_at = std::stod(first.substr(at + 20));
+    const double failed_at = emulated_failure_at(first);
     CHECK(failed_at >= 0.2);
     CHECK(failed_at < 1.5);
     const auto peers = read_json(dir / "result.json")["peers"];

@@ -126,6 +126,8 @@ struct StepRecord {
     double time = 0;  ///< seconds since the start, when the step finished
     double loss = 0;
     double took = 0;  ///< seconds, padding included
+    /// `time` on the job's clock (DriverOptions::job_start; the same as `time` without one).
+    double job_time = 0;
 };
 
 struct DriverResult {
