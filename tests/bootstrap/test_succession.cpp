@@ -104,6 +104,28 @@ TEST_SUITE("bootstrap") {
     }
 
     TEST_CASE(
+        "succession: a next coordinator that does not answer after the coordinator's goodbye "
+        "is gone as at the end of a job - not vanished") {
+        // CI 2026-12-06 (lab faults, edge cut): at the end of a job rank 1 closed just as rank
+        // 0 said goodbye, so rank 2 turned to rank 1 and was told "vanished". Here rank 0 hangs
+        // (it relays nothing), rank 1 closes, and rank 0 says goodbye: rank 2 learns of rank 1
+        // only when it turns to it.
+        auto peers = joined(3);
+        peers[0]->inject_fault(bs::Fault::silence);
+        peers[1]->inject_fault(bs::Fault::crash);
+        wait_until([&] { return loss_of(*peers[0], 1).has_value(); }, 3s);
+        REQUIRE(loss_of(*peers[0], 1));
+        CHECK_FALSE(loss_of(*peers[2], 1));
+        peers[0].reset();
+        wait_until([&] { return loss_of(*peers[2], 1).has_value(); }, 8s);
+        REQUIRE(loss_of(*peers[2], 1));
+        const auto l = *loss_of(*peers[2], 1);
+        CHECK_MESSAGE(l.left, l.reason);
+        CHECK_MESSAGE(!has(l.reason, "vanished"), l.reason);
+        CHECK_MESSAGE(has(l.reason, "counted as having left"), l.reason);
+    }
+
+    TEST_CASE(
         "succession: an isolated coordinator expels nobody until a view without the "
         "peer is installed") {
         // Seed 2 job 5 of the chaos run: rank 0 cut off declared every other peer lost and

@@ -74,11 +74,15 @@ asio::awaitable<void> Bootstrap::Impl::follow(int rank, Clock::time_point deadli
     auto still = [&] { return !stopping && coord == rank && !gone[index]; };
     // Losses met while turning to the next coordinator after a goodbye are goodbyes too: at the
     // end of a job every peer leaves, and none of them is a failure.
+    // The line says "left" then, not "vanished": logs are searched for losses.
     auto give_up = [&](const std::string& why) {
         if (still())
             lose(rank,
-                 fmt::format("{} vanished: {} when this peer turned to it as the next coordinator",
-                             name(rank), why),
+                 fmt::format("{} {}: {} when this peer turned to it as the next coordinator{}",
+                             name(rank), coord_left ? "is gone" : "vanished", why,
+                             coord_left ? " (after the coordinator's goodbye: counted as having "
+                                          "left the job, as at its end)"
+                                        : ""),
                  false, coord_left);
     };
     for (;;) {
