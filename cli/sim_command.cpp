@@ -165,6 +165,9 @@ int run_sim(const std::vector<std::string>& args) {
                  {"peer-eval-samples", "N",
                   "test samples of each peer's own evaluation (default 2000; gossamer launch's "
                   "--eval-samples)"},
+                 {"average-eval-samples", "N",
+                  "test samples of the exact average's evaluation at each tick (default: the "
+                  "whole test set; the final evaluation always uses the whole set)"},
                  {"peer-metrics", "M",
                   "peers.jsonl records: all, sample K (about K peers, evenly spread) or none "
                   "(default: all up to 4096 peers, else sample 1024)"},
@@ -213,6 +216,8 @@ int run_sim(const std::vector<std::string>& args) {
     if (mode == sim::Mode::math) {
         base.peer_eval_samples =
             static_cast<int>(a.integer("peer-eval-samples", 2000, 1, 100'000'000));
+        base.average_eval_samples =
+            static_cast<int>(a.integer("average-eval-samples", 0, 1, 100'000'000));
         progress(fmt::format("loading {}", cfg->data.name));
         data = optim::load_training_data(*cfg);
         base.train = &data.train;

@@ -77,7 +77,7 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
     // Evaluation points, as gossamer peer writes them: each peer's own model every
     // --eval-interval s on an evaluator thread of its own (gossamer/peer/evaluator.hpp).
     const Dataset subset =
-        job.eval_samples > 0 ? peer::eval_subset(data.test, job.eval_samples) : Dataset{};
+        job.eval_samples > 0 ? first_samples(data.test, job.eval_samples) : Dataset{};
     std::vector<std::unique_ptr<Model>> models;
     std::vector<std::optional<peer::PeerEvaluator>> evals(static_cast<std::size_t>(n));
     if (job.eval_samples > 0)

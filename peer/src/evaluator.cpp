@@ -14,15 +14,6 @@
 
 namespace gossamer::peer {
 
-Dataset eval_subset(const Dataset& test, std::int64_t samples) {
-    Dataset d = test;
-    const auto keep = static_cast<std::size_t>(std::clamp<std::int64_t>(samples, 0, test.size()));
-    d.x.resize(keep * static_cast<std::size_t>(test.features));
-    if (!d.labels.empty()) d.labels.resize(keep);
-    if (!d.targets.empty()) d.targets.resize(keep);
-    return d;
-}
-
 PeerEvaluator::PeerEvaluator(Model& model, Dataset test, int batch, int rank, double interval,
                              std::function<void()> wake)
     : model_(model),

@@ -251,7 +251,7 @@ int run_peer_job(PeerJob& job) {
     // Evaluation points: `model` is the evaluator's until finish(), then the average's.
     std::optional<PeerEvaluator> eval;
     if (job.eval_samples > 0)
-        eval.emplace(*model, eval_subset(job.data.test, job.eval_samples), job.config.eval_batch,
+        eval.emplace(*model, first_samples(job.data.test, job.eval_samples), job.config.eval_batch,
                      rank, job.eval_interval, [t = &me->transport()] { t->wake(); });
     if (eval) d.extra_metrics = [&] { return eval->take(); };
     d.on_step = [&](const StepRecord& s) {

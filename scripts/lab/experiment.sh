@@ -121,24 +121,19 @@ EOF
   config=$out/quick.json config_mr=$out/quick_multirate.json
 fi
 
-real_algos=() sim_algos=()
-for a in "${list[@]}"; do
-  [ "$a" = multirate ] && continue
-  real_algos+=("$a")
-  s=$a
-  [ "$a" = ddp ] && s=allreduce # sim has no torch: DDP is all-reduce of the gradients
-  [[ " ${sim_algos[*]} " == *" $s "* ]] || sim_algos+=("$s")
-done
 with_seed() { # with_seed CONFIG SEED OUT: the config with its seed set
   /usr/bin/python3 -c 'import json, sys
 c = json.load(open(sys.argv[1])); c["seed"] = int(sys.argv[2]); json.dump(c, open(sys.argv[3], "w"), indent=1)' "$1" "$2" "$3"
 }
 join() { local IFS=,; echo "$*"; }
 
+# One launch and one sim per algorithm, each into its own folder: a run that is already there
+# (its result.json, its sim summary) is not run again, so a long experiment can be resumed or
+# extended one algorithm at a time; delete a folder to run it again.
 failed=0
 for name in "${cluster_list[@]}"; do
   cluster=examples/lab/$name.json
-  if [ "$quick" = 0 ]; then
+  if [ "$quick" = 0 ] && [ ! -s "$out/$name-lab-check.txt" ]; then
     echo "== $name: can this machine carry its rates? (gossamer lab check, 3 s) =="
     "$g" lab check --cluster "$cluster" --seconds 3 | tee "$out/$name-lab-check.txt"
   fi
@@ -146,26 +141,36 @@ for name in "${cluster_list[@]}"; do
     dir=$out/$name/seed$seed
     mkdir -p "$dir"
     with_seed "$config" "$seed" "$dir/config.json"
+    with_seed "$config_mr" "$seed" "$dir/config_multirate.json"
     common=(--topology "$topology" --cluster "$cluster" --eval-interval "$interval")
-    if [ ${#real_algos[@]} -gt 0 ]; then
-      echo "== $name, seed $seed: real peers in the lab: $(join "${real_algos[@]}") =="
-      "$g" launch --hosts netns "${common[@]}" --config "$dir/config.json" \
-        --algorithms "$(join "${real_algos[@]}")" --eval-samples "$samples" --timeout "$timeout" \
-        --no-plots --out "$dir/real" || { echo "warning: $name seed $seed: a real run failed (its row shows what is missing)" >&2; failed=1; }
-      echo "== $name, seed $seed: gossamer sim of the same files: $(join "${sim_algos[@]}") =="
-      "$g" sim "${common[@]}" --config "$dir/config.json" --algorithms "$(join "${sim_algos[@]}")" \
-        --peer-eval-samples "$samples" --json --save "$dir/sim.json" --out "$dir/sim" >/dev/null
-    fi
-    if [[ " ${list[*]} " == *" multirate "* ]]; then
-      with_seed "$config_mr" "$seed" "$dir/config_multirate.json"
-      echo "== $name, seed $seed: multirate (slow_gossip), real and sim =="
-      "$g" launch --hosts netns "${common[@]}" --config "$dir/config_multirate.json" --algorithms dpsgd \
-        --eval-samples "$samples" --timeout "$timeout" --no-plots --out "$dir/real-multirate" ||
-        { echo "warning: $name seed $seed: the multirate run failed" >&2; failed=1; }
-      "$g" sim "${common[@]}" --config "$dir/config_multirate.json" --algorithms dpsgd \
-        --peer-eval-samples "$samples" --json --save "$dir/sim-multirate.json" \
-        --out "$dir/sim-multirate" >/dev/null
-    fi
+    for a in "${list[@]}"; do
+      # multirate: dpsgd with the slow_gossip config; ddp: torch, its sim is allreduce's.
+      run=$a sim=$a cfg=$dir/config.json
+      [ "$a" = multirate ] && run=dpsgd sim=dpsgd cfg=$dir/config_multirate.json
+      [ "$a" = ddp ] && sim=allreduce
+      real_dir=$dir/real-$a
+      sim_name=$([ "$a" = multirate ] && echo multirate || echo "$sim")
+      if [ -s "$real_dir/result.json" ]; then
+        echo "== $name, seed $seed, $a: real run already in $real_dir (delete it to rerun) =="
+      else
+        echo "== $name, seed $seed, $a: real peers in the lab =="
+        rm -rf "$real_dir"
+        "$g" launch --hosts netns "${common[@]}" --config "$cfg" --algorithms "$run" \
+          --eval-samples "$samples" --timeout "$timeout" --no-plots --out "$real_dir" ||
+          { echo "warning: $name seed $seed: the real $a run failed (its row shows what is missing)" >&2; failed=1; }
+      fi
+      if [ -s "$dir/sim-$sim_name.json" ]; then
+        echo "== $name, seed $seed, $a: its sim already in $dir/sim-$sim_name.json =="
+      else
+        echo "== $name, seed $seed, $a: gossamer sim of the same files ($sim) =="
+        rm -rf "$dir/sim-$sim_name"
+        "$g" sim "${common[@]}" --config "$cfg" --algorithms "$sim" --peer-eval-samples "$samples" \
+          --average-eval-samples "$samples" --json --save "$dir/sim-$sim_name.json.part" \
+          --out "$dir/sim-$sim_name" >/dev/null &&
+          mv "$dir/sim-$sim_name.json.part" "$dir/sim-$sim_name.json" ||
+          { echo "warning: $name seed $seed: the sim of $a failed" >&2; failed=1; }
+      fi
+    done
   done
 done
 

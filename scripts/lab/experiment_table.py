@@ -3,8 +3,8 @@
 
 usage: scripts/lab/experiment_table.py OUT [--seeds N] [--algorithms LIST]
 
-Reads OUT/<cluster>/seed<k>/{real,real-multirate}/ (gossamer launch) and {sim,sim-multirate}.json
-with {sim,sim-multirate}/ (gossamer sim) for the clusters uneven8 and homogeneous8, prints a
+Reads OUT/<cluster>/seed<k>/real-<algorithm>/ (gossamer launch) and sim-<name>.json with
+sim-<name>/ (gossamer sim; name: the algorithm, allreduce for ddp, multirate) for the clusters uneven8 and homogeneous8, prints a
 markdown table per cluster (real and sim side by side, mean +- half the range over the seeds) and
 the issue's targets, and writes OUT/table.json and per cluster OUT/<cluster>-accuracy-time.svg
 and OUT/<cluster>-accuracy-bytes.svg (the first seed: real solid, sim dashed).
@@ -38,7 +38,7 @@ def load(path):
 
 def real_run(seed_dir, algo):
     """(row of result.json or None, per-iteration seconds, curve [(t, acc, mb)])."""
-    base = seed_dir / ("real-multirate" if algo == "multirate" else "real")
+    base = seed_dir / f"real-{algo}"
     name = "dpsgd" if algo == "multirate" else algo
     result = load(base / "result.json")
     row = None
@@ -67,11 +67,11 @@ def real_run(seed_dir, algo):
 
 def sim_run(seed_dir, algo):
     """(row of the sim --json summary or None, per-iteration seconds, curve)."""
-    multi = algo == "multirate"
     name = {"multirate": "dpsgd", "ddp": "allreduce"}.get(algo, algo)
-    summary = load(seed_dir / ("sim-multirate.json" if multi else "sim.json"))
+    saved = "multirate" if algo == "multirate" else name
+    summary = load(seed_dir / f"sim-{saved}.json")
     row = next((r for r in (summary or {}).get("algorithms", []) if r["algorithm"] == name), None)
-    run = seed_dir / ("sim-multirate" if multi else "sim") / name / "seed0"
+    run = seed_dir / f"sim-{saved}" / name / "seed0"
     steps = [p["steps"] for p in lines(run / "peers.jsonl")]
     per_iter = row["end_time"] / max(steps) if row and steps else None
     n = (summary or {}).get("n", 8)

@@ -158,6 +158,7 @@ class Engine {
     std::vector<Peer> peers_;
     std::unique_ptr<Model> eval_model_;
     Dataset peer_test_;
+    Dataset average_test_;  // the exact average's test set at the ticks (the final: s_.test)
     SimResult result_;
     std::int64_t pending_ = 0;     // events other than evaluations
     int active_ = 0;               // peers alive and not done: active() is O(1) per event

@@ -10,6 +10,7 @@
 
 #include "engine.hpp"
 #include "gossamer/core/compute_model.hpp"
+#include "gossamer/core/dataset.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/params.hpp"
 #include "gossamer/core/sharding.hpp"
@@ -41,11 +42,9 @@ Engine::Engine(const SimSetup& s)
         spec = s.config->sharding;
         spec.peers = n_;
         eval_model_ = optim::build_model(*s.config, *s.train);
-        peer_test_ = *s.test;
-        const auto keep = std::min<std::int64_t>(s.peer_eval_samples, s.test->size());
-        peer_test_.x.resize(static_cast<std::size_t>(keep * s.test->features));
-        if (!peer_test_.labels.empty()) peer_test_.labels.resize(static_cast<std::size_t>(keep));
-        if (!peer_test_.targets.empty()) peer_test_.targets.resize(static_cast<std::size_t>(keep));
+        peer_test_ = first_samples(*s.test, s.peer_eval_samples);
+        average_test_ = first_samples(
+            *s.test, s.average_eval_samples > 0 ? s.average_eval_samples : s.test->size());
     }
     for (int r = 0; r < n_; ++r) {
         Peer& p = peers_[static_cast<std::size_t>(r)];
@@ -343,7 +342,8 @@ void Engine::evaluate(Time now, bool final) {
     if (s_.peer_distances) ep.distance.assign(static_cast<std::size_t>(n_), -1.0);
     ParamVector avg(size);
     for (std::size_t i = 0; i < size; ++i) avg.span()[i] = static_cast<float>(mean[i] / total_w);
-    const EvalResult all = eval_model_->evaluate(avg.span(), *s_.test, 1000);
+    const EvalResult all =
+        eval_model_->evaluate(avg.span(), final ? *s_.test : average_test_, 1000);
     ep.accuracy = all.accuracy.value_or(0);
     ep.loss = all.loss;
     ep.min_accuracy = 1;

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "support/run.hpp"
 #include "support/temp_dir.hpp"
@@ -232,6 +234,42 @@ TEST_CASE("sim reports the mean of the peers' own accuracies and when it reaches
     CHECK(bad.status == 2);
     CHECK(bad.err ==
           "error: --peer-eval-samples: 0 is out of range; use a value from 1 to "
+          "100000000\n");
+}
+
+TEST_CASE("sim --average-eval-samples judges the average on that many samples at the ticks only") {
+    Job job;
+    const auto cluster = job.cluster(R"({"defaults": {"base_time": 0.005},
+        "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+    auto run_with = [&](const std::string& dir, const std::string& extra) {
+        auto r = job.sim(cluster, "--algorithms dpsgd --eval-interval 0.05 --json --out " +
+                                      (job.dir.path() / dir).string() + extra);
+        CAPTURE(r.err);
+        REQUIRE(r.status == 0);
+        return r;
+    };
+    const auto whole = run_with("whole", "");
+    const auto some = run_with("some", " --average-eval-samples 37");
+    std::ifstream in((job.dir.path() / "some/dpsgd/seed0/metrics.jsonl").string());
+    std::vector<double> ticks;
+    for (std::string line; std::getline(in, line);)
+        ticks.push_back(Json::parse(line)["accuracy"].get<double>());
+    REQUIRE(ticks.size() >= 3);
+    // At the ticks: k correct of 37. The last line is the final evaluation on the whole set.
+    int on_subset = 0;
+    for (std::size_t i = 0; i + 1 < ticks.size(); ++i) {
+        const double k = ticks[i] * 37;
+        if (std::abs(k - std::round(k)) < 1e-6) ++on_subset;
+    }
+    CHECK(on_subset == static_cast<int>(ticks.size()) - 1);
+    // The same training: the final accuracy (whole test set) is the run's without the option.
+    const auto a = Json::parse(whole.out)["algorithms"][0]["final_accuracy"].get<double>();
+    const auto b = Json::parse(some.out)["algorithms"][0]["final_accuracy"].get<double>();
+    CHECK(a == b);
+    auto bad = job.sim(cluster, "--average-eval-samples 0");
+    CHECK(bad.status == 2);
+    CHECK(bad.err ==
+          "error: --average-eval-samples: 0 is out of range; use a value from 1 to "
           "100000000\n");
 }
 

@@ -4,6 +4,7 @@
 /// Features are float32, row-major (sample i occupies x[i*features .. (i+1)*features)).
 /// Classification sets carry int32 labels in [0, classes); regression sets carry float targets.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +23,17 @@ struct Dataset {
         return features ? static_cast<std::int64_t>(x.size()) / features : 0;
     }
 };
+
+/// The first `samples` samples of `set` (all of them when it has fewer): the same evaluation
+/// subset on every peer, real or simulated.
+inline Dataset first_samples(const Dataset& set, std::int64_t samples) {
+    Dataset d = set;
+    const auto keep = static_cast<std::size_t>(std::clamp<std::int64_t>(samples, 0, set.size()));
+    d.x.resize(keep * static_cast<std::size_t>(set.features));
+    if (!d.labels.empty()) d.labels.resize(keep);
+    if (!d.targets.empty()) d.targets.resize(keep);
+    return d;
+}
 
 /// A view of `size` contiguous samples (the caller owns the memory).
 struct Batch {

@@ -21,10 +21,6 @@
 
 namespace gossamer::peer {
 
-/// The first `samples` samples of `test` (all of them when it has fewer): the same subset on
-/// every peer.
-Dataset eval_subset(const Dataset& test, std::int64_t samples);
-
 /// Appends `lines` to the metrics file at `path` (the evaluations that finished after the driver
 /// closed it); Error when it cannot be written. Nothing to do for an empty path.
 void append_metrics_lines(const std::string& path, const std::vector<json::Json>& lines);

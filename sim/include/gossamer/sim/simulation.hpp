@@ -44,6 +44,9 @@ struct SimSetup {
     int epochs = 1;                ///< passes of each peer over its shard
     Time eval_interval = 0;        ///< virtual seconds between evaluations
     int peer_eval_samples = 2000;  ///< test samples for per-peer accuracies
+    /// Test samples for the exact average's accuracy at the evaluation ticks (0: the whole
+    /// test set). The final evaluation always uses the whole set.
+    int average_eval_samples = 0;
     // Cost-only mode.
     std::uint64_t model_size = 0;  ///< parameters (floats) per message
     std::int64_t steps = 0;        ///< local steps per peer
