@@ -17,7 +17,6 @@ namespace gossamer::proto {
 namespace {
 
 // Send times kept per out-edge, to tell a lost message from one still in flight.
-constexpr std::size_t kRecentSends = 16;
 
 // Per-edge replicas keep the average only when what peer i subtracts (the receivers' weights
 // of its out-edges) equals what it adds (its weights of its in-edges): column sums of W equal
@@ -293,9 +292,9 @@ void Choco::send_round(Time now, Actions& out) {
 void Choco::send_channel(Time now, Channel& c, Actions& out) {
     const auto round = context().topology->at(c.round);
     const auto outs = round->graph.out_neighbors(rank());
-    auto sent = [&](OutEdge& e, std::uint64_t seq) {
-        e.recent.emplace_back(seq, now);
-        if (e.recent.size() > kRecentSends) e.recent.pop_front();
+    auto sent = [&](OutEdge& e, std::uint64_t seq, int j) {
+        e.recent.posted(seq, out.sends.back().id, now);
+        in_flight_.edge[out.sends.back().id] = {c.slot, j};
     };
     if (shared_) {
         // One compression per round for every out-neighbour of the period (and x_hat_i moves
@@ -308,10 +307,10 @@ void Choco::send_channel(Time now, Channel& c, Actions& out) {
             OutEdge& e = c.out[j];
             e.slot.next_seq = c.own.next_seq;
             e.slot.last_round = c.round;
-            sent(e, m.edge_seq);
             Message copy = m;
             copy.receiver = j;
             send(out, std::move(copy));
+            sent(e, m.edge_seq, j);
         }
         return;
     }
@@ -322,9 +321,10 @@ void Choco::send_channel(Time now, Channel& c, Actions& out) {
         if (dead_.contains(j)) continue;
         OutEdge& e = c.out[j];
         Message m = encode(c, e.slot, j);
-        sent(e, m.edge_seq);
+        const std::uint64_t seq = m.edge_seq;
         m.receiver = j;
         send(out, std::move(m));
+        sent(e, seq, j);
     }
 }
 
@@ -484,13 +484,23 @@ void Choco::on_message(Time now, Message msg, Actions& out) {
     try_mix(now, out);
 }
 
+void Choco::on_send_completed(Time now, std::uint64_t id, bool ok, Actions&) {
+    const auto it = in_flight_.edge.find(id);
+    if (it == in_flight_.edge.end()) return;
+    const auto [slot, j] = it->second;
+    in_flight_.edge.erase(it);
+    if (slot >= channels_.size()) return;
+    if (auto e = channels_[slot].out.find(j); e != channels_[slot].out.end())
+        e->second.recent.completed(id, now, ok);
+}
+
 void Choco::answer_resync(Time now, Channel& c, int j, std::uint64_t seq, Actions& out) {
-    // Answered once the requested message left at least resync_timeout ago: a younger one is
-    // more likely in flight than lost. Answered even after done, so a neighbour can finish.
+    // Answered once the requested message's send completed at least resync_timeout ago (or
+    // failed): one still in flight is slow, not lost (recent_sends.hpp). Answered even after
+    // done, so a neighbour can finish.
     auto it = c.out.find(j);
     if (it == c.out.end() || dead_.contains(j) || seq >= it->second.slot.next_seq) return;
-    for (const auto& [s, at] : it->second.recent)
-        if (s == seq && now - at < options_.resync_timeout) return;
+    if (!it->second.recent.answer(seq, now, options_.resync_timeout)) return;
     const Slot& slot = it->second.slot;
     Message m;
     m.kind = MessageKind::full_model;

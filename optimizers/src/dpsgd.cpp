@@ -13,7 +13,6 @@
 namespace gossamer::proto {
 
 // Send times kept per out-edge, to tell a lost message from one still in flight.
-constexpr std::size_t kRecentSends = 16;
 
 DpsgdOptions parse_dpsgd_options(const json::Node* options) {
     DpsgdOptions o;
@@ -180,14 +179,14 @@ void Dpsgd::send_channel(Time now, Channel& c, std::span<const float> x, Actions
                      .emplace(j, ReplicaSender(j, c.size, worker().math(), c.compressor.get(),
                                                stream(c, rank(), j), worker().device()))
                      .first;
-        auto& recent = c.sent_at[j];
-        if (recent.capacity() == 0) recent.set_capacity(kRecentSends);
-        recent.push_back({it->second.next_seq(), now});  // the oldest goes when full
+        const std::uint64_t seq = it->second.next_seq();
         Message m = it->second.encode(part, c.round);
         m.partition = c.id;
         m.chunk = c.chunk;
         m.sent_at = now;  // a rejoined peer's receivers drop its old self's messages
         send(out, std::move(m));
+        c.sent_at[j].posted(seq, out.sends.back().id, now);
+        in_flight_.edge[out.sends.back().id] = {c.slot, j};
     }
 }
 
@@ -362,20 +361,17 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
             return;
         }
         case MessageKind::control: {
-            // A re-sync request for message msg.edge_seq. Answered once that message left at
-            // least resync_timeout ago: a younger one is more likely in flight than lost, and if
-            // it is lost the next ask, a timeout later, finds it old enough. Answered even after
-            // done, so that a neighbour that lost our last message can finish.
+            // A re-sync request for message msg.edge_seq. Answered once that message's send
+            // completed at least resync_timeout ago (or failed): one still in flight is slow, not
+            // lost, and if it is lost the next ask, a timeout later, finds it old enough
+            // (recent_sends.hpp). Answered even after done, so that a neighbour that lost our
+            // last message can finish.
             Channel* cp = channel_of(msg);
             if (!cp) return;
             Channel& c = *cp;
             auto it = c.out.find(j);
             if (it == c.out.end() || dead_.contains(j) || !it->second.sent(msg.edge_seq)) return;
-            const auto& recent = c.sent_at[j];
-            for (std::size_t k = 0; k < recent.size(); ++k)
-                if (recent[k].first == msg.edge_seq &&
-                    now - recent[k].second < options_.resync_timeout)
-                    return;
+            if (!c.sent_at[j].answer(msg.edge_seq, now, options_.resync_timeout)) return;
             ++resync_answers_;
             Message m = it->second.resync();
             m.partition = c.id;
@@ -388,6 +384,14 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
             throw Error(fmt::format("dpsgd: unexpected {} message from peer {}",
                                     transport::to_string(msg.kind), j));
     }
+}
+
+void Dpsgd::on_send_completed(Time now, std::uint64_t id, bool ok, Actions&) {
+    const auto it = in_flight_.edge.find(id);
+    if (it == in_flight_.edge.end()) return;
+    const auto [slot, j] = it->second;
+    in_flight_.edge.erase(it);
+    if (slot < channels_.size()) channels_[slot].sent_at[j].completed(id, now, ok);
 }
 
 void Dpsgd::on_deadline(Time now, std::uint64_t id, Actions& out) {

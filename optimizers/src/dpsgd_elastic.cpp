@@ -152,8 +152,7 @@ void Dpsgd::answer_joined(Time now, int j, std::int64_t first, Actions& out) {
     if (left_) return send_member(out, now, j, kLeaving, sent_ - 1);
     for (Channel& c : channels_) {
         c.out.erase(j);
-        if (auto it = c.sent_at.find(j); it != c.sent_at.end())
-            it->second.set_capacity(0);  // send_channel sizes it again
+        if (auto it = c.sent_at.find(j); it != c.sent_at.end()) it->second.clear();
     }
     const std::int64_t start = std::max(first, sent_);
     send_rounds_[j] = {start, std::numeric_limits<std::int64_t>::max()};

@@ -5,6 +5,8 @@
 // while the step ran (the ownership rule, checked in release builds too). Messages take
 // `delay` plus seeded jitter; with `fifo` each (sender, receiver) pair keeps its order. Tests
 // can drop or hold back chosen messages, kill peers, and check invariants after every event.
+// Every send completes (send_completed, ok unless its receiver is dead) when its message
+// arrives, or would have arrived when dropped.
 
 #include <algorithm>
 #include <cstdint>
@@ -106,7 +108,7 @@ class Harness {
     std::uint64_t dropped() const { return dropped_; }
 
   private:
-    enum class Kind { step_done, deliver, deadline, kill, notice };
+    enum class Kind { step_done, deliver, deadline, kill, notice, completed };
     struct Event {
         Kind kind;
         int rank;  // the peer the event is for
@@ -139,6 +141,11 @@ class Harness {
             case Kind::deadline:
                 if (!alive_[p]) return;
                 peers_[p]->deadline_reached(now_, ev.id, out);
+                break;
+            case Kind::completed:  // the transport took the message (a drop looks the same)
+                if (!alive_[p]) return;
+                peers_[p]->send_completed(now_, ev.id,
+                                          alive_[static_cast<std::size_t>(ev.msg.receiver)], out);
                 break;
             case Kind::deliver:
                 if (!alive_[p]) {
@@ -175,8 +182,13 @@ class Harness {
                 m.receiver == rank)
                 throw std::logic_error("a message to an invalid receiver");
             if (on_send) on_send(m);
+            // Every send completes when its message would arrive, dropped or not, as the
+            // simulator's and the real drivers' do (dpsgd and choco judge re-syncs by it).
+            Message receipt;
+            receipt.receiver = m.receiver;
             if (drop && drop(m)) {
                 ++dropped_;
+                push(now_ + options_.delay, Kind::completed, rank, send.id, std::move(receipt));
                 continue;
             }
             double at = now_ + options_.delay + options_.delay_jitter * rng_.uniform();
@@ -187,6 +199,7 @@ class Harness {
             }
             if (hold) at += hold(m);
             const int to = m.receiver;
+            push(at, Kind::completed, rank, send.id, std::move(receipt));
             push(at, Kind::deliver, to, 0, std::move(m));
         }
         for (const auto& d : out.deadlines)

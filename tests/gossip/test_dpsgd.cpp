@@ -191,6 +191,26 @@ TEST_CASE("a message held back behind later ones is buffered until the gap fills
     check_replicas_match(net);
 }
 
+TEST_CASE("a slow message still in flight is asked for but not sent again") {
+    // docs/lab.md, uneven8: behind a 100 Mbit/s link a model posted resync_timeout ago was
+    // often still being sent, and answering the ask with another full model queued more
+    // behind it (2.5x the bytes). Now only a send that completed a timeout ago is answered.
+    const auto ring = family("ring", 6);
+    Network base = consensus(ring, 20, R"({"resync_timeout": 100})");
+    REQUIRE(base.harness().run());
+    Network net = consensus(ring, 20, R"({"resync_timeout": 1})");
+    auto h = net.harness();
+    h.hold = [](const Message& m) {
+        return m.sender == 1 && m.receiver == 2 && m.round == 5 ? 4.0 : 0.0;
+    };
+    REQUIRE(h.run());
+    CHECK(net.at<Dpsgd>(2).resync_requests() >= 2);  // asked every second while it waited
+    CHECK(net.at<Dpsgd>(1).resync_answers() == 0);
+    CHECK(net.at<Dpsgd>(2).in_edge(1)->resyncs() == 0);
+    CHECK(net.models() == base.models());  // nothing was re-sent: the same run
+    check_replicas_match(net);
+}
+
 TEST_CASE("a lost message is detected and the replica re-synchronised with a full model") {
     SUBCASE("ring: the next message on the edge opens a gap") {
         // The ask leaves after round 6's delta arrived (1.1 s after round 5's was lost).

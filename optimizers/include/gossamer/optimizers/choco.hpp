@@ -34,7 +34,6 @@
 /// steps t with (t + 1) % g_p == 0, with topology round r_p; messages carry Message::partition.
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -48,6 +47,7 @@
 #include "gossamer/optimizers/device.hpp"
 #include "gossamer/optimizers/edge_codec.hpp"
 #include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/recent_sends.hpp"
 #include "gossamer/optimizers/share_chunks.hpp"
 
 namespace gossamer::proto {
@@ -131,6 +131,7 @@ class Choco final : public Protocol {
     void on_step_finished(Time now, double loss, Actions& out) override;
     void on_message(Time now, Message msg, Actions& out) override;
     void on_deadline(Time now, std::uint64_t id, Actions& out) override;
+    void on_send_completed(Time now, std::uint64_t id, bool ok, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
     void on_partition_ready(Time now, std::uint32_t id, Actions& out) override;
 
@@ -151,7 +152,7 @@ class Choco final : public Protocol {
     struct OutEdge {
         Slot slot;                          // per-edge mode; in shared mode only the message count
         std::vector<std::uint64_t> codecs;  // deltas sent by codec id (per-edge compression)
-        std::deque<std::pair<std::uint64_t, Time>> recent;  // (seq, sent at) of recent sends
+        RecentSends recent;                 // to judge re-sync requests
     };
     struct InEdge {
         Xhat xhat;
@@ -219,6 +220,7 @@ class Choco final : public Protocol {
     std::vector<float> scratch_;
     DeviceVector dscratch_;  // scratch_ on the worker's device
     std::uint64_t next_deadline_ = 1, armed_deadline_ = 0;
+    SendsInFlight in_flight_;  // data sends not completed yet, by send id
     std::uint64_t resync_requests_ = 0, resync_answers_ = 0;
     // partition_ready, per channel slot / partition id, for the running step.
     std::vector<char> early_mixed_, early_sent_, stepped_;

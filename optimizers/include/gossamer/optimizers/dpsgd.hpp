@@ -53,6 +53,7 @@
 #include "gossamer/core/json.hpp"
 #include "gossamer/optimizers/edge_replica.hpp"
 #include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/recent_sends.hpp"
 #include "gossamer/optimizers/share_chunks.hpp"
 #include "gossamer/optimizers/small_containers.hpp"
 
@@ -144,6 +145,7 @@ class Dpsgd final : public Protocol {
     void on_step_finished(Time now, double loss, Actions& out) override;
     void on_message(Time now, Message msg, Actions& out) override;
     void on_deadline(Time now, std::uint64_t id, Actions& out) override;
+    void on_send_completed(Time now, std::uint64_t id, bool ok, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;
     void on_partition_ready(Time now, std::uint32_t id, Actions& out) override;
     void save_state(StateWriter& w) const override;
@@ -161,8 +163,8 @@ class Dpsgd final : public Protocol {
         std::int64_t round = 0;  // r_p: topology rounds this channel has mixed
         std::map<int, ReplicaSender> out;
         std::map<int, ReplicaReceiver> in;
-        // (seq, sent at) of the recent sends to each out-neighbour: a fixed window each.
-        FlatMap<int, Window<std::pair<std::uint64_t, Time>>> sent_at;
+        // The recent sends to each out-neighbour, to judge re-sync requests.
+        FlatMap<int, RecentSends> sent_at;
     };
 
     void begin_round(Time now, Actions& out);
@@ -206,6 +208,7 @@ class Dpsgd final : public Protocol {
     ChannelIndex index_;  // (partition, chunk) -> slot in channels_
     std::set<int> dead_;
     std::uint64_t next_deadline_ = 1, armed_deadline_ = 0;
+    SendsInFlight in_flight_;           // data sends not completed yet, by send id
     std::uint64_t stale_deadline_ = 0;  // reweight: the wait of round stale_round_ is over
     std::int64_t stale_round_ = -1;
     std::int64_t stale_mixes_ = 0;

@@ -102,6 +102,7 @@ class Window {
     }
     /// i-th oldest (0 = the oldest).
     const T& operator[](std::size_t i) const { return buf_[(head_ + i) % capacity_]; }
+    T& operator[](std::size_t i) { return buf_[(head_ + i) % capacity_]; }
     const T& front() const { return (*this)[0]; }
     const T& back() const { return (*this)[size_ - 1]; }
 
