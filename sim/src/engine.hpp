@@ -3,8 +3,10 @@
 // simulation.cpp runs events; churn.cpp lets peers join, leave and rejoin (docs/elastic.md).
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -84,6 +86,7 @@ struct Flowing {
     std::uint64_t id;
     std::uint32_t message;
     int life_from, life_to;  // the sender's and the receiver's incarnations at the send
+    std::uint64_t bytes = 0;
 };
 
 struct Peer {
@@ -154,6 +157,11 @@ class Engine {
     bool settle_queued_ = false;
     std::vector<FairNetwork::Update> flow_updates_;
     std::vector<Flowing> flowing_;  // by flow id
+    // Messages of one directed edge travel one after another, as over the one TCP connection of
+    // a real endpoint: only the front of an edge's queue is a flow, the others wait for it.
+    // (Fair sharing is between edges.) Keyed by from * n + to.
+    std::unordered_map<std::uint64_t, std::deque<Flowing>> edge_queue_;
+    void start_flow(const Flowing& f, Time now);
     EventQueue<Event> queue_;
     std::vector<Peer> peers_;
     std::unique_ptr<Model> eval_model_;

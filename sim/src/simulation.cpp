@@ -130,6 +130,13 @@ void Engine::unsettle(Time now) {
     queue_.push(now, Settle{});
 }
 
+void Engine::start_flow(const Flowing& f, Time now) {
+    const std::uint32_t flow = fair_->start(f.rank, f.to, f.bytes, now);
+    if (flowing_.size() <= flow) flowing_.resize(flow + 1);
+    flowing_[flow] = f;
+    unsettle(now);
+}
+
 void Engine::apply(int rank, Time now, proto::Actions& a) {
     Peer& p = peers_[static_cast<std::size_t>(rank)];
     const bool bounded = p.protocol->one_in_flight_per_edge();
@@ -142,14 +149,16 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
                 "flight; the protocol keeps at most one in flight per edge",
                 p.protocol->name(), rank, transport::to_string(send.msg.kind), rank, to, now));
         if (fair_) {  // delivered when its flow ends (handle, FlowEnd)
-            const std::uint32_t flow = fair_->start(rank, to, send.msg.wire_bytes(), now);
             trace_.send(rank, now, send.msg);
-            if (flowing_.size() <= flow) flowing_.resize(flow + 1);
-            flowing_[flow] = {rank,           to,
-                              data ? to : -1, bounded,
-                              send.id,        hold(std::move(send.msg)),
-                              p.life,         peers_[static_cast<std::size_t>(to)].life};
-            unsettle(now);
+            const std::uint64_t bytes = send.msg.wire_bytes();
+            const Flowing f{rank,           to,
+                            data ? to : -1, bounded,
+                            send.id,        hold(std::move(send.msg)),
+                            p.life,         peers_[static_cast<std::size_t>(to)].life,
+                            bytes};
+            auto& edge = edge_queue_[static_cast<std::uint64_t>(rank) * n_ + to];
+            edge.push_back(f);
+            if (edge.size() == 1) start_flow(f, now);  // else it waits for the one ahead
             continue;
         }
         const Transfer tr = network_.transfer(rank, to, send.msg.wire_bytes(), now);
@@ -251,6 +260,9 @@ void Engine::handle(Time now, Event& e) {
         const Flowing f = flowing_[fe->flow];
         fair_->finish(fe->flow, now);
         unsettle(now);
+        auto& edge = edge_queue_[static_cast<std::uint64_t>(f.rank) * n_ + f.to];
+        edge.pop_front();
+        if (!edge.empty()) start_flow(edge.front(), now);
         // As under fifo: the uplink is done with it now, its last byte arrives a latency later.
         // Every send completes (edge speeds are measured from completions); only a bounded
         // protocol's data messages count against its edges.
