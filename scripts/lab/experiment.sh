@@ -10,9 +10,13 @@
 # the plots OUT/<cluster>-accuracy-time.svg and OUT/<cluster>-accuracy-bytes.svg.
 #
 #   scripts/lab/experiment.sh [--seeds N] [--out DIR] [--algorithms LIST] [--eval-interval S]
-#                             [--eval-samples N] [--timeout S] [--clusters LIST] [--quick]
+#                             [--eval-samples N] [--timeout S] [--clusters LIST] [--part P]
+#                             [--quick]
 #
 # --clusters LIST: uneven8, homogeneous8 or both (default), to run one cluster at a time.
+# --part real|sim|both (default both): only the lab runs (timing-sensitive: keep the machine
+# otherwise idle), or only the simulations (deterministic: they may share the machine). Runs
+# already in OUT are skipped, so a later call adds what is missing.
 # --seeds N: runs per cluster and algorithm, seeds 1..N (default 3). --quick: a smoke run of a
 # minute or two (a tiny MLP on 2,048 images, one seed; allreduce and async unless --algorithms). Time of the full
 # run: hours on a 2-core machine (docs/lab.md); run one seed first. Needs root and iproute2
@@ -27,7 +31,7 @@ die() {
 }
 
 seeds=3 quick=0 chosen=0 out=out/lab-experiment interval=5 samples=500 timeout=3600
-algos=ddp,allreduce,dpsgd,sgp,async,choco,multirate clusters=uneven8,homogeneous8
+algos=ddp,allreduce,dpsgd,sgp,async,choco,multirate clusters=uneven8,homogeneous8 part=both
 known=" ddp allreduce dpsgd sgp async choco multirate "
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -38,8 +42,9 @@ while [ $# -gt 0 ]; do
     --eval-samples) [ $# -ge 2 ] || die "--eval-samples needs a count"; samples=$2; shift 2 ;;
     --timeout) [ $# -ge 2 ] || die "--timeout needs seconds"; timeout=$2; shift 2 ;;
     --clusters) [ $# -ge 2 ] || die "--clusters needs a list"; clusters=$2; shift 2 ;;
+    --part) [ $# -ge 2 ] || die "--part needs real, sim or both"; part=$2; shift 2 ;;
     --quick) quick=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument \"$1\"; see --help" ;;
   esac
 done
@@ -55,6 +60,8 @@ fi
 if ! [[ "$timeout" =~ ^[0-9]+$ ]] || [ "$timeout" -lt 1 ]; then
   die "--timeout $timeout: use whole seconds >= 1"
 fi
+[[ "$part" == real || "$part" == sim || "$part" == both ]] ||
+  die "--part $part: use real (the lab runs), sim (the simulations) or both"
 IFS=, read -ra cluster_list <<<"$clusters"
 [ ${#cluster_list[@]} -gt 0 ] || die "--clusters is empty; name uneven8, homogeneous8 or both"
 for c in "${cluster_list[@]}"; do
@@ -133,7 +140,7 @@ join() { local IFS=,; echo "$*"; }
 failed=0
 for name in "${cluster_list[@]}"; do
   cluster=examples/lab/$name.json
-  if [ "$quick" = 0 ] && [ ! -s "$out/$name-lab-check.txt" ]; then
+  if [ "$quick" = 0 ] && [ "$part" != sim ] && [ ! -s "$out/$name-lab-check.txt" ]; then
     echo "== $name: can this machine carry its rates? (gossamer lab check, 3 s) =="
     "$g" lab check --cluster "$cluster" --seconds 3 | tee "$out/$name-lab-check.txt"
   fi
@@ -150,7 +157,9 @@ for name in "${cluster_list[@]}"; do
       [ "$a" = ddp ] && sim=allreduce
       real_dir=$dir/real-$a
       sim_name=$([ "$a" = multirate ] && echo multirate || echo "$sim")
-      if [ -s "$real_dir/result.json" ]; then
+      if [ "$part" = sim ]; then
+        :
+      elif [ -s "$real_dir/result.json" ]; then
         echo "== $name, seed $seed, $a: real run already in $real_dir (delete it to rerun) =="
       else
         echo "== $name, seed $seed, $a: real peers in the lab =="
@@ -159,7 +168,9 @@ for name in "${cluster_list[@]}"; do
           --eval-samples "$samples" --timeout "$timeout" --no-plots --out "$real_dir" ||
           { echo "warning: $name seed $seed: the real $a run failed (its row shows what is missing)" >&2; failed=1; }
       fi
-      if [ -s "$dir/sim-$sim_name.json" ]; then
+      if [ "$part" = real ]; then
+        :
+      elif [ -s "$dir/sim-$sim_name.json" ]; then
         echo "== $name, seed $seed, $a: its sim already in $dir/sim-$sim_name.json =="
       else
         echo "== $name, seed $seed, $a: gossamer sim of the same files ($sim) =="

@@ -40,7 +40,7 @@ TEST_SUITE("lab") {
         for (const std::string args :
              {"--seeds 0", "--seeds x", "--algorithms dpsgd,gossipx", "--frobnicate",
               "--eval-interval soon", "--eval-interval 0", "--timeout 0", "--seeds",
-              "--clusters uneven9", "--clusters"}) {
+              "--clusters uneven9", "--clusters", "--part lab", "--part"}) {
             CAPTURE(args);
             // Bounded even if a bad flag got through: the script would then start a lab.
             const auto r = run("GOSSAMER=" GOSSAMER_BINARY " timeout 60 " + kScript + " --out " +
