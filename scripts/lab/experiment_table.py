@@ -45,7 +45,7 @@ def real_run(seed_dir, algo):
     for r in (result or {}).get("algorithms", []):
         if r.get("algorithm") == name:
             row = r
-    per_iter, ticks, peers = None, {}, 0
+    per_iter, peers, points = None, 0, []  # points: per peer {tick time: (accuracy, mb)}
     for path in sorted((base / name).glob("peer*.jsonl")):
         recs = lines(path)
         summary = next((r for r in recs if r.get("summary")), None)
@@ -55,13 +55,31 @@ def real_run(seed_dir, algo):
             per_iter = it if per_iter is None else max(per_iter, it)
         peers += 1
         sent = summary.get("bytes_sent", 0) if summary else 0
+        own = {}
         for r in recs:
             if "eval" in r and r.get("accuracy") is not None:
                 done = sum(1 for t in steps if t <= r.get("at", r["time"]))
-                mb = sent * done / max(len(steps), 1) / 1e6
-                ticks.setdefault(r["time"], []).append((r["accuracy"], mb))
-    curve = [(t, sum(a for a, _ in v) / len(v), sum(m for _, m in v) / len(v))
-             for t, v in sorted(ticks.items())]
+                own[r["time"]] = (r["accuracy"], sent * done / max(len(steps), 1) / 1e6)
+        points.append((own, summary is not None))
+    # As gossamer launch's time to target: at each tick the peers evaluated at it, and those
+    # that finished at their latest evaluation before it (their model is final).
+    curve = []
+    for t in sorted({t for own, _ in points for t in own}):
+        got = []
+        for own, finished in points:
+            if t in own:
+                got.append(own[t])
+            elif finished:
+                before = [u for u in own if u < t]
+                if before:
+                    got.append(own[max(before)])
+        if got:
+            curve.append((t, sum(a for a, _ in got) / len(got), sum(m for _, m in got) / len(got)))
+    if row is not None:
+        # Recomputed from the curve, so runs made before launch counted finished peers agree.
+        config = load(seed_dir / ("config_multirate.json" if algo == "multirate" else "config.json"))
+        target = ((config or {}).get("training") or {}).get("target_accuracy", 0.85)
+        row = dict(row, time_to_target=next((t for t, a, _ in curve if a >= target), None))
     return row, per_iter, curve
 
 
