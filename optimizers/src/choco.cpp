@@ -289,12 +289,12 @@ void Choco::send_round(Time now, Actions& out) {
     reset_ready();  // the step's round is out: the next step starts afresh
 }
 
-void Choco::send_channel(Time now, Channel& c, Actions& out) {
+void Choco::send_channel(Time, Channel& c, Actions& out) {
     const auto round = context().topology->at(c.round);
     const auto outs = round->graph.out_neighbors(rank());
     auto sent = [&](OutEdge& e, std::uint64_t seq, int j) {
-        e.recent.posted(seq, out.sends.back().id, now);
-        in_flight_.edge[out.sends.back().id] = {c.slot, j};
+        e.recent.posted(seq, out.sends.back().id);
+        in_flight_.add(out.sends.back().id, {c.slot, j});
     };
     if (shared_) {
         // One compression per round for every out-neighbour of the period (and x_hat_i moves
@@ -485,10 +485,9 @@ void Choco::on_message(Time now, Message msg, Actions& out) {
 }
 
 void Choco::on_send_completed(Time now, std::uint64_t id, bool ok, Actions&) {
-    const auto it = in_flight_.edge.find(id);
-    if (it == in_flight_.edge.end()) return;
-    const auto [slot, j] = it->second;
-    in_flight_.edge.erase(it);
+    const auto e = in_flight_.take(id);
+    if (!e) return;
+    const auto [slot, j] = *e;
     if (slot >= channels_.size()) return;
     if (auto e = channels_[slot].out.find(j); e != channels_[slot].out.end())
         e->second.recent.completed(id, now, ok);

@@ -185,8 +185,8 @@ void Dpsgd::send_channel(Time now, Channel& c, std::span<const float> x, Actions
         m.chunk = c.chunk;
         m.sent_at = now;  // a rejoined peer's receivers drop its old self's messages
         send(out, std::move(m));
-        c.sent_at[j].posted(seq, out.sends.back().id, now);
-        in_flight_.edge[out.sends.back().id] = {c.slot, j};
+        c.sent_at[j].posted(seq, out.sends.back().id);
+        in_flight_.add(out.sends.back().id, {c.slot, j});
     }
 }
 
@@ -387,10 +387,9 @@ void Dpsgd::on_message(Time now, Message msg, Actions& out) {
 }
 
 void Dpsgd::on_send_completed(Time now, std::uint64_t id, bool ok, Actions&) {
-    const auto it = in_flight_.edge.find(id);
-    if (it == in_flight_.edge.end()) return;
-    const auto [slot, j] = it->second;
-    in_flight_.edge.erase(it);
+    const auto e = in_flight_.take(id);
+    if (!e) return;
+    const auto [slot, j] = *e;
     if (slot < channels_.size()) channels_[slot].sent_at[j].completed(id, now, ok);
 }
 

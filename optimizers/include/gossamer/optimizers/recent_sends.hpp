@@ -8,6 +8,7 @@
 /// models (docs/lab.md).
 
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -20,21 +21,20 @@ class RecentSends {
   public:
     static constexpr std::size_t kWindow = 16;
 
-    /// Message `seq` left as send `send_id` at `now`.
-    void posted(std::uint64_t seq, std::uint64_t send_id, Time now) {
+    /// Message `seq` left as send `send_id`; in flight until completed().
+    void posted(std::uint64_t seq, std::uint64_t send_id) {
         if (window_.capacity() == 0) window_.set_capacity(kWindow);
-        window_.push_back({seq, send_id, now, -1.0, true});
+        window_.push_back({seq, send_id, -1.0, true});
     }
-    /// Send `send_id` completed at `now` (ok: the transport took all of it); false when it is no
-    /// longer in the window.
-    bool completed(std::uint64_t send_id, Time now, bool ok) {
+    /// Send `send_id` completed at `now` (ok: the transport took all of it); nothing when it is
+    /// no longer in the window.
+    void completed(std::uint64_t send_id, Time now, bool ok) {
         for (std::size_t k = 0; k < window_.size(); ++k)
             if (window_[k].id == send_id) {
                 window_[k].done = now;
                 window_[k].ok = ok;
-                return true;
+                return;
             }
-        return false;
     }
     /// Whether a request for message `seq` is answered with a full model now: not while that
     /// message is in flight, nor within `timeout` of its completion (it may still arrive); yes
@@ -54,16 +54,28 @@ class RecentSends {
   private:
     struct Entry {
         std::uint64_t seq = 0, id = 0;
-        Time posted = 0, done = -1;  // done < 0: in flight
+        Time done = -1;  // < 0: in flight
         bool ok = true;
     };
     Window<Entry> window_;
 };
 
 /// Which edge each send in flight belongs to, so that its completion finds its RecentSends.
-struct SendsInFlight {
-    /// send id -> (channel slot, receiver)
-    std::unordered_map<std::uint64_t, std::pair<std::uint32_t, int>> edge;
+class SendsInFlight {
+  public:
+    using Edge = std::pair<std::uint32_t, int>;  // (channel slot, receiver)
+    void add(std::uint64_t send_id, Edge e) { edge_[send_id] = e; }
+    /// The edge of a completed send, forgotten now; nullopt for a send not recorded here.
+    std::optional<Edge> take(std::uint64_t send_id) {
+        const auto it = edge_.find(send_id);
+        if (it == edge_.end()) return std::nullopt;
+        const Edge e = it->second;
+        edge_.erase(it);
+        return e;
+    }
+
+  private:
+    std::unordered_map<std::uint64_t, Edge> edge_;
 };
 
 }  // namespace gossamer::proto
