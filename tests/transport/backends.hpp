@@ -64,8 +64,10 @@ struct Inproc {
 };
 
 #ifdef GOSSAMER_HAVE_UCX
-/// ErrorHandling::peer (the default); UcxShm below runs without UCX error handling.
-template <tr::ErrorHandling kErrors>
+/// ErrorHandling::peer (the default: TCP between the peers, large payloads eager); UcxShm below
+/// runs without UCX error handling (shared memory, rendezvous), UcxTcpRendezvous over TCP with
+/// rendezvous forced.
+template <tr::ErrorHandling kErrors, tr::LargeMessages kLarge = tr::LargeMessages::automatic>
 struct UcxWith {
     static Peers make(int n, tr::Duration timeout = 5000ms, std::uint64_t max_payload = kNoLimit) {
         std::vector<std::unique_ptr<tr::UcxTransport>> u;
@@ -75,6 +77,7 @@ struct UcxWith {
             static_cast<tr::TransportOptions&>(o) = options(r, n, timeout, max_payload);
             o.mode = tr::ProgressMode::spin;
             o.errors = kErrors;
+            o.large = kLarge;
             u.push_back(tr::make_ucx_transport(o));
             addresses[r] = u.back()->address();
         }
@@ -95,6 +98,7 @@ struct UcxWith {
                 static_cast<tr::TransportOptions&>(o) = options(r, n);
                 o.mode = tr::ProgressMode::block;
                 o.errors = kErrors;
+                o.large = kLarge;
                 auto t = tr::make_ucx_transport(o);
                 {
                     std::lock_guard lock(mu);
@@ -109,6 +113,7 @@ struct UcxWith {
 };
 using Ucx = UcxWith<tr::ErrorHandling::peer>;
 using UcxShm = UcxWith<tr::ErrorHandling::none>;
+using UcxTcpRendezvous = UcxWith<tr::ErrorHandling::peer, tr::LargeMessages::rendezvous>;
 #endif
 
 /// Progresses every live peer round-robin until pred() holds or `timeout` passes.
@@ -172,7 +177,9 @@ struct Completions {
 }  // namespace transport_test
 
 #ifdef GOSSAMER_HAVE_UCX
-#define TRANSPORT_BACKENDS transport_test::Inproc, transport_test::Ucx, transport_test::UcxShm
+#define TRANSPORT_BACKENDS                                               \
+    transport_test::Inproc, transport_test::Ucx, transport_test::UcxShm, \
+        transport_test::UcxTcpRendezvous
 #else
 #define TRANSPORT_BACKENDS transport_test::Inproc
 #endif
@@ -180,4 +187,5 @@ TYPE_TO_STRING_AS("inproc", transport_test::Inproc);
 #ifdef GOSSAMER_HAVE_UCX
 TYPE_TO_STRING_AS("ucx", transport_test::Ucx);
 TYPE_TO_STRING_AS("ucx-no-peer-errors", transport_test::UcxShm);
+TYPE_TO_STRING_AS("ucx-tcp-rendezvous", transport_test::UcxTcpRendezvous);
 #endif

@@ -158,3 +158,105 @@ TEST_CASE("ucx: a failed peer readmitted with a new address sends and receives a
     // A blob that is not the peer's is refused, and the peer stays as it was.
     CHECK_THROWS_AS(a->readmit(1, a->address()), gossamer::TransportError);
 }
+
+// -- eager or rendezvous for large payloads (docs/transport.md, "Eager and rendezvous") -------
+
+TEST_CASE("ucx: the transports are read from ucp_context_print_info's resource lines, once each") {
+    const std::string info =
+        "#     component 1  :  tcp\n"
+        "#            md 1  :  component 1  tcp \n"
+        "#      resource 0  :  md 0  dev 0  flags -- self/memory0\n"
+        "#      resource 1  :  md 1  dev 1  flags -- tcp/lo\n"
+        "#      resource 2  :  md 1  dev 2  flags -- tcp/eth0\n"
+        "#      resource 3  :  md 3  dev 3  flags -- posix/memory\n"
+        "#      resource 4  :  md 4  dev 4  flags -- rc_mlx5/mlx5_0:1\n";
+    CHECK(tr::ucx_resource_names(info) ==
+          std::vector<std::string>{"self", "tcp", "posix", "rc_mlx5"});
+    CHECK(tr::ucx_resource_names("").empty());
+    CHECK(tr::ucx_resource_names("#      resource 0  :  flags -- /x\nresource\n").empty());
+}
+
+TEST_CASE("ucx: large payloads go eager over TCP, by rendezvous over RDMA or shared memory") {
+    using L = tr::LargeMessages;
+    const std::vector<std::string> tcp{"self", "tcp", "sysv", "posix", "cma"};
+    CHECK(tr::resolve_large_messages(L::automatic, tcp, false) == L::eager);
+    CHECK(tr::resolve_large_messages(L::automatic, {"self", "tcp"}, true) == L::eager);
+    CHECK(tr::resolve_large_messages(L::automatic, tcp, true) == L::rendezvous);
+    CHECK(tr::resolve_large_messages(L::automatic, {"tcp", "rc_mlx5"}, false) == L::rendezvous);
+    CHECK(tr::resolve_large_messages(L::automatic, {"tcp", "dc_mlx5"}, false) == L::rendezvous);
+    CHECK(tr::resolve_large_messages(L::eager, {"rc_mlx5"}, true) == L::eager);
+    CHECK(tr::resolve_large_messages(L::rendezvous, tcp, false) == L::rendezvous);
+    CHECK(tr::parse_large_messages("eager") == L::eager);
+    CHECK(tr::parse_large_messages("auto") == L::automatic);
+    CHECK_FALSE(tr::parse_large_messages("Eager").has_value());
+    CHECK(std::string(tr::to_string(L::rendezvous)) == "rendezvous");
+}
+
+TEST_CASE("ucx: a transport resolves how large payloads go and GOSSAMER_UCX_LARGE overrides it") {
+    ::unsetenv("GOSSAMER_UCX_LARGE");
+    tr::UcxOptions o;
+    static_cast<tr::TransportOptions&>(o) = options(0, 2);
+    o.large = tr::LargeMessages::eager;
+    CHECK(tr::make_ucx_transport(o)->large_messages() == tr::LargeMessages::eager);
+    o.large = tr::LargeMessages::rendezvous;
+    CHECK(tr::make_ucx_transport(o)->large_messages() == tr::LargeMessages::rendezvous);
+    // Both peers on this host without UCX error handling: shared memory, so rendezvous.
+    o.large = tr::LargeMessages::automatic;
+    o.errors = tr::ErrorHandling::none;
+    CHECK(tr::make_ucx_transport(o)->large_messages() == tr::LargeMessages::rendezvous);
+    o.errors = tr::ErrorHandling::peer;
+    CHECK(tr::make_ucx_transport(o)->large_messages() != tr::LargeMessages::automatic);
+
+    ::setenv("GOSSAMER_UCX_LARGE", "eager", 1);
+    o.large = tr::LargeMessages::rendezvous;
+    CHECK(tr::make_ucx_transport(o)->large_messages() == tr::LargeMessages::eager);
+    ::setenv("GOSSAMER_UCX_LARGE", "fast", 1);
+    std::string error;
+    try {
+        tr::make_ucx_transport(o);
+    } catch (const gossamer::TransportError& e) {
+        error = e.what();
+    }
+    ::unsetenv("GOSSAMER_UCX_LARGE");
+    CHECK(error ==
+          "ucx: rank 0: GOSSAMER_UCX_LARGE=fast: not a way to send large messages; use "
+          "automatic, rendezvous or eager");
+}
+
+// The reason eager wins over TCP: a rendezvous send needs the receiver's go-ahead, which queues
+// behind whatever the receiver itself is sending on that connection (a gossip peer sends its
+// model while it receives its neighbour's). An eager one goes without it: here it completes
+// while the receiver does not progress at all; the rendezvous one does not.
+TEST_CASE(
+    "ucx: an eager 1 MiB send over TCP completes without the receiver and a rendezvous one waits") {
+    for (const auto large : {tr::LargeMessages::eager, tr::LargeMessages::rendezvous}) {
+        CAPTURE(tr::to_string(large));
+        std::vector<std::unique_ptr<tr::UcxTransport>> u;
+        std::map<int, std::vector<std::byte>> addresses;
+        for (int r = 0; r < 2; ++r) {
+            tr::UcxOptions o;
+            static_cast<tr::TransportOptions&>(o) = options(r, 2);
+            o.mode = tr::ProgressMode::spin;
+            o.large = large;
+            u.push_back(tr::make_ucx_transport(o));
+            addresses[r] = u.back()->address();
+        }
+        for (auto& t : u) t->connect(addresses);
+        // A first small exchange: the connection is up before the receiver stops progressing.
+        std::vector<tr::Message> got;
+        u[1]->on_receive([&](tr::Message&& m) { got.push_back(std::move(m)); });
+        const std::vector<float> tiny(4, 1.0f), big(256 * 1024, 2.0f);
+        Completions c;
+        u[0]->send(header(1, 0, tiny.size()), bytes_of(tiny), c.make(0));
+        Peers both;
+        both.push_back(std::move(u[0]));
+        both.push_back(std::move(u[1]));
+        REQUIRE(pump(both, [&] { return c.all_done() && got.size() == 1; }));
+        both[0]->send(header(1, 1, big.size()), bytes_of(big), c.make(1));
+        const auto end = tr::Clock::now() + 1000ms;
+        while (tr::Clock::now() < end && !c.all_done()) both[0]->progress();
+        CHECK(c.all_done() == (large == tr::LargeMessages::eager));
+        REQUIRE(pump(both, [&] { return c.all_done() && got.size() == 2; }));
+        CHECK(got[1].payload == big);
+    }
+}

@@ -74,6 +74,7 @@ class Ucx final : public UcxTransport {
     void connect(const std::map<int, std::vector<std::byte>>& addresses) override;
     void readmit(int peer, const std::vector<std::byte>& blob) override;
     bool blocking() const noexcept override { return blocking_; }
+    LargeMessages large_messages() const noexcept override { return large_; }
     UcxMemoryTypes memory_types() const override;  // ucx_memory.cpp
 
     void send(const Message& header, std::span<const std::byte> payload, SendCallback done,
@@ -140,7 +141,8 @@ class Ucx final : public UcxTransport {
     ucp_worker_h worker_ = nullptr;
     int efd_ = -1;
     bool blocking_ = false;
-    bool peer_errors_ = true;         // ErrorHandling::peer
+    LargeMessages large_ = LargeMessages::rendezvous;  // resolved in the constructor
+    bool peer_errors_ = true;                          // ErrorHandling::peer
     std::vector<SendOp*> spare_ops_;  // finished sends, reused: no allocation per send
     std::vector<SendOp*> abandoned_;  // released to UCX, which may still read their headers
     std::vector<std::byte> address_;
@@ -162,6 +164,10 @@ class Ucx final : public UcxTransport {
     std::function<std::optional<std::string>(int)> known_cause_;
     std::function<void(int, const std::string&)> on_own_failure_;
 };
+
+/// UcxOptions::large (or GOSSAMER_UCX_LARGE, which wins) resolved against the resources of
+/// `context`; TransportError, one line, for a GOSSAMER_UCX_LARGE it cannot read.
+LargeMessages resolve_large(const UcxOptions& o, ucp_context_h context);
 
 /// What ucp_context_query says `context` can move; TransportError when it cannot say.
 UcxMemoryTypes memory_types_of(ucp_context_h context);

@@ -58,6 +58,8 @@ Ucx::Ucx(const UcxOptions& o) : UcxTransport(o), peers_(static_cast<std::size_t>
     if (s != UCS_OK)
         throw TransportError(fmt::format("ucx: rank {}: ucp_init failed: {}", o.rank, ucs(s)));
 
+    large_ = resolve_large(o, context_);
+
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wp.thread_mode = UCS_THREAD_MODE_SINGLE;
@@ -223,7 +225,9 @@ void Ucx::start(SendOp* op, int to, std::span<const std::byte> header,
     rp.cb.send = send_cb;
     rp.user_data = op;
     rp.datatype = ucp_dt_make_contig(1);
-    rp.flags = 0;  // UCX picks eager or rendezvous by size (UCX_RNDV_THRESH)
+    // Eager over TCP below kEagerLimit; elsewhere UCX picks by size (UCX_RNDV_THRESH).
+    rp.flags =
+        large_ == LargeMessages::eager && payload.size() < kEagerLimit ? UCP_AM_SEND_FLAG_EAGER : 0;
     void* req = ucp_am_send_nbx(p.ep, kAmId, header.data(), header.size(), payload.data(),
                                 payload.size(), &rp);
     counters_.messages_sent++;

@@ -1,8 +1,9 @@
 #pragma once
 /// The UCX backend: UCP active messages over whatever transports UCX finds (shared memory and
 /// TCP here, InfiniBand/RoCE where present; `ucx_info -d` lists them, UCX_TLS restricts them).
-/// Small payloads go eagerly, large ones by rendezvous straight into the receiver's buffer
-/// (docs/transport.md). This header includes no UCX header.
+/// Small payloads go eagerly; large ones by rendezvous straight into the receiver's buffer
+/// where RDMA or shared memory carries them, eagerly over TCP (docs/transport.md). This header
+/// includes no UCX header.
 ///
 /// Start-up: every peer calls address(), the blobs travel (the bootstrap, or in-process in
 /// tests), then every peer calls connect() with the blobs of the others.
@@ -13,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gossamer/transport/transport.hpp"
@@ -37,8 +39,42 @@ enum class ErrorHandling {
     none,
 };
 
+/// How a large payload travels (docs/transport.md, "Eager and rendezvous").
+/// `eager` applies below kEagerLimit: from 32 MiB on, UCX 1.13's eager path falls to about a
+/// tenth of its speed (ucx_perftest ucp_am_bw over TCP loopback: 1.9-2.4 GB/s at 16-24 MiB,
+/// 0.2-0.3 GB/s at 32-64 MiB), so such payloads keep UCX's choice.
+inline constexpr std::size_t kEagerLimit = std::size_t{32} << 20;
+enum class LargeMessages {
+    /// eager where only TCP carries the traffic between peers, else UCX's choice by size
+    automatic,
+    /// UCX's choice by size (`UCX_RNDV_THRESH`): rendezvous above the threshold
+    rendezvous,
+    /// always eager: the data goes at once, without the receiver's go-ahead
+    eager,
+};
+
+/// The transports of a UCP context as ucp_context_print_info lists its resources ("tcp",
+/// "posix", "rc_mlx5", ...; each once, in the order listed).
+std::vector<std::string> ucx_resource_names(std::string_view context_info);
+
+/// `automatic` resolved: rendezvous where a transport with remote memory access (InfiniBand,
+/// RoCE, ...) is present, or where peers share memory (`shared_memory`: no UCX error handling
+/// and every peer on this host) and a shared-memory transport is; else eager. Over TCP a
+/// rendezvous buys no zero copy: its go-ahead queues behind the data that the receiver is
+/// itself sending on the same connection, and a peer that sends and receives at once (gossip)
+/// saw its uplink idle while its downlink carried a neighbour's model (docs/transport.md).
+/// `asked` other than automatic is returned as it is.
+LargeMessages resolve_large_messages(LargeMessages asked, const std::vector<std::string>& names,
+                                     bool shared_memory);
+
+/// "automatic", "rendezvous" or "eager"; nullopt for anything else.
+std::optional<LargeMessages> parse_large_messages(std::string_view text);
+const char* to_string(LargeMessages m) noexcept;
+
 struct UcxOptions : TransportOptions {
     ProgressMode mode = ProgressMode::automatic;
+    /// The environment's GOSSAMER_UCX_LARGE (automatic|rendezvous|eager), when set, wins.
+    LargeMessages large = LargeMessages::automatic;
     int local_peers = 0;  ///< peers on this host (0: assume size)
     ErrorHandling errors = ErrorHandling::peer;
     /// Optional (communication thread): asked when UCX reports a broken endpoint to `peer`. A
@@ -75,6 +111,8 @@ class UcxTransport : public Transport {
     virtual void readmit(int peer, const std::vector<std::byte>& blob) = 0;
     /// Whether wait() blocks (ProgressMode resolved).
     virtual bool blocking() const noexcept = 0;
+    /// How large payloads travel (UcxOptions::large resolved: rendezvous or eager).
+    virtual LargeMessages large_messages() const noexcept = 0;
     /// The memory types this transport's UCP context can move (see query_ucx_memory_types()).
     virtual UcxMemoryTypes memory_types() const = 0;
 
