@@ -98,6 +98,7 @@ void Engine::crash(int rank) {
     Peer& p = peers_[static_cast<std::size_t>(rank)];
     crash_loss_ += p.protocol->held_mass();
     p.crashed = true;
+    p.eval_pending = -1;  // a crashed peer's queued evaluation is lost with it
     // The model it comes back with at rejoin_at: the simulator keeps no checkpoints, so it is
     // the one it had at the crash (docs/elastic.md).
     if (p.worker->math() && !p.protocol->joining()) {
@@ -147,6 +148,7 @@ void Engine::leave(int rank, Time now) {
     Peer& p = peers_[static_cast<std::size_t>(rank)];
     if (!p.alive || p.done) return;  // down, or finished before its leave_at
     p.left = true;
+    p.eval_pending = -1;  // it hands its model on: nothing of its own to judge
     proto::Actions& a = fresh_actions();
     p.protocol->leave(now, a);
     apply(rank, now, a);

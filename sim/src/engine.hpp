@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -105,6 +106,10 @@ struct Peer {
     bool crashed = false;            // failed and not back yet: its next join is a rejoin
     bool left = false;               // left gracefully (at leave_at)
     std::vector<float> crash_model;  // the model it had at its crash (math mode)
+    // The evaluation tick (its index in the result's evals) this peer's own model is still to
+    // be judged for, at its next step boundary, as a real peer does (docs/simulator.md); -1:
+    // none. A later tick replaces an earlier one, as a real peer's evaluator queue does.
+    std::int64_t eval_pending = -1;
     std::uint64_t past_sent = 0, past_received = 0, past_messages = 0;  // earlier incarnations
 };
 
@@ -117,6 +122,19 @@ class Engine {
     void apply(int rank, Time now, proto::Actions& a);
     void handle(Time now, Event& e);
     void evaluate(Time now, bool final);
+    /// Judges `rank`'s own model for its pending tick, at its step boundary `now`.
+    void judge_pending(int rank, Time now);
+    /// The accuracy of one peer's model on the peer test set; a model equal to one of the
+    /// latest judged since the tick (every replica of allreduce) is judged once.
+    double judge(std::span<const float> x, Time now);
+    /// Each tick's per-peer mean, min and max, from the peers judged for it so far.
+    struct TickSums {
+        double sum = 0, min = 1, max = 0;
+        int count = 0;
+    };
+    std::vector<TickSums> tick_sums_;                            // by index of result_.evals
+    std::vector<std::pair<std::vector<float>, double>> judged_;  // the latest models judged
+    void finish_ticks();
     /// Partition-ready events of rank's step [start, end), for protocols that take them.
     void schedule_ready(int rank, Time start, Time end);
     bool active() const;

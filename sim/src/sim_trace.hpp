@@ -55,6 +55,10 @@ class SimTracer {
     void evaluation(double now, double accuracy, double loss) {
         if (r_) r_->evaluation(trace::kJobTrack, now, now, accuracy, loss);
     }
+    /// One peer's own model judged at its step boundary (the loss is not computed: 0).
+    void peer_evaluation(int rank, double now, double accuracy) {
+        if (r_) r_->evaluation(rank, now, now, accuracy, 0.0);
+    }
 
   private:
     trace::Recorder* r_;

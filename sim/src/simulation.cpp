@@ -191,6 +191,7 @@ void Engine::apply(int rank, Time now, proto::Actions& a) {
         queue_.push(end, StepDone{rank, loss, p.life});
     }
     if (a.done && !p.done) {
+        judge_pending(rank, now);  // its final model
         p.done = true;
         if (p.left) note_membership(now);  // a graceful leave is over
         if (p.alive) --active_;
@@ -212,6 +213,7 @@ void Engine::handle(Time now, Event& e) {
         ++peer_steps_;
         last_step_ = now;
         result_.samples += s_.mode == Mode::math ? s_.config->batch_size : 1;
+        judge_pending(d->rank, now);  // the model at the boundary, before this step's update
         p.protocol->step_finished(now, d->loss, a);
         apply(d->rank, now, a);
     } else if (auto* m = std::get_if<Arrival>(&e)) {
@@ -362,12 +364,22 @@ void Engine::evaluate(Time now, bool final) {
     double spread = 0;
     const auto evaluated = static_cast<double>(std::count(judged.begin(), judged.end(), true));
     std::vector<std::pair<std::size_t, double>> seen;  // (model, accuracy) evaluated this tick
+    // While running, each peer's own model is judged at its next step boundary (as a real peer
+    // copies it, docs/simulator.md "Evaluation points"), for this tick: the sums fill in then.
+    const auto tick = static_cast<std::int64_t>(result_.evals.size());
+    if (!final) {
+        tick_sums_.emplace_back();
+        judged_.clear();  // models of earlier ticks are not this tick's
+    }
     for (std::size_t m = 0; m < models.size(); ++m) {
         const auto& x = models[m];
-        if (judged[m]) {
-            // Per-peer accuracies on a test subset while running; on the whole set at the end.
-            // A model equal to one judged already (every replica of allreduce) is not judged
-            // again: 8 identical evaluations per tick were most of an allreduce sim's time.
+        Peer& peer = peers_[static_cast<std::size_t>(ranks[m])];
+        if (judged[m] && !final && !peer.done) {
+            peer.eval_pending = tick;  // replaces a tick it has not reached a boundary for
+        } else if (judged[m]) {
+            // At the end, and for a peer that finished (its model is final), at once: on the
+            // whole test set at the end. A model equal to one judged already (every replica of
+            // allreduce) is not judged again.
             std::optional<double> acc;
             for (const auto& [k, a] : seen)
                 if (std::equal(x.span().begin(), x.span().end(), models[k].span().begin())) {
@@ -375,13 +387,21 @@ void Engine::evaluate(Time now, bool final) {
                     break;
                 }
             if (!acc) {
-                acc = eval_model_->evaluate(x.span(), final ? *s_.test : peer_test_, 1000)
-                          .accuracy.value_or(0);
+                acc = final ? eval_model_->evaluate(x.span(), *s_.test, 1000).accuracy.value_or(0)
+                            : judge(x.span(), now);
                 seen.emplace_back(m, *acc);
             }
-            ep.min_accuracy = std::min(ep.min_accuracy, *acc);
-            ep.max_accuracy = std::max(ep.max_accuracy, *acc);
-            ep.mean_accuracy += *acc / evaluated;
+            if (final) {
+                ep.min_accuracy = std::min(ep.min_accuracy, *acc);
+                ep.max_accuracy = std::max(ep.max_accuracy, *acc);
+                ep.mean_accuracy += *acc / evaluated;
+            } else {
+                auto& t = tick_sums_.back();
+                t.sum += *acc;
+                t.min = std::min(t.min, *acc);
+                t.max = std::max(t.max, *acc);
+                ++t.count;
+            }
         }
         double own = 0;
         for (std::size_t i = 0; i < size; ++i) {
@@ -394,6 +414,52 @@ void Engine::evaluate(Time now, bool final) {
     ep.consensus = std::sqrt(spread / static_cast<double>(models.size()));
     trace_.evaluation(now, ep.accuracy, ep.loss);
     result_.evals.push_back(ep);
+}
+
+// A model equal to one judged since the last tick (every replica of allreduce, whose peers
+// reach their boundaries at different times when their speeds differ) is not judged again: 8
+// identical evaluations per tick were most of an allreduce sim's time. Two models are kept,
+// the latest: models that differ (gossip) differ in their first values, so a miss is cheap.
+double Engine::judge(std::span<const float> x, Time) {
+    for (const auto& [model, acc] : judged_)
+        if (std::equal(x.begin(), x.end(), model.begin(), model.end())) return acc;
+    const double acc = eval_model_->evaluate(x, peer_test_, 1000).accuracy.value_or(0);
+    if (judged_.size() >= 2) judged_.erase(judged_.begin());
+    judged_.emplace_back(std::vector<float>(x.begin(), x.end()), acc);
+    return acc;
+}
+
+void Engine::judge_pending(int rank, Time now) {
+    Peer& p = peers_[static_cast<std::size_t>(rank)];
+    if (p.eval_pending < 0) return;
+    std::vector<float> x(eval_model_->parameter_count());
+    p.protocol->current_model(x);
+    const double acc = judge(x, now);
+    auto& t = tick_sums_.at(static_cast<std::size_t>(p.eval_pending));
+    t.sum += acc;
+    t.min = std::min(t.min, acc);
+    t.max = std::max(t.max, acc);
+    ++t.count;
+    p.eval_pending = -1;
+    trace_.peer_evaluation(rank, now, acc);
+}
+
+// The ticks' per-peer figures from their sums; a tick no peer reached a boundary for (every
+// step spanned it) repeats the one before, as a plot would.
+void Engine::finish_ticks() {
+    for (std::size_t i = 0; i < tick_sums_.size() && i < result_.evals.size(); ++i) {
+        auto& ep = result_.evals[i];
+        const auto& t = tick_sums_[i];
+        if (t.count > 0) {
+            ep.mean_accuracy = t.sum / t.count;
+            ep.min_accuracy = t.min;
+            ep.max_accuracy = t.max;
+        } else if (i > 0) {
+            ep.mean_accuracy = result_.evals[i - 1].mean_accuracy;
+            ep.min_accuracy = result_.evals[i - 1].min_accuracy;
+            ep.max_accuracy = result_.evals[i - 1].max_accuracy;
+        }
+    }
 }
 
 SimResult Engine::run() {
@@ -457,7 +523,13 @@ SimResult Engine::run() {
                         "{:.3f} s): peers {} wait for messages that will never come",
                         s_.algorithm, now, last_step_, waiting));
     }
-    if (math) evaluate(result_.end_time, true);
+    if (math) {
+        // Peers still owing a tick (none reached a boundary after it) are judged as they are.
+        for (int r = 0; r < n_; ++r)
+            if (peers_[static_cast<std::size_t>(r)].alive) judge_pending(r, result_.end_time);
+        finish_ticks();
+        evaluate(result_.end_time, true);
+    }
     for (int r = 0; r < n_; ++r) {
         const Peer& p = peers_[static_cast<std::size_t>(r)];
         PeerSummary ps;

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -235,6 +237,51 @@ TEST_CASE("sim reports the mean of the peers' own accuracies and when it reaches
     CHECK(bad.err ==
           "error: --peer-eval-samples: 0 is out of range; use a value from 1 to "
           "100000000\n");
+}
+
+// A real peer copies its model for a tick at its first step boundary after it (before that
+// step's update reaches the protocol); the simulator judges the same model, not the one a
+// dpsgd peer holds while it waits for its neighbours (its own step applied, not yet mixed),
+// which made the sim's peer mean lag the lab's (docs/simulator.md, "Evaluation points").
+TEST_CASE("sim judges each peer's own model at its first step boundary after the tick") {
+    Job job;
+    const auto out = (job.dir.path() / "b").string();
+    const auto trace = (job.dir.path() / "b.json").string();
+    auto r = job.sim(job.cluster(R"({"defaults": {"base_time": 0.005},
+        "peers": [{"rank": 1, "factor": 3}],
+        "network": {"latency": 1e-5, "bandwidth": 1e9}})"),
+                     "--algorithms dpsgd --eval-interval 0.04 --peer-eval-samples 100 --trace " +
+                         trace + " --out " + out);
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    std::ifstream in(trace);
+    const auto doc = Json::parse(in);
+    std::map<int, std::set<long long>> step_ends;  // per peer, in microseconds
+    std::map<int, long long> last_end;
+    std::vector<std::pair<int, long long>> evals;
+    for (const auto& e : doc["traceEvents"]) {
+        if (!e.contains("cat") || !e.contains("pid")) continue;
+        const int pid = e["pid"].get<int>();
+        const auto ts = std::llround(e["ts"].get<double>());
+        if (e["cat"] == "step") {
+            const auto end = std::llround(e["ts"].get<double>() + e["dur"].get<double>());
+            step_ends[pid].insert(end);
+            last_end[pid] = std::max(last_end[pid], end);
+        } else if (e["cat"] == "evaluation" && pid < 1000) {
+            evals.emplace_back(pid, ts);
+        }
+    }
+    REQUIRE(evals.size() >= 20);
+    std::set<int> judged;
+    for (const auto& [peer, ts] : evals) {
+        CAPTURE(peer);
+        CAPTURE(ts);
+        // At a step's end, or (a finished peer) at or after its last one.
+        const bool at_boundary = step_ends[peer].count(ts) > 0 || ts >= last_end[peer];
+        CHECK(at_boundary);
+        judged.insert(peer);
+    }
+    CHECK(judged.size() == 4);
 }
 
 TEST_CASE("sim --average-eval-samples judges the average on that many samples at the ticks only") {
