@@ -379,6 +379,19 @@ TEST_SUITE("integration") {
         }
     }
 
+    TEST_CASE("a bad GOSSAMER_UCX_LARGE is one line and exit status 2") {
+        Job job;
+        auto r = run("GOSSAMER_UCX_LARGE=fast GOSSAMER_JOB_TOKEN=" + std::string(kToken) + " " +
+                     kBin + " peer --config " + job.config + " --out " + job.out + " --topology " +
+                     job.topology + " --rank 0");
+        CHECK(r.status == 2);
+        CHECK(lines_of(r.err) == 1);
+        CHECK_MESSAGE(r.err.find("GOSSAMER_UCX_LARGE: \"fast\" is not a way to send large "
+                                 "messages") != std::string::npos,
+                      r.err);
+        CHECK_MESSAGE(r.err.find("automatic, rendezvous or eager") != std::string::npos, r.err);
+    }
+
     TEST_CASE("a peer whose output cannot be written is refused before the start-up barrier") {
         Job job;
         const auto file = job.dir.write("a_file", "mine");
