@@ -87,16 +87,14 @@ JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout,
         const int count = std::atoi(local);
         if (count >= 1) o.ucx.local_peers = count;
     }
-    // How large payloads travel (docs/transport.md, "Eager and rendezvous"): a bad value is bad
-    // input, refused here rather than as a transport failure.
-    if (const char* large = std::getenv("GOSSAMER_UCX_LARGE"); large && *large) {
-        const auto parsed = transport::parse_large_messages(large);
-        if (!parsed)
-            throw ConfigError("", "GOSSAMER_UCX_LARGE",
-                              fmt::format("\"{}\" is not a way to send large messages", large),
-                              "set it to automatic, rendezvous or eager, or unset it");
-        o.ucx.large = *parsed;
-    }
+    // How large payloads travel (docs/transport.md, "Eager and rendezvous"): the transport
+    // reads GOSSAMER_UCX_LARGE itself; a bad value is bad input, refused here rather than as a
+    // transport failure.
+    if (const char* large = std::getenv("GOSSAMER_UCX_LARGE");
+        large && *large && !transport::parse_large_messages(large))
+        throw ConfigError("", "GOSSAMER_UCX_LARGE",
+                          fmt::format("\"{}\" is not a way to send large messages", large),
+                          "set it to automatic, rendezvous or eager, or unset it");
     o.ucx.default_timeout = send_timeout(model_size);
     return o;
 }

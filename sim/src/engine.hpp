@@ -2,6 +2,7 @@
 // The simulator's engine (private to sim/src): events, virtual peers and the Engine class.
 // simulation.cpp runs events; churn.cpp lets peers join, leave and rejoin (docs/elastic.md).
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -126,13 +127,20 @@ class Engine {
     void judge_pending(int rank, Time now);
     /// The accuracy of one peer's model on the peer test set; a model equal to one of the
     /// latest judged since the tick (every replica of allreduce) is judged once.
-    double judge(std::span<const float> x, Time now);
+    double judge(std::span<const float> x);
     /// Each tick's per-peer mean, min and max, from the peers judged for it so far.
     struct TickSums {
         double sum = 0, min = 1, max = 0;
         int count = 0;
+        void add(double acc) {
+            sum += acc;
+            min = std::min(min, acc);
+            max = std::max(max, acc);
+            ++count;
+        }
     };
-    std::vector<TickSums> tick_sums_;                            // by index of result_.evals
+    std::vector<float> pending_model_;  // judge_pending's copy of a peer's model, reused
+    std::vector<TickSums> tick_sums_;   // by index of result_.evals
     std::vector<std::pair<std::vector<float>, double>> judged_;  // the latest models judged
     void finish_ticks();
     /// Partition-ready events of rank's step [start, end), for protocols that take them.

@@ -363,7 +363,7 @@ void Engine::evaluate(Time now, bool final) {
     ep.min_accuracy = 1;
     double spread = 0;
     const auto evaluated = static_cast<double>(std::count(judged.begin(), judged.end(), true));
-    std::vector<std::pair<std::size_t, double>> seen;  // (model, accuracy) evaluated this tick
+    std::vector<std::pair<std::size_t, double>> seen;  // (model, accuracy) judged at the end
     // While running, each peer's own model is judged at its next step boundary (as a real peer
     // copies it, docs/simulator.md "Evaluation points"), for this tick: the sums fill in then.
     const auto tick = static_cast<std::int64_t>(result_.evals.size());
@@ -376,10 +376,11 @@ void Engine::evaluate(Time now, bool final) {
         Peer& peer = peers_[static_cast<std::size_t>(ranks[m])];
         if (judged[m] && !final && !peer.done) {
             peer.eval_pending = tick;  // replaces a tick it has not reached a boundary for
+        } else if (judged[m] && !final) {
+            tick_sums_.back().add(judge(x.span()));  // a peer that finished: its model is final
         } else if (judged[m]) {
-            // At the end, and for a peer that finished (its model is final), at once: on the
-            // whole test set at the end. A model equal to one judged already (every replica of
-            // allreduce) is not judged again.
+            // At the end, on the whole test set. A model equal to one judged already (every
+            // replica of allreduce) is not judged again.
             std::optional<double> acc;
             for (const auto& [k, a] : seen)
                 if (std::equal(x.span().begin(), x.span().end(), models[k].span().begin())) {
@@ -387,21 +388,12 @@ void Engine::evaluate(Time now, bool final) {
                     break;
                 }
             if (!acc) {
-                acc = final ? eval_model_->evaluate(x.span(), *s_.test, 1000).accuracy.value_or(0)
-                            : judge(x.span(), now);
+                acc = eval_model_->evaluate(x.span(), *s_.test, 1000).accuracy.value_or(0);
                 seen.emplace_back(m, *acc);
             }
-            if (final) {
-                ep.min_accuracy = std::min(ep.min_accuracy, *acc);
-                ep.max_accuracy = std::max(ep.max_accuracy, *acc);
-                ep.mean_accuracy += *acc / evaluated;
-            } else {
-                auto& t = tick_sums_.back();
-                t.sum += *acc;
-                t.min = std::min(t.min, *acc);
-                t.max = std::max(t.max, *acc);
-                ++t.count;
-            }
+            ep.min_accuracy = std::min(ep.min_accuracy, *acc);
+            ep.max_accuracy = std::max(ep.max_accuracy, *acc);
+            ep.mean_accuracy += *acc / evaluated;
         }
         double own = 0;
         for (std::size_t i = 0; i < size; ++i) {
@@ -420,7 +412,7 @@ void Engine::evaluate(Time now, bool final) {
 // reach their boundaries at different times when their speeds differ) is not judged again: 8
 // identical evaluations per tick were most of an allreduce sim's time. Two models are kept,
 // the latest: models that differ (gossip) differ in their first values, so a miss is cheap.
-double Engine::judge(std::span<const float> x, Time) {
+double Engine::judge(std::span<const float> x) {
     for (const auto& [model, acc] : judged_)
         if (std::equal(x.begin(), x.end(), model.begin(), model.end())) return acc;
     const double acc = eval_model_->evaluate(x, peer_test_, 1000).accuracy.value_or(0);
@@ -432,14 +424,10 @@ double Engine::judge(std::span<const float> x, Time) {
 void Engine::judge_pending(int rank, Time now) {
     Peer& p = peers_[static_cast<std::size_t>(rank)];
     if (p.eval_pending < 0) return;
-    std::vector<float> x(eval_model_->parameter_count());
-    p.protocol->current_model(x);
-    const double acc = judge(x, now);
-    auto& t = tick_sums_.at(static_cast<std::size_t>(p.eval_pending));
-    t.sum += acc;
-    t.min = std::min(t.min, acc);
-    t.max = std::max(t.max, acc);
-    ++t.count;
+    pending_model_.resize(eval_model_->parameter_count());
+    p.protocol->current_model(pending_model_);
+    const double acc = judge(pending_model_);
+    tick_sums_.at(static_cast<std::size_t>(p.eval_pending)).add(acc);
     p.eval_pending = -1;
     trace_.peer_evaluation(rank, now, acc);
 }

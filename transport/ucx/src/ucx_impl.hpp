@@ -165,9 +165,11 @@ class Ucx final : public UcxTransport {
     std::function<void(int, const std::string&)> on_own_failure_;
 };
 
-/// UcxOptions::large (or GOSSAMER_UCX_LARGE, which wins) resolved against the resources of
-/// `context`; TransportError, one line, for a GOSSAMER_UCX_LARGE it cannot read.
-LargeMessages resolve_large(const UcxOptions& o, ucp_context_h context);
+/// UcxOptions::large, or GOSSAMER_UCX_LARGE, which wins; TransportError, one line, for a
+/// GOSSAMER_UCX_LARGE it cannot read. Needs no context: called before ucp_init.
+LargeMessages asked_large(const UcxOptions& o);
+/// `asked` (asked_large) with automatic resolved against the resources of `context`.
+LargeMessages resolve_large(const UcxOptions& o, LargeMessages asked, ucp_context_h context);
 
 /// What ucp_context_query says `context` can move; TransportError when it cannot say.
 UcxMemoryTypes memory_types_of(ucp_context_h context);

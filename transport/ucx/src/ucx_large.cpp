@@ -77,17 +77,19 @@ const char* to_string(LargeMessages m) noexcept {
 
 namespace ucx_detail {
 
-LargeMessages resolve_large(const UcxOptions& o, ucp_context_h context) {
-    LargeMessages asked = o.large;
-    if (const char* env = std::getenv("GOSSAMER_UCX_LARGE"); env && *env) {
-        const auto parsed = parse_large_messages(env);
-        if (!parsed)
-            throw TransportError(fmt::format(
-                "ucx: rank {}: GOSSAMER_UCX_LARGE={}: not a way to send large messages; use "
-                "automatic, rendezvous or eager",
-                o.rank, env));
-        asked = *parsed;
-    }
+LargeMessages asked_large(const UcxOptions& o) {
+    const char* env = std::getenv("GOSSAMER_UCX_LARGE");
+    if (!env || !*env) return o.large;
+    const auto parsed = parse_large_messages(env);
+    if (!parsed)
+        throw TransportError(
+            fmt::format("ucx: rank {}: GOSSAMER_UCX_LARGE={}: not a way to send large messages; "
+                        "use automatic, rendezvous or eager",
+                        o.rank, env));
+    return *parsed;
+}
+
+LargeMessages resolve_large(const UcxOptions& o, LargeMessages asked, ucp_context_h context) {
     if (asked != LargeMessages::automatic) return asked;
     char* text = nullptr;
     std::size_t size = 0;

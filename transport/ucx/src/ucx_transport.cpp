@@ -44,6 +44,7 @@ Ucx::Ucx(const UcxOptions& o) : UcxTransport(o), peers_(static_cast<std::size_t>
     blocking_ =
         o.mode == ProgressMode::block || (o.mode == ProgressMode::automatic && local > cores);
 
+    const LargeMessages asked = asked_large(o);  // before ucp_init: a bad value leaks nothing
     ucp_config_t* config = nullptr;
     if (auto s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK)
         throw TransportError(
@@ -58,7 +59,7 @@ Ucx::Ucx(const UcxOptions& o) : UcxTransport(o), peers_(static_cast<std::size_t>
     if (s != UCS_OK)
         throw TransportError(fmt::format("ucx: rank {}: ucp_init failed: {}", o.rank, ucs(s)));
 
-    large_ = resolve_large(o, context_);
+    large_ = resolve_large(o, asked, context_);
 
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
