@@ -22,6 +22,16 @@ import os
 import sys
 import time
 
+
+def _strict(value):
+    """The value with NaN and infinities as null: JSON has no literal for them (RFC 8259)."""
+    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+        return None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    return [_strict(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
 NAME = "ddp_ref.py"
 TIMEOUT_S = 120  # every torch.distributed wait (rendezvous, all-reduce, barrier)
 
@@ -81,7 +91,7 @@ class Metrics:
 
     def write(self, record):
         if self.f:
-            self.f.write(json.dumps(record) + "\n")
+            self.f.write(json.dumps(_strict(record), allow_nan=False) + "\n")
             self.f.flush()
 
 

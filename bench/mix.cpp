@@ -9,6 +9,8 @@
 #include <fstream>
 #include <string>
 
+#include "gossamer/core/error.hpp"
+#include "gossamer/core/finite.hpp"
 #include "gossamer/core/params.hpp"
 #include "gossamer/core/units.hpp"
 
@@ -80,19 +82,29 @@ MixReport run_mix(const MixOptions& o) {
         for (int j = 1; j <= k; ++j) terms.push_back({bufs[j].span(), w});
         auto run_mix_once = [&] { mixer.mix(bufs[0], w, terms); };
         auto run_memcpy_once = [&] { std::memcpy(bufs[0].data(), bufs[1].data(), report.bytes); };
+        // The check a receiver makes of one neighbour's message before it mixes it in
+        // (docs/reliability.md, "Non-finite values"): one read of S bytes.
+        bool finite = true;
+        auto run_check_once = [&] { finite = finite && !first_non_finite(bufs[1].span()); };
         run_mix_once();  // warm-up: TLB, prefetchers, frequency
         run_memcpy_once();
+        run_check_once();
         // Alternate the two sides so that a load spike from elsewhere hits both alike; keep
         // the best time of each, as STREAM does.
-        double best_mix = 1e300, best_copy = 1e300;
+        double best_mix = 1e300, best_copy = 1e300, best_check = 1e300;
         for (int r = 0; r < o.repeats; ++r) {
             best_mix = std::min(best_mix, seconds(run_mix_once));
             best_copy = std::min(best_copy, seconds(run_memcpy_once));
+            best_check = std::min(best_check, seconds(run_check_once));
         }
+        if (!finite)
+            throw Error("bench mix: the finiteness check found a non-finite value in 1.0s");
         MixRow row;
         row.neighbours = k;
         row.mix = (k + 2) * s / best_mix / 1e9;
         row.memcpy = 2 * s / best_copy / 1e9;
+        row.check_seconds = best_check;
+        row.mix_seconds = best_mix;
         report.rows.push_back(row);
     }
     return report;
@@ -113,7 +125,11 @@ json::Json MixReport::to_json() const {
                              {"mix_gb_per_s", r.mix},
                              {"memcpy_gb_per_s", r.memcpy},
                              {"ratio", r.mix / r.memcpy},
-                             {"target_ratio", r.target}});
+                             {"target_ratio", r.target},
+                             {"check_seconds", r.check_seconds},
+                             {"mix_seconds", r.mix_seconds},
+                             {"check_share", r.check_seconds / r.mix_seconds},
+                             {"target_check_share", r.check_target}});
     }
     return j;
 }
@@ -134,6 +150,16 @@ std::string MixReport::to_text() const {
         out += fmt::format("{:>2} {:>14.2f} {:>16.2f} {:>7.2f} {:>8}  {}\n", r.neighbours, r.mix,
                            r.memcpy, ratio, fmt::format(">= {:.1f}", r.target),
                            ratio >= r.target ? "ok" : "BELOW TARGET");
+    }
+    out += "the non-finite check of one message (S bytes read) beside the mix of k messages:\n";
+    out += fmt::format("{:>2} {:>11} {:>10} {:>10} {:>8}\n", "k", "check [ms]", "mix [ms]",
+                       "check/mix", "target");
+    for (const auto& r : rows) {
+        const double share = r.check_seconds / r.mix_seconds;
+        out += fmt::format("{:>2} {:>11.3f} {:>10.3f} {:>10.3f} {:>8}  {}\n", r.neighbours,
+                           1e3 * r.check_seconds, 1e3 * r.mix_seconds, share,
+                           fmt::format("<= {:.2f}", r.check_target),
+                           share <= r.check_target ? "ok" : "ABOVE TARGET");
     }
     return out;
 }

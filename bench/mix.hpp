@@ -26,6 +26,9 @@ struct MixRow {
     double mix = 0;     ///< GB/s (1e9 bytes), (k+2)*S bytes per call: k + 1 reads, 1 write
     double memcpy = 0;  ///< GB/s, 2*S bytes per call: 1 read, 1 write
     double target = 0.8;
+    double check_seconds = 0;    ///< best first_non_finite() over one buffer of S bytes
+    double mix_seconds = 0;      ///< best mix() call with k terms
+    double check_target = 0.05;  ///< the check costs at most this share of the mix (issue 37)
 };
 
 struct MixReport {

@@ -123,7 +123,8 @@ int run_launch(const std::vector<std::string>& args) {
         "idle. Writes OUT/<algorithm>/peer<r>.jsonl and .log, OUT/<algorithm>/result.json, "
         "OUT/result.json and the plots of scripts/plot.py. Exit status: 0 when every algorithm "
         "finished or survived its lost peers, 1 when one did not (the failed peer is named with "
-        "its exit status and the last lines of its log), 2 for bad input.",
+        "its exit status and the last lines of its log), 2 for bad input, 3 when a peer's loss or "
+        "model became NaN or infinite (the table counts it lost and diverged).",
         {{"topology", "FILE", "the topology file (its peers must be on this machine)"},
          {"config", "FILE", "the training config"},
          {"cluster", "FILE", "the cluster file (docs/cluster-format.md); default: natural speed"},
@@ -374,7 +375,8 @@ int run_launch(const std::vector<std::string>& args) {
         } catch (const launch::Interrupted& stop) {
             return 128 + stop.signal;
         }
-        if (!row.ok) status = 1;
+        if (!row.ok) status = std::max(status, 1);
+        if (row.diverged > 0) status = 3;  // a peer's training diverged (docs/reliability.md)
         if (const auto merged = launch::merge_peer_traces(job, algo))
             progress(fmt::format("{}: trace {}", algo, *merged), true);
         auto record = launch::to_json(row);
@@ -384,11 +386,14 @@ int run_launch(const std::vector<std::string>& args) {
         if (!f) throw Error(fmt::format("cannot write {}", path.string()));
         record.erase("peers");
         summary["algorithms"].push_back(record);
-        table += fmt::format("{:<10} {:>15}{:>9.2f} {:>9.2f} {:>15} {:>12} {:>12.2f} {:>8} {:>6}\n",
-                             algo, target_cell(job.target, row.time_to_target), row.train, row.wall,
-                             row.accuracy ? fmt::format("{:.2f}", 100 * *row.accuracy) : "-",
-                             row.loss ? fmt::format("{:.4f}", *row.loss) : "-", row.mb_per_peer,
-                             fmt::format("{:.1f}%", 100 * row.idle_share), row.failed);
+        table +=
+            fmt::format("{:<10} {:>15}{:>9.2f} {:>9.2f} {:>15} {:>12} {:>12.2f} {:>8} {:>6}\n",
+                        algo, target_cell(job.target, row.time_to_target), row.train, row.wall,
+                        row.accuracy ? fmt::format("{:.2f}", 100 * *row.accuracy) : "-",
+                        row.loss ? fmt::format("{:.4f}", *row.loss) : "-", row.mb_per_peer,
+                        fmt::format("{:.1f}%", 100 * row.idle_share),
+                        row.diverged ? fmt::format("{} ({} diverged)", row.failed, row.diverged)
+                                     : fmt::format("{}", row.failed));
         progress(fmt::format("{}: {} in {:.1f} s", algo, row.ok ? "done" : "FAILED", row.wall),
                  true);
     }

@@ -39,7 +39,8 @@ commands:
   bench     benchmarks with a reference measured in the same run (compute)
 
 'gossamer COMMAND --help' describes a command. Exit status: 0 success, 1 internal error,
-2 bad input or usage (out of memory included). Logging: GOSSAMER_LOG_LEVEL=error|warn|info|debug|trace (stderr).
+2 bad input or usage (out of memory included), 3 training diverged (a NaN or
+infinite loss or model value). Logging: GOSSAMER_LOG_LEVEL=error|warn|info|debug|trace (stderr).
 )";
 
 // The version, and what the UCX loaded here can move (UCP's own answer; docs/gpu.md).
@@ -112,6 +113,10 @@ int main(int argc, char** argv) {
     } catch (const gossamer::TopologyError& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return 2;
+    } catch (const gossamer::Diverged& e) {
+        // Training produced a NaN or an infinity (docs/reliability.md): as `train` exits.
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 3;
     } catch (const std::bad_alloc&) {
         // A size the run was given asked for more memory than the machine would give; the
         // commands check their estimate first (docs/errors.md), this is what slipped past it.

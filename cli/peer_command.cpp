@@ -1,7 +1,8 @@
 // gossamer peer: one real peer process over UCX (docs/cli.md, docs/peer.md). It joins the job
 // through the bootstrap, trains with the Driver, takes part in the exact average of the
 // survivors' models, and exits with a status a launcher can act on: 0 finished, 1 stopped,
-// 2 bad input, 3 the cluster file's emulated failure.
+// 2 bad input, 3 the cluster file's emulated failure, 4 no result (not in the majority), 5 its
+// loss or model became NaN or infinite (docs/reliability.md).
 #include <fmt/format.h>
 
 #include <algorithm>

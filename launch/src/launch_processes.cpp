@@ -142,6 +142,15 @@ json::Json gather_rank(const std::string& algo, int r, const RankRun& rr, const 
             "{}: peer {} stopped at its failure time from the cluster "
             "file ({}); lost peer\n",
             algo, r, describe(st));
+    } else if (st.signal == 0 && st.code == peer::kDiverged && !stopped) {
+        ++row.failed;  // it left as a crash does; the others carry on without it
+        ++row.diverged;
+        rec["lost"] = "diverged";
+        std::cerr << fmt::format(
+            "{}: peer {} diverged ({}): its loss or model became NaN or infinite; lost peer; "
+            "last lines of {}:\n",
+            algo, r, describe(st), log.string());
+        for (const auto& line : last_lines(log, 3)) std::cerr << "    " << line << "\n";
     } else if (st.signal == 0 && st.code == peer::kNoResult && !stopped) {
         ++row.failed;  // the job lost it (a majority carried on, or nobody writes a result)
         rec["lost"] = "cut off";

@@ -166,6 +166,14 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
             rec["failed"] = d.failed;
         } else {
             rec["error"] = o.error;
+            if (o.diverged) {  // lost as a crash is; the others carried on without it
+                ++row.failed;
+                ++row.diverged;
+                rec["lost"] = "diverged";
+                std::cerr << fmt::format("{}: rank {} diverged: {}; lost peer\n", algo, r, o.error);
+                row.peers.push_back(rec);
+                continue;
+            }
             if (o.failed_rank) {
                 rec["failed_rank"] = *o.failed_rank;
                 std::cerr << fmt::format("{}: rank {}: {}\n", algo, r, o.error);

@@ -15,6 +15,7 @@ json::Json to_json(const LaunchRow& row) {
         {"mb_sent_per_peer", row.mb_per_peer},
         {"idle_share", row.idle_share},
         {"failed_peers", row.failed},
+        {"diverged_peers", row.diverged},
         {"ok", row.ok},
         {"peers", row.peers}};
     if (!row.survivors.is_null()) j["survivors"] = row.survivors;

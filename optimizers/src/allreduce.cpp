@@ -205,6 +205,12 @@ std::span<float> AllreduceProtocol::receive_into(const Message& h) {
     return std::span<float>(acc_).subspan(r.begin, r.size());
 }
 
+std::span<const float> AllreduceProtocol::placed_values(const Message& msg) const {
+    // check() refuses a placed message whose range is not the one receive_into gave.
+    if (msg.offset > acc_.size() || msg.elements > acc_.size() - msg.offset) return {};
+    return std::span<const float>(acc_).subspan(msg.offset, msg.elements);
+}
+
 void AllreduceProtocol::on_send_completed(Time now, std::uint64_t id, bool, Actions& out) {
     now_ = now;
     // A failed send is followed by peer_failed, which stops this peer.

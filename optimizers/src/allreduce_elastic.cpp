@@ -257,6 +257,14 @@ void AllreduceProtocol::send_sync(const std::vector<int>& to, Actions& out) {
         }
 }
 
+std::optional<Protocol::NonFinite> AllreduceProtocol::first_non_finite_value(
+    const Message& msg, std::span<const float> values) const {
+    // A sync piece is the state's bytes as bit copies, not values (its source checked its own
+    // loss and gradients, which is where a non-finite model would show).
+    if (msg.kind == MessageKind::full_model && msg.chunk == kSync) return std::nullopt;
+    return Protocol::first_non_finite_value(msg, values);
+}
+
 void AllreduceProtocol::take_sync(Message& msg, Actions& out) {
     if (msg.round != accepted_ || !syncing_) return;  // a proposal overtaken by a later one
     const std::uint64_t total = msg.edge_seq;

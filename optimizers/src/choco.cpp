@@ -544,3 +544,24 @@ std::unique_ptr<Protocol> make_choco(const json::Node* options, PeerContext ctx)
 }
 
 }  // namespace gossamer::proto
+
+namespace gossamer::proto {
+
+std::optional<Protocol::NonFinite> Choco::first_non_finite_value(
+    const Message& msg, std::span<const float> values) const {
+    // Deltas are the words of the codec the header names (codec 0: the channel's compressor).
+    if (msg.kind == MessageKind::model_delta)
+        if (const auto slot = index_.find(msg.partition, msg.chunk)) {
+            const Channel& c = channels_[*slot];
+            const optim::Compressor* q = nullptr;
+            try {
+                q = codecs_.compressor(msg.codec, c.q);
+            } catch (const Error&) {
+                return std::nullopt;  // a codec this job does not use: on_message refuses it
+            }
+            return non_finite_in(q, values, c.size);
+        }
+    return Protocol::first_non_finite_value(msg, values);
+}
+
+}  // namespace gossamer::proto

@@ -41,6 +41,19 @@ std::size_t keep_count(double fraction, std::size_t n) {
     return std::clamp<std::size_t>(static_cast<std::size_t>(std::max(k, 1.0)), 1, n);
 }
 
+// The first of `count` floats at the start of `in` that is NaN or infinite, as (its position
+// times `stride`, its value). `in` may be unaligned: the values are copied out one by one.
+std::optional<std::pair<std::size_t, float>> first_non_finite_float(std::span<const std::byte> in,
+                                                                    std::size_t count,
+                                                                    std::size_t stride) {
+    for (std::size_t i = 0; i < count; ++i) {
+        float v;
+        std::memcpy(&v, in.data() + 4 * i, 4);
+        if (!std::isfinite(v)) return std::pair{i * stride, v};
+    }
+    return std::nullopt;
+}
+
 class Fp16 final : public Compressor {
   public:
     CompressorKind kind() const noexcept override { return CompressorKind::fp16; }
@@ -53,6 +66,16 @@ class Fp16 final : public Compressor {
             const std::uint16_t h = float_to_half(x[k]);
             std::memcpy(out.data() + 2 * k, &h, 2);
         }
+    }
+    std::optional<std::pair<std::size_t, float>> first_non_finite(std::span<const std::byte> in,
+                                                                  std::size_t n) const override {
+        if (in.size() < encoded_bytes(n)) return std::nullopt;
+        for (std::size_t k = 0; k < n; ++k) {
+            std::uint16_t h;
+            std::memcpy(&h, in.data() + 2 * k, 2);
+            if ((h & 0x7c00u) == 0x7c00u) return std::pair{k, half_to_float(h)};
+        }
+        return std::nullopt;
     }
     void decode_add(std::span<const std::byte> in, const CodecKey&,
                     std::span<float> y) const override {
@@ -100,6 +123,11 @@ class Int8 final : public Compressor {
                 std::memcpy(out.data() + 4 * nb + k, &q, 1);
             }
         }
+    }
+    std::optional<std::pair<std::size_t, float>> first_non_finite(std::span<const std::byte> in,
+                                                                  std::size_t n) const override {
+        if (in.size() < encoded_bytes(n)) return std::nullopt;
+        return first_non_finite_float(in, blocks(n), block_);  // the scales
     }
     void decode_add(std::span<const std::byte> in, const CodecKey&,
                     std::span<float> y) const override {
@@ -154,6 +182,18 @@ class TopK final : public Compressor {
             std::memcpy(out.data() + 4 * (k + i), &x[idx[i]], 4);
         }
     }
+    std::optional<std::pair<std::size_t, float>> first_non_finite(std::span<const std::byte> in,
+                                                                  std::size_t n) const override {
+        if (in.size() < encoded_bytes(n)) return std::nullopt;
+        const std::size_t k = kept(n);
+        auto bad = first_non_finite_float(in.subspan(4 * k), k, 1);
+        if (bad) {  // the value's own index in the vector
+            std::uint32_t j;
+            std::memcpy(&j, in.data() + 4 * bad->first, 4);
+            bad->first = j;
+        }
+        return bad;
+    }
     void decode_add(std::span<const std::byte> in, const CodecKey&,
                     std::span<float> y) const override {
         const std::size_t n = y.size(), k = kept(n);
@@ -201,6 +241,11 @@ class RandomK final : public Compressor {
         check_out(out, encoded_bytes(x.size()), "randomk");
         const auto idx = indices(x.size(), key);
         for (std::size_t i = 0; i < idx.size(); ++i) std::memcpy(out.data() + 4 * i, &x[idx[i]], 4);
+    }
+    std::optional<std::pair<std::size_t, float>> first_non_finite(std::span<const std::byte> in,
+                                                                  std::size_t n) const override {
+        if (in.size() < encoded_bytes(n)) return std::nullopt;
+        return first_non_finite_float(in, kept(n), 1);  // index i of the k kept
     }
     void decode_add(std::span<const std::byte> in, const CodecKey& key,
                     std::span<float> y) const override {

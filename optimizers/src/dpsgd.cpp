@@ -445,3 +445,18 @@ std::unique_ptr<Protocol> make_dpsgd(const json::Node* options, PeerContext ctx)
 }
 
 }  // namespace gossamer::proto
+
+namespace gossamer::proto {
+
+std::optional<Protocol::NonFinite> Dpsgd::first_non_finite_value(
+    const Message& msg, std::span<const float> values) const {
+    // A delta on a channel with a compressor is its words (codec 0 all the same).
+    if (msg.kind == MessageKind::model_delta)
+        if (const auto slot = index_.find(msg.partition, msg.chunk)) {
+            const Channel& c = channels_[*slot];
+            if (c.compressor) return non_finite_in(c.compressor.get(), values, c.size);
+        }
+    return Protocol::first_non_finite_value(msg, values);
+}
+
+}  // namespace gossamer::proto

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/finite.hpp"
 #include "gossamer/core/memory.hpp"
 
 namespace gossamer::optim {
@@ -33,6 +34,16 @@ ModelEvaluation evaluate_model_file(const std::string& path, const TrainingConfi
         AllocationScope scope(fmt::format("the contents of model file {}", path));
         file = load_model_file(path);  // first: a bad file is refused before the data loads
     }
+    // A model with NaN or infinite parameters is no model: its "accuracy" (argmax over NaN
+    // logits) would be a number that means nothing (docs/reliability.md).
+    if (const auto k = first_non_finite(file.params.span()))
+        throw ConfigError(
+            path, "parameters",
+            fmt::format("parameter {} of {} is {}: the training that wrote this "
+                        "model diverged",
+                        *k, file.params.size(), non_finite_name(file.params.span()[*k])),
+            "evaluate an earlier checkpoint, or train again with a lower learning "
+            "rate or a warm-up");
     const TrainingData data = load_training_data(config);
     auto model = build_model(config, data.train);
     check_model_fits(path, file, config, *model);

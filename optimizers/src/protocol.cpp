@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/finite.hpp"
 #include "gossamer/optimizers/device.hpp"
 
 namespace gossamer::proto {
@@ -13,6 +15,7 @@ namespace gossamer::proto {
 Protocol::Protocol(PeerContext ctx) : ctx_(std::move(ctx)) {
     if (!ctx_.worker) throw Error("a protocol needs a local worker");
     if (ctx_.n < 1 || ctx_.rank < 0 || ctx_.rank >= ctx_.n) throw Error("rank out of range");
+    refused_.assign(static_cast<std::size_t>(ctx_.n), 0);
 }
 
 void Protocol::start(Time now, Actions& out) {
@@ -26,6 +29,11 @@ void Protocol::step_finished(Time now, double loss, Actions& out) {
     assert(stepping_ && "step_finished without a running step");
     check_ready_unchanged();
     stepping_ = false;
+    if (!std::isfinite(loss))
+        throw Diverged(fmt::format(
+            "rank {}: the training loss became {} at step {}; this peer stops, sends nothing more "
+            "and writes no result (lower optimizer.lr, add a warm-up or gradient clipping)",
+            ctx_.rank, std::isnan(loss) ? "NaN" : "infinite", ctx_.worker->steps()));
     on_step_finished(now, loss, out);
     after(out);
 }
@@ -34,8 +42,64 @@ void Protocol::message_arrived(Time now, Message msg, Actions& out) {
     event_time_ = now;
     ++stats_.messages_received;
     stats_.bytes_received += msg.wire_bytes();
+    if (refused_peer(msg.sender)) {
+        ++stats_.messages_refused;  // from a peer refused before: it counts as failed
+        return after(out);
+    }
+    if (std::string bad = non_finite_value(msg); !bad.empty()) {
+        ++stats_.messages_refused;
+        const int j = msg.sender;
+        refused_[static_cast<std::size_t>(j)] = 1;
+        out.refused.push_back(Refusal{j, msg.kind, msg.round, msg.partition, std::move(bad)});
+        // The sender is treated as failed: its weight goes to this peer's own, the all-reduce
+        // stops or rebuilds per its policy (a done protocol that settled waits for nothing).
+        if (!done_ || !settled()) on_peer_failed(now, j, out);
+        return after(out);
+    }
     on_message(now, std::move(msg), out);
     after(out);
+}
+
+std::optional<Protocol::NonFinite> Protocol::first_non_finite_value(
+    const Message& msg, std::span<const float> values) const {
+    if (msg.codec != 0) return std::nullopt;  // a codec's words are not floats
+    return non_finite_in(nullptr, values, values.size());
+}
+
+std::optional<Protocol::NonFinite> Protocol::non_finite_in(const optim::Compressor* q,
+                                                           std::span<const float> values,
+                                                           std::size_t n) {
+    if (q) {
+        const auto bad = q->first_non_finite(std::as_bytes(values), n);
+        if (!bad) return std::nullopt;
+        return NonFinite{bad->first, bad->second};
+    }
+    const auto k = first_non_finite(values);
+    if (!k) return std::nullopt;
+    return NonFinite{*k, values[*k]};
+}
+
+std::string Protocol::non_finite_value(const Message& msg) const {
+    if (msg.kind == MessageKind::control) return "";
+    if (msg.sender < 0 || msg.sender >= ctx_.n) return "";  // the protocol refuses it itself
+    const std::span<const float> v =
+        msg.placed ? placed_values(msg) : std::span<const float>(msg.payload);
+    const auto bad = first_non_finite_value(msg, v);
+    if (!bad) return "";
+    return fmt::format("{} at element {} of partition {}", non_finite_name(bad->value),
+                       msg.offset + bad->index, msg.partition);
+}
+
+void Protocol::check_outgoing(const Message& msg, std::span<const float> values) const {
+    if (msg.kind == MessageKind::control || values.empty()) return;
+    const auto bad = first_non_finite_value(msg, values);
+    if (!bad) return;
+    throw Diverged(fmt::format(
+        "rank {}: its own model became non-finite: the {} it was about to send to rank {} holds "
+        "{} at element {} of partition {} (round {}); this peer stops, sends nothing more and "
+        "writes no result (lower optimizer.lr, add a warm-up or gradient clipping)",
+        ctx_.rank, transport::to_string(msg.kind), msg.receiver, non_finite_name(bad->value),
+        msg.offset + bad->index, msg.partition, msg.round));
 }
 
 void Protocol::send_completed(Time now, std::uint64_t id, bool ok, Actions& out, Time done_at) {
@@ -57,6 +121,7 @@ void Protocol::deadline_reached(Time now, std::uint64_t id, Actions& out) {
 }
 
 void Protocol::peer_failed(Time now, int rank, Actions& out) {
+    if (refused_peer(rank)) return;  // taken as failed when its message was refused
     event_time_ = now;
     on_peer_failed(now, rank, out);
     after(out);
@@ -115,6 +180,7 @@ void Protocol::copy_params_to(std::span<float> out) const {
 }
 
 void Protocol::send(Actions& out, Message msg) {
+    check_outgoing(msg, msg.payload);
     msg.sender = ctx_.rank;
     ++stats_.messages_sent;
     stats_.bytes_sent += msg.wire_bytes();
@@ -140,6 +206,7 @@ std::optional<std::size_t> ChannelIndex::find(std::uint32_t partition, std::uint
 
 std::uint64_t Protocol::send_borrowed(Actions& out, Message msg, std::span<const float> values) {
     assert(zero_copy_ && msg.payload.empty() && values.size() == msg.elements);
+    check_outgoing(msg, values);
     send(out, std::move(msg));
     out.sends.back().borrowed = values;
     return out.sends.back().id;

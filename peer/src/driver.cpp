@@ -165,6 +165,24 @@ void Loop::apply(proto::Actions& a) {
     assert(std::this_thread::get_id() == comm_thread_);
     if (auto snap = protocol_.take_snapshot(); snap && options_.on_snapshot)
         options_.on_snapshot(std::move(*snap));  // docs/checkpoint.md
+    for (const auto& r : a.refused) {            // docs/reliability.md, "Non-finite values"
+        const std::string why = fmt::format("it sent a {} (round {}) holding {}",
+                                            transport::to_string(r.kind), r.round, r.reason);
+        failures_[r.sender] = why;
+        result_.failed_peers.push_back(r.sender);
+        trace_.peer_failed(last_, r.sender);
+        log::warn("rank {}: refused a message on edge {} -> {}: {}; treating rank {} as failed",
+                  result_.rank, r.sender, result_.rank, why, r.sender);
+        if (metrics_)
+            metrics_->write({{"rank", result_.rank},
+                             {"time", last_},
+                             {"event", "refused"},
+                             {"from", r.sender},
+                             {"kind", std::string(transport::to_string(r.kind))},
+                             {"round", r.round},
+                             {"partition", r.partition},
+                             {"reason", r.reason}});
+    }
     for (auto& s : a.sends) {
         const std::uint64_t id = s.id;
         if (protocol_.one_in_flight_per_edge() && s.msg.kind != transport::MessageKind::control) {
@@ -275,6 +293,7 @@ void Loop::deliver(Event& e, proto::Actions& a) {
         protocol_.send_completed(t, s->id, s->status.ok(), a, s->at);
     } else if (auto* f = std::get_if<Failed>(&e)) {
         const int dead = f->status.peer;
+        if (protocol_.refused_peer(dead)) return;  // failed already, when its message was refused
         failures_[dead] = f->status.reason;
         result_.failed_peers.push_back(dead);
         trace_.peer_failed(t, dead);
@@ -445,6 +464,7 @@ void Loop::finish() {
                      {"bytes_received", st.bytes_received},
                      {"messages_sent", st.messages_sent},
                      {"messages_received", st.messages_received},
+                     {"messages_refused", st.messages_refused},
                      {"rounds", st.rounds},
                      {"mass", protocol_.mass()},
                      {"mass_lost", st.mass_lost},

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/finite.hpp"
 #include "gossamer/core/model_file.hpp"
 #include "gossamer/core/ranks_text.hpp"
 #include "gossamer/peer/average.hpp"
@@ -104,7 +106,18 @@ JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout,
 json::Json write_average(const PeerJob& job, Model& model, const PartitionLayout& layout,
                          const AverageResult& avg, const std::vector<int>& survivors,
                          const std::vector<int>& lost, std::int64_t steps) {
+    // A survivor that sent its own non-finite model (it checks none: not a gossamer peer, or a
+    // fault) makes the average one: no result (docs/reliability.md, "Non-finite values").
+    if (const auto k = first_non_finite(avg.model))
+        throw Diverged(fmt::format(
+            "the average of ranks {} holds {} at element {}: a member's model was not finite; no "
+            "result written",
+            ranks_text(survivors), non_finite_name(avg.model[*k]), *k));
     const EvalResult e = model.evaluate(avg.model, job.data.test, job.config.eval_batch);
+    if (!std::isfinite(e.loss))
+        throw Diverged(
+            fmt::format("the average of ranks {} has a test loss of {}; no result written",
+                        ranks_text(survivors), e.loss));
     json::Json rec = {{"algorithm", job.algorithm},
                       {"survivors", survivors},
                       {"lost", lost},
@@ -297,6 +310,14 @@ int run_peer_job(PeerJob& job) {
         say(rank,
             fmt::format("could not enter the running job: {}; exiting without a result", e.what()));
         std::_Exit(1);
+    } catch (const Diverged& e) {
+        // Its own loss or model is NaN or infinite: it leaves as a crash does (no goodbye), so
+        // the members count it lost at once and average without it; it writes no result.
+        say(rank, e.what());
+        append_metrics_lines(
+            job.driver.metrics_path,
+            {json::Json{{"rank", rank}, {"event", "diverged"}, {"reason", e.what()}}});
+        std::_Exit(kDiverged);
     } catch (const std::exception& e) {  // PeerFailure says "peer R failed: ..."
         return stop(fmt::format("stopped: {}", e.what()));
     }
@@ -388,8 +409,13 @@ int run_peer_job(PeerJob& job) {
     json::Json summary = {{"rank", rank},           {"algorithm", job.algorithm},
                           {"steps", steps_done},    {"end_time", r.end_time},
                           {"survivors", survivors}, {"lost", lost}};
-    if (survivors.front() == rank)
-        summary["average"] = write_average(job, *model, layout, avg, survivors, lost, steps_done);
+    if (survivors.front() == rank) try {
+            summary["average"] =
+                write_average(job, *model, layout, avg, survivors, lost, steps_done);
+        } catch (const Diverged& e) {
+            say(rank, e.what());
+            return kDiverged;
+        }
     if (job.json) std::printf("%s\n", summary.dump().c_str());
     return 0;
 }

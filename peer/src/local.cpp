@@ -36,13 +36,18 @@ std::vector<PeerOutcome> run_inproc_peers(const std::vector<proto::Protocol*>& p
             } catch (const PeerFailure& e) {
                 me.error = e.what();
                 me.failed_rank = e.rank();
+            } catch (const Diverged& e) {
+                me.error = e.what();
+                me.diverged = true;
             } catch (const std::exception& e) {
                 me.error = e.what();
             }
             me.seconds =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (me.result && me.result->failed) {
-                t.reset();  // the emulated crash: this peer leaves the fabric now
+            if ((me.result && me.result->failed) || me.diverged) {
+                // The emulated crash, or a peer that diverged: it leaves the fabric now, so the
+                // others see it fail instead of waiting for it.
+                t.reset();
                 sync.arrive_and_drop();
                 return;
             }

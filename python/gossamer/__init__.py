@@ -11,13 +11,17 @@ The C++ core (gossamer._native) does the work; errors are the CLI's one-line mes
 """
 
 import json as _json
+import math as _math
 import os as _os
+import sys as _sys
 
 from . import _native
-from ._native import ConfigError, Error, InprocJob, PeerFailure, Timeout, TransportError
+from ._native import (ConfigError, Diverged, Error, InprocJob, PeerFailure, Timeout,
+                      TransportError)
 from .model_file import ModelFile, load_model
 
-__all__ = ["Topology", "Peer", "InprocJob", "Launch", "launched", "Error", "ConfigError", "PeerFailure", "Timeout",
+__all__ = ["Topology", "Peer", "InprocJob", "Launch", "launched", "Error", "ConfigError", "Diverged",
+           "PeerFailure", "Timeout",
            "TransportError", "peer_count", "load_data", "shard", "train_builtin", "ALGORITHMS",
            "ModelFile", "load_model"]
 
@@ -262,6 +266,12 @@ class Launch:
         survivors = list(metrics.get("average_of") or [])
         if not self.out or not survivors or self.rank != min(survivors):
             return False
+        bad = [name for name, v in (("loss", loss), ("accuracy", accuracy))
+               if v is not None and not _math.isfinite(float(v))]
+        if bad:  # no result from a model that is not one (docs/reliability.md)
+            raise Diverged(f"rank {self.rank}: the average model's {' and '.join(bad)} "
+                           f"{'is' if len(bad) == 1 else 'are'} not finite ({loss}, {accuracy}); "
+                           "no average.json written")
         n = metrics.get("n", 0)
         record = {"algorithm": metrics.get("algorithm", self.algorithm), "survivors": survivors,
                   "lost": [r for r in range(n) if r not in survivors], "loss": float(loss),
@@ -269,9 +279,28 @@ class Launch:
                   "steps": metrics.get("steps", 0)}
         path = _os.path.join(self.out, "average.json")
         with open(path + ".tmp", "w") as f:
-            f.write(_json.dumps(record, indent=2) + "\n")
+            f.write(_json.dumps(record, indent=2, allow_nan=False) + "\n")
         _os.replace(path + ".tmp", path)  # whole file or nothing
         return True
+
+
+def _exit_5_on_diverged():
+    """In a script gossamer launch started: an unhandled gossamer.Diverged ends the process as
+    `gossamer peer` does (one line, exit status 5, no goodbye), so the launcher's table counts the
+    peer lost and diverged (docs/reliability.md)."""
+    previous = _sys.excepthook
+    if getattr(previous, "_gossamer", False):
+        return
+
+    def hook(kind, value, tb):
+        if isinstance(value, Diverged):
+            _sys.stderr.write(f"error: {value}\n")
+            _sys.stderr.flush()
+            _os._exit(5)
+        previous(kind, value, tb)
+
+    hook._gossamer = True
+    _sys.excepthook = hook
 
 
 def launched():
@@ -279,6 +308,7 @@ def launched():
     GOSSAMER_TOPOLOGY set), else None."""
     if not _os.environ.get("GOSSAMER_RANK") or not _os.environ.get("GOSSAMER_TOPOLOGY"):
         return None
+    _exit_5_on_diverged()
     try:
         return Launch(_os.environ)
     except ValueError as e:

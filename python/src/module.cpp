@@ -18,7 +18,8 @@ py::object from_json(const json::Json& value) {
 
 void bind_errors(py::module_& m) {
     // The hierarchy: Error (RuntimeError) > ConfigError (also ValueError), PeerFailure (.rank),
-    // Timeout (also TimeoutError), TransportError.
+    // Timeout (also TimeoutError), TransportError, Diverged (this peer's loss or model became
+    // NaN or infinite: docs/reliability.md).
     static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
     static py::object config = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
         "gossamer.ConfigError", "A file or option is wrong (the CLI exits 2 on it).",
@@ -28,6 +29,7 @@ void bind_errors(py::module_& m) {
         py::make_tuple(error, py::handle(PyExc_TimeoutError)).ptr(), nullptr));
     static py::exception<PeerFailure> failure(m, "PeerFailure", error.ptr());
     static py::exception<TransportError> transport(m, "TransportError", error.ptr());
+    static py::exception<Diverged> diverged(m, "Diverged", error.ptr());
     m.attr("ConfigError") = config;
     m.attr("Timeout") = timeout;
     py::register_exception_translator([](std::exception_ptr p) {
@@ -47,6 +49,8 @@ void bind_errors(py::module_& m) {
             PyErr_SetObject(failure.ptr(), exc.ptr());
         } catch (const TransportError& e) {
             PyErr_SetString(transport.ptr(), e.what());
+        } catch (const Diverged& e) {
+            PyErr_SetString(diverged.ptr(), e.what());
         } catch (const Error& e) {
             PyErr_SetString(error.ptr(), e.what());
         }

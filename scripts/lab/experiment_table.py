@@ -19,6 +19,16 @@ import json
 import pathlib
 import sys
 
+
+def _strict(value):
+    """The value with NaN and infinities as null: JSON has no literal for them (RFC 8259)."""
+    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+        return None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    return [_strict(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
 CLUSTERS = ["uneven8", "homogeneous8"]
 GOSSIP = ["dpsgd", "sgp", "async", "choco", "multirate"]
 COLORS = {"ddp": "#444444", "allreduce": "#d62728", "dpsgd": "#1f77b4", "sgp": "#2ca02c",
@@ -216,7 +226,7 @@ def main(argv):
             root / f"{cluster}-accuracy-time.svg")
         svg(f"{cluster}: accuracy against bytes", "MB sent per peer", plots_b,
             root / f"{cluster}-accuracy-bytes.svg")
-    (root / "table.json").write_text(json.dumps(report, indent=1) + "\n")
+    (root / "table.json").write_text(json.dumps(_strict(report), indent=1, allow_nan=False) + "\n")
     if not report["clusters"]:
         print(f"experiment_table.py: {root}: no runs found under <cluster>/seed<k>/", file=sys.stderr)
         return 2

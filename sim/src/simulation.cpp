@@ -12,6 +12,7 @@
 #include "gossamer/core/compute_model.hpp"
 #include "gossamer/core/dataset.hpp"
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/log.hpp"
 #include "gossamer/core/params.hpp"
 #include "gossamer/core/sharding.hpp"
 #include "gossamer/optimizers/in_flight.hpp"
@@ -140,6 +141,13 @@ void Engine::start_flow(const Flowing& f, Time now) {
 void Engine::apply(int rank, Time now, proto::Actions& a) {
     Peer& p = peers_[static_cast<std::size_t>(rank)];
     const bool bounded = p.protocol->one_in_flight_per_edge();
+    for (const auto& r : a.refused) {  // docs/reliability.md, "Non-finite values"
+        trace_.peer_failed(rank, now, r.sender);
+        log::warn(
+            "sim: peer {} refused a {} of peer {} (round {}) at {:.6f} s: {}; treating "
+            "peer {} as failed",
+            rank, transport::to_string(r.kind), r.sender, r.round, now, r.reason, r.sender);
+    }
     for (auto& send : a.sends) {
         const int to = send.msg.receiver;
         const bool data = send.msg.kind != transport::MessageKind::control;

@@ -5,11 +5,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "gossamer/core/metrics.hpp"
+#include "gossamer/core/model_file.hpp"
 #include "support/run.hpp"
 #include "support/temp_dir.hpp"
 
@@ -103,6 +106,24 @@ TEST_CASE("eval: a missing, folder, truncated, corrupt or foreign file is one li
     check_one_line(eval(dir.write("j.bin", "{\"not\": \"a model\"}"), config), "bad magic number");
     check_one_line(eval(dir.write("e.bin", ""), config), "bad magic number");
     check_one_line(eval(dir.write("tr.bin", good + "x"), config), "trailing bytes");
+}
+
+TEST_CASE("eval: a model with a NaN or infinite parameter says so instead of an accuracy") {
+    TempDir dir;
+    const auto config = dir.write("c.json", small_config(dir).dump());
+    REQUIRE(run(kBin + " train --config " + config).status == 0);
+    auto file = gossamer::load_model_file((dir.path() / "out/model.bin").string());
+    for (const float bad :
+         {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+        auto params = file.params;
+        params.span()[17] = bad;
+        const auto path = (dir.path() / "nan.bin").string();
+        gossamer::save_model_file(path, file.model, file.step, file.layout, params.span());
+        check_one_line(eval(path, config),
+                       fmt::format("nan.bin: parameters: parameter 17 of 106 is {}: the training "
+                                   "that wrote this model diverged",
+                                   std::isnan(bad) ? "NaN" : "-inf"));
+    }
 }
 
 TEST_CASE("eval: a model file of another size names both sizes, exit 2") {

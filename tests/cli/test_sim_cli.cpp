@@ -93,6 +93,28 @@ TEST_CASE("a failed peer stops all-reduce with a message naming it") {
     CHECK(r.err.find("rank 1 failed; all-reduce stops") != std::string::npos);
 }
 
+TEST_CASE("a simulated peer whose loss diverges stops the run with one line and exit 3") {
+    Job job;
+    std::ifstream in(job.config);
+    Json c = Json::parse(in);
+    c["model"] = {{"name", "mlp"}, {"hidden", {16}}};
+    c["optimizer"]["lr"] = 1e4;  // no mlp survives it (gossamer train exits 3 too)
+    job.config = job.dir.write("diverge.json", c.dump());
+    const auto r = job.sim(job.cluster(R"({"defaults": {"base_time": 0.01},
+                                           "network": {"latency": 1e-6, "bandwidth": 1e9}})"),
+                           "--algorithms dpsgd --out " + (job.dir.path() / "out").string());
+    CAPTURE(r.err);
+    CHECK(r.status == 3);
+    // The error is the last line (progress lines may come before it).
+    const auto at = r.err.find("error: rank ");
+    REQUIRE(at != std::string::npos);
+    const std::string line = r.err.substr(at);
+    CHECK(line.find('\n') == line.size() - 1);
+    CHECK((line.find("the training loss became") != std::string::npos ||
+           line.find("its own model became non-finite") != std::string::npos));
+    CHECK(line.find("writes no result") != std::string::npos);
+}
+
 TEST_CASE("bad cluster files and options are one line and exit 2") {
     Job job;
     auto bad = job.sim(

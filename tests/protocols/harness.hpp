@@ -81,6 +81,9 @@ class Harness {
     /// Called when peer `rank` is asked to start its step number `step` (0-based), before the
     /// step runs: the protocol's model is what its previous step and communication left.
     std::function<void(int rank, std::int64_t step)> on_step_start;
+    /// Called with every message after its sender's protocol let it go and before it is queued:
+    /// a test's stand-in for a faulty link or a peer that checks nothing it sends.
+    std::function<void(proto::Message&)> tamper;
 
     /// Starts every peer (first call only), then delivers events until every live peer is done,
     /// nothing is pending, or `stop()` (checked before each event) says so. Returns true when
@@ -235,6 +238,7 @@ class Harness {
             s.msg.payload.assign(s.borrowed.begin(), s.borrowed.end());  // read at once
             lent_[{r, s.id}] = {s.borrowed, s.msg.payload};
         }
+        if (tamper) tamper(s.msg);
         if (options_.zero_copy && alive_[idx(m.receiver)] && !m.payload.empty()) {
             const auto place = protocols_[idx(m.receiver)]->receive_into(m);
             if (!place.empty()) {

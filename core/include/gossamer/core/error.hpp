@@ -53,6 +53,14 @@ class Timeout : public Error {
     using Error::Error;
 };
 
+/// This process's own training produced a NaN or an infinity (its loss, or a value of its model
+/// it was about to send): it must stop, send nothing more and write no result
+/// (docs/reliability.md, "Non-finite values"). The CLI exits 3 on it, as `train` does.
+class Diverged : public Error {
+  public:
+    using Error::Error;
+};
+
 /// A peer failed or vanished; rank() names it.
 class PeerFailure : public Error {
   public:

@@ -84,7 +84,9 @@ struct LaunchRow {
     std::optional<double> accuracy, loss;  ///< of the exact average of the survivors' models
     double mb_per_peer = 0;
     double idle_share = 0;  ///< mean over the peers that reported
-    int failed = 0;         ///< peers lost (emulated failure or crash)
+    int failed = 0;         ///< peers lost (emulated failure, crash or divergence)
+    /// Of those, peers whose loss or model became NaN or infinite (launch then exits 3).
+    int diverged = 0;
     /// From average.json (processes): the ranks whose models it averages, and push-sum's
     /// Σ w over them (null / none where it does not say).
     json::Json survivors;

@@ -92,6 +92,9 @@ class AllreduceProtocol final : public Protocol {
     /// Zero-copy: an all-gather chunk of the running all-reduce lands in its place in the
     /// result buffer (docs/protocols.md, "Memory").
     std::span<float> receive_into(const Message& header) override;
+    std::span<const float> placed_values(const Message& msg) const override;
+    std::optional<NonFinite> first_non_finite_value(const Message& msg,
+                                                    std::span<const float> values) const override;
     /// Resumes bit for bit (allreduce_state.cpp).
     std::string resume_refusal() const override { return ""; }
     /// "" with `"elastic": "rebuild"` or `"restart"` on a worker that can hand its state over.

@@ -17,9 +17,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gossamer/core/json.hpp"
@@ -78,6 +80,12 @@ class Compressor {
                             std::span<float> y) const = 0;
     /// y = Q(x): zeroes y, then decode_add().
     void decode(std::span<const std::byte> in, const CodecKey& key, std::span<float> y) const;
+    /// The first value the bytes `in` (encoded from n values) carry that is NaN or infinite, as
+    /// (its index in the encoded order, its value), or nullopt when every carried value (int8:
+    /// every scale) is finite or `in` is too short (decode_add refuses that). Read-only, so a
+    /// receiver can refuse a message before it decodes anything (docs/reliability.md).
+    virtual std::optional<std::pair<std::size_t, float>> first_non_finite(
+        std::span<const std::byte> in, std::size_t n) const = 0;
 
   private:
     friend std::unique_ptr<Compressor> make_compressor(const CompressorConfig& config);

@@ -173,12 +173,25 @@ struct Deadline {
     std::uint64_t id = 0;  ///< echoed by deadline_reached
 };
 
+/// A message the protocol refused (docs/reliability.md, "Non-finite values"): its sender is
+/// treated as failed from then on. Drivers log it and write it to the metrics.
+struct Refusal {
+    int sender = -1;
+    MessageKind kind = MessageKind::control;
+    std::int64_t round = 0;
+    std::uint32_t partition = 0;
+    std::string reason;  ///< what was wrong, e.g. "NaN at element 17 of partition 0"
+};
+
 /// What a protocol asks of its driver after one event.
 struct Actions {
     std::vector<Send> sends;
     bool start_step = false;  ///< compute the next gradient at compute_point()
     std::vector<Deadline> deadlines;
     bool done = false;  ///< this peer has taken its last step and sends nothing more
+    /// Messages refused in this event; each sender is treated as failed (the protocol already
+    /// took the failure: drivers only report it and must not deliver peer_failed for it again).
+    std::vector<Refusal> refused;
 };
 
 /// Everything a protocol knows about its place in the job.
@@ -213,6 +226,9 @@ struct ProtocolStats {
     std::int64_t rounds = 0;         ///< communication rounds completed
     double mass_lost = 0.0;          ///< push-sum: mass that went with failed peers
     std::int64_t staleness_max = 0;  ///< async: the stalest share absorbed, in own steps
+    /// Messages refused for a non-finite value, and those dropped afterwards from the peers
+    /// that sent them (docs/reliability.md, "Non-finite values").
+    std::uint64_t messages_refused = 0;
     /// bytes_sent split by Message::partition (index = partition id; whole-model protocols
     /// send everything as partition 0).
     std::vector<std::uint64_t> partition_bytes_sent;
@@ -231,13 +247,24 @@ class Protocol {
     /// Once, before anything else.
     void start(Time now, Actions& out);
     /// The step begun by the last start_step action is done: gradient() holds its gradient.
+    /// Throws Diverged when the loss is NaN or infinite (the peer must stop).
     void step_finished(Time now, double loss, Actions& out);
+    /// A message that carries model values (any kind but control) is checked first: one with a
+    /// NaN or an infinity is refused (Actions::refused, ProtocolStats::messages_refused) and its
+    /// sender treated as failed at once, as if peer_failed had been delivered; every later
+    /// message of that sender is dropped (and counted). Compressed payloads are checked by
+    /// their codec (first_non_finite_value).
     void message_arrived(Time now, Message msg, Actions& out);
     /// `done_at` (<= now; < 0: now): when the transport reported the completion, if the
     /// driver stamped it before delivering the event (the measured edges time it).
     void send_completed(Time now, std::uint64_t id, bool ok, Actions& out, Time done_at = -1);
     void deadline_reached(Time now, std::uint64_t id, Actions& out);
+    /// Ignored for a sender this protocol refused already (it took that failure itself).
     void peer_failed(Time now, int rank, Actions& out);
+    /// Whether this protocol refused a message of `rank` and treats it as failed.
+    bool refused_peer(int rank) const noexcept {
+        return rank >= 0 && static_cast<std::size_t>(rank) < refused_.size() && refused_[rank];
+    }
 
     /// Where the next gradient is computed: x (averaging protocols) or z = x / w (push-sum).
     /// Valid from a start_step action until step_finished.
@@ -275,6 +302,23 @@ class Protocol {
     /// delivered with `placed` set), or empty for a buffer the message owns. Called on the
     /// communication thread between events, possibly long before the message is delivered.
     virtual std::span<float> receive_into(const Message&) { return {}; }
+    /// Where the values of a message that arrived `placed` are (the span receive_into gave for
+    /// its header), for the finiteness check before on_message; protocols that place override.
+    virtual std::span<const float> placed_values(const Message&) const { return {}; }
+
+    /// A NaN or an infinity a message carries: its index among the values and the value.
+    struct NonFinite {
+        std::size_t index = 0;
+        float value = 0;
+    };
+    /// The first non-finite value that `msg` (a message of model values, sent or received;
+    /// its values are `values`: the payload, placed or borrowed memory) carries, or nullopt when
+    /// all are finite or the message is malformed (on_message refuses that). The default reads
+    /// codec-0 payloads as raw float32 values and leaves other codecs alone; protocols whose
+    /// payloads are compressed under codec 0 (dpsgd's and choco's channels) override it and
+    /// ask the compressor (Compressor::first_non_finite).
+    virtual std::optional<NonFinite> first_non_finite_value(const Message& msg,
+                                                            std::span<const float> values) const;
     /// Partition `id` of worker().partitions() is final for the running step (docs/protocols.md,
     /// "Partition-ready"): the compute side will neither read x's range of it nor write its
     /// gradient again before step_finished, so both belong to the protocol from now on. Only
@@ -383,7 +427,8 @@ class Protocol {
     void copy_params_to(std::span<float> out) const;
     LocalWorker& worker() { return *ctx_.worker; }
     const PeerContext& context() const noexcept { return ctx_; }
-    /// Queues a message and counts it.
+    /// Queues a message and counts it. Throws Diverged when an uncompressed payload of model
+    /// values holds a NaN or an infinity: this peer's own model diverged.
     void send(Actions& out, Message msg);
     /// Queues a message whose payload is `values` of the protocol's own memory (zero-copy
     /// drivers only, see enable_zero_copy); returns its send id.
@@ -403,7 +448,17 @@ class Protocol {
 
   private:
     void after(Actions& out);
+    /// "" when msg's values are finite (or not this layer's to check); else what is wrong.
+    std::string non_finite_value(const Message& msg) const;
+    void check_outgoing(const Message& msg, std::span<const float> values) const;
 
+  protected:
+    /// For first_non_finite_value overrides: what `q` (nullptr: raw floats) finds in values
+    /// encoded from n values.
+    static std::optional<NonFinite> non_finite_in(const optim::Compressor* q,
+                                                  std::span<const float> values, std::size_t n);
+
+  private:
     PeerContext ctx_;
     ProtocolStats stats_;
     EdgeSpeeds speeds_;
@@ -419,6 +474,7 @@ class Protocol {
     void check_ready_unchanged() const;
     std::int64_t checkpoint_every_ = 0, resumed_at_ = 0;
     std::optional<Snapshot> snapshot_;
+    std::vector<char> refused_;  // by rank: a message of it was refused; it counts as failed
 };
 
 /// Whether worker `w` can take partition-ready events: math on the host, with partitions and no

@@ -72,6 +72,9 @@ void prepare_checkpoints(PeerJob& job, const std::optional<std::filesystem::path
 inline constexpr int kNoResult = 4;
 /// Exit status of a peer at its cluster file's failure time (an emulated crash: no goodbye).
 inline constexpr int kEmulatedFailure = 3;
+/// Exit status of a peer whose own loss or model became NaN or infinite (it leaves as a crash
+/// does, writing nothing), and of the result writer whose exact average is not finite.
+inline constexpr int kDiverged = 5;
 
 /// Any thread or a signal handler: asks the running peer to leave the job gracefully at its
 /// next step boundary (`gossamer peer` on SIGTERM; docs/elastic.md). Async-signal-safe.

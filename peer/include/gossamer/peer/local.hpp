@@ -22,6 +22,7 @@ struct PeerOutcome {
     std::optional<DriverResult> result;  ///< set when run() returned
     std::string error;                   ///< what run() threw, if it threw
     std::optional<int> failed_rank;      ///< PeerFailure::rank() when it threw one
+    bool diverged = false;               ///< it threw Diverged (its loss or model not finite)
     double seconds = 0;                  ///< wall time of run()
 };
 

@@ -1,0 +1,20 @@
+#pragma once
+/// The finiteness check of float vectors that guards every value a peer sends or takes in
+/// (docs/reliability.md, "Non-finite values"): one read-only pass, vectorised for AVX2 and
+/// AVX-512 (picked at run time, like the mixing kernels), that stops at the first block holding
+/// a NaN or an infinity.
+
+#include <cstddef>
+#include <optional>
+#include <span>
+
+namespace gossamer {
+
+/// The index of the first NaN or infinite value of v, or nullopt when every value is finite.
+std::optional<std::size_t> first_non_finite(std::span<const float> v) noexcept;
+
+/// "NaN", "+inf" or "-inf": the name of a non-finite value (any finite value gives "+inf"/"-inf"
+/// by its sign, so call it for non-finite values only).
+const char* non_finite_name(float v) noexcept;
+
+}  // namespace gossamer
