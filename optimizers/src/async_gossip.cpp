@@ -423,7 +423,15 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     if (j < 0 || j >= n() || j == rank())
         throw Error(fmt::format("async: a message from invalid peer {}", j));
     Neighbour& nb = neighbour(j);
-    nb.heard.push_back(now);  // held for a cut or not, it was heard (not silent)
+    // Held for a cut or not, it was heard (not silent). Messages closer together than
+    // silence / silence_factor are one hearing (the latest of them): a slow edge delivers the
+    // rate reports queued behind a share (the outbox's) in one burst, whose tiny gaps would
+    // otherwise pass for the neighbour's cadence and call it silent just after each burst.
+    const double burst = options_.silence / options_.silence_factor;
+    if (nb.heard.size() >= 2 && now - nb.heard[nb.heard.size() - 2] < burst)
+        nb.heard[nb.heard.size() - 1] = now;
+    else
+        nb.heard.push_back(now);
     if (on_membership(now, msg, nb, out)) return;                 // async_elastic.cpp
     if (quiesce_intercept(msg)) return check_quiesced(now, out);  // async_state.cpp
     if (msg.kind == MessageKind::control) {

@@ -66,8 +66,10 @@ struct AsyncOptions {
     double deadline_cap = 10.0;        ///< seconds, > 0
     std::uint64_t seed = 1;            ///< target sampling (mixed with the rank)
     /// One share in flight per out-edge; later shares to a busy edge add up in its outbox
-    /// (share_outbox.hpp).
-    bool outbox = false;
+    /// (share_outbox.hpp). On by default (issue 37: a default is the bounded choice); false
+    /// queues every share in the transport, without bound when a link is slower than the
+    /// steps. The driver must deliver send_completed for every share (both drivers do).
+    bool outbox = true;
     /// A neighbour not heard from (no share, no report) for longer than max(silence,
     /// silence_factor x the longest gap between its recent messages) gets no shares until it is
     /// heard again: a stopped or cut-off peer would otherwise swallow mass push after push
