@@ -24,6 +24,12 @@ std::vector<std::string> parse_algorithms(const std::string& list,
             throw UsageError(
                 fmt::format("--algorithms: unknown algorithm \"{}\"; use {}", item, all));
         }
+        // Each algorithm writes OUT/<algorithm>/: a second run of one would replace the first.
+        if (std::find(algorithms.begin(), algorithms.end(), item) != algorithms.end())
+            throw UsageError(fmt::format(
+                "--algorithms: \"{}\" is listed twice, and each algorithm writes OUT/{}/; "
+                "list each algorithm once",
+                item, item));
         algorithms.push_back(item);
     }
     if (algorithms.empty()) throw UsageError("--algorithms: name at least one algorithm");

@@ -87,6 +87,10 @@ ParsedArgs ArgParser::parse(const std::vector<std::string>& args) const {
             fail(near ? fmt::format("unknown option '--{}' (did you mean '--{}'?)", name, *near)
                       : fmt::format("unknown option '--{}'", name));
         }
+        // Every option at most once: a repeated one would silently take the last value, and
+        // a script that adds a second --out or --config meant something else (docs/cli.md).
+        if (out.flags.count(name) || out.values.count(name))
+            fail(fmt::format("option '--{}' is given twice; give it once", name));
         if (spec->metavar.empty()) {
             if (inline_value) fail(fmt::format("option '--{}' takes no value", name));
             out.flags.insert(name);
@@ -96,6 +100,10 @@ ParsedArgs ArgParser::parse(const std::vector<std::string>& args) const {
             if (i + 1 >= args.size()) fail(fmt::format("option '--{}' needs a value", name));
             value = args[++i];
         }
+        // "--config=" or --config "": an empty value names no file, no number, no list.
+        if (value.empty())
+            fail(fmt::format("option '--{}' has an empty value; write --{} {}", name, name,
+                             spec->metavar));
         out.values[name] = value;
     }
     if (out.positional.size() < positional_)
@@ -113,6 +121,24 @@ std::string ArgParser::help() const {
         out += fmt::format("  {:<24} {}\n", left, o.help);
     }
     out += fmt::format("  {:<24} {}\n", "--help", "show this help");
+    return out;
+}
+
+std::string printable(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c < 0x20 || c == 0x7f) {
+            out += fmt::format("\\x{:02x}", c);
+        } else if (c == 0xc2 && i + 1 < text.size() &&
+                   static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                   static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+            out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[++i]));
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
     return out;
 }
 

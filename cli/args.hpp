@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gossamer/core/error.hpp"
@@ -63,6 +64,12 @@ class ArgParser {
     std::size_t positional_;
     bool variadic_;
 };
+
+/// `text` with its control characters escaped for a terminal: C0 controls (ESC, CR, BEL, ...),
+/// DEL and the UTF-8 forms of the C1 controls (U+0080..U+009F) as \xNN or \u00NN, a backslash
+/// kept as is. Error lines quote values from files and flags (a JSON string, a host name); raw,
+/// an ESC sequence in one could rewrite the user's terminal (docs/errors.md).
+std::string printable(std::string_view text);
 
 /// --trace-limit MB (default 64) in bytes: the bound on a trace's events (docs/trace.md).
 std::size_t trace_limit_bytes(const ParsedArgs& a);

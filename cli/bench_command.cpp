@@ -359,10 +359,11 @@ benchmarks:
 
 Each prints a ratio against a reference measured in the same run. scripts/bench.sh runs them all.
 )";
-    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-        std::cout << help;
-        return args.empty() ? 2 : 0;
-    }
+    if (args.empty())  // usage errors go to stderr as one line, exit 2 (docs/cli.md)
+        throw UsageError(
+            "gossamer bench: missing benchmark; use compute, mix, transport, allreduce, calibrate "
+            "or trace (see 'gossamer bench --help')");
+    if (args[0] == "--help" || args[0] == "-h") return std::cout << help, 0;
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "compute") return run_compute_bench(rest);
     if (args[0] == "mix") return run_mix_bench(rest);

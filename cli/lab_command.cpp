@@ -271,10 +271,12 @@ int clean(const std::vector<std::string>& args) {
 }  // namespace
 
 int run_lab(const std::vector<std::string>& args) {
-    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-        std::cout << kLabHelp;
-        return args.empty() ? 2 : 0;
-    }
+    if (args.empty())  // usage errors go to stderr as one line, exit 2 (docs/cli.md)
+        throw UsageError(
+            "gossamer lab: missing command; use check, up, down or clean (see 'gossamer lab "
+            "--help')");
+    if (args[0] == "--help" || args[0] == "-h" || args[0] == "help")
+        return std::cout << kLabHelp, 0;
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     const std::string& cmd = args[0];
     if (cmd == "check") return check(rest);

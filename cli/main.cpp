@@ -98,6 +98,12 @@ void pick_blas_kernels(char** argv) {
     unsetenv("OPENBLAS_CORETYPE");
 }
 
+// One error line. Its values come from files and flags: control characters in them are
+// escaped, so an ESC sequence in a JSON string cannot reach the terminal raw (docs/errors.md).
+void print_error(std::string_view what) {
+    std::fprintf(stderr, "error: %s\n", gossamer::cli::printable(what).c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,13 +111,13 @@ int main(int argc, char** argv) {
     try {
         return dispatch(std::vector<std::string>(argv + 1, argv + argc));
     } catch (const gossamer::cli::UsageError& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
+        print_error(e.what());
         return 2;
     } catch (const gossamer::ConfigError& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
+        print_error(e.what());
         return 2;
     } catch (const gossamer::TopologyError& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
+        print_error(e.what());
         return 2;
     } catch (const gossamer::Diverged& e) {
         // Training produced a NaN or an infinity (docs/reliability.md): as `train` exits.
@@ -124,10 +130,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr,
                      "error: out of memory%s%s; use smaller sizes (model, --model-size, peers, "
                      "batch) or a machine with more memory\n",
-                     what.empty() ? "" : " while allocating ", what.c_str());
+                     what.empty() ? "" : " while allocating ",
+                     gossamer::cli::printable(what).c_str());
         return 2;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: internal: %s\n", e.what());
+        print_error(std::string("internal: ") + e.what());
         return 1;
     }
 }

@@ -213,6 +213,7 @@ int run_sim(const std::vector<std::string>& args) {
     base.cluster = &cluster;
     base.failure_detection = cluster.failure_detection;
     base.mode = mode;
+    double steps = 0;  // local steps per peer, for the bound on a run's work
     if (mode == sim::Mode::math) {
         base.peer_eval_samples =
             static_cast<int>(a.integer("peer-eval-samples", 2000, 1, 100'000'000));
@@ -227,10 +228,12 @@ int run_sim(const std::vector<std::string>& args) {
         for (const auto& peer : cluster.peers)
             fastest = std::min(fastest, peer.base_time * peer.factor);
         const double batches = static_cast<double>(data.train.size()) / topo.n() / cfg->batch_size;
+        steps = base.epochs * batches;
         base.eval_interval = a.number("eval-interval", fastest * batches / 4);
         if (!(base.eval_interval > 0)) throw UsageError("--eval-interval: must be > 0");
     } else {
         base.steps = a.integer("steps", 100, 1, 1'000'000'000);
+        steps = static_cast<double>(base.steps);
         std::uint64_t size = 1'000'000;
         if (cfg) {
             progress("loading data for the model size");
@@ -267,6 +270,14 @@ int run_sim(const std::vector<std::string>& args) {
         sim::check_sizes(s, parameters,
                          {cfg ? cfg->doc.file : "",
                           mode == sim::Mode::cost && a.value("model-size") ? "--model-size" : ""});
+        // The work a run needs (events, evaluations) is bounded before it starts.
+        const bool epochs_flag = mode == sim::Mode::cost || a.value("epochs");
+        sim::check_work(s, steps,
+                        {epochs_flag ? "" : cfg->doc.file,
+                         mode == sim::Mode::cost ? "--steps"
+                         : epochs_flag           ? "--epochs"
+                                                 : "training.epochs",
+                         a.value("eval-interval").has_value()});
     }
     if (auto notice = prepare_output_dir(out, "gossamer sim", {"", "--out"}))
         std::cerr << "note: " << *notice << "\n";

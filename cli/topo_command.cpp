@@ -12,6 +12,7 @@
 #include "gossamer/core/progress.hpp"
 #include "gossamer/core/units.hpp"
 #include "gossamer/topology/analysis.hpp"
+#include "gossamer/topology/build_size.hpp"
 #include "gossamer/topology/export.hpp"
 #include "gossamer/topology/topology_file.hpp"
 
@@ -193,6 +194,10 @@ int gen(const std::vector<std::string>& args) {
     peers.host = a.value("host").value_or(peers.host);
     peers.base_port = static_cast<int>(a.integer("base-port", peers.base_port, 1, 65535));
     check_ports(s.n, peers.base_port, a.value("base-port").has_value());
+    // What the family costs is known from --n: refused before anything is built.
+    topo::check_build_size(topo::family_size(s),
+                           fmt::format("the {} graph of {} peers", s.family, s.n), "", "--n",
+                           "lower --n, or choose a sparse family (ring, torus, exponential)");
     try {
         (void)topo::generate(s);  // validates n, weights and connectivity before printing
     } catch (const TopologyError& e) {
@@ -226,10 +231,12 @@ int export_round(const std::vector<std::string>& args, bool dot) {
 }  // namespace
 
 int run_topo(const std::vector<std::string>& args) {
-    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-        std::cout << kTopoHelp;
-        return args.empty() ? 2 : 0;
-    }
+    if (args.empty())  // usage errors go to stderr as one line, exit 2 (docs/cli.md)
+        throw UsageError(
+            "gossamer topo: missing command; use show, validate, gen, matrix or dot (see 'gossamer "
+            "topo --help')");
+    if (args[0] == "--help" || args[0] == "-h" || args[0] == "help")
+        return std::cout << kTopoHelp, 0;
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     const std::string& cmd = args[0];
     if (cmd == "show") return show(rest);

@@ -63,7 +63,8 @@ std::pair<std::vector<std::string>, std::vector<std::pair<std::string, std::stri
         if (join) argv.emplace_back("--join");
         // A rank started again after its failure takes its model from its own newest
         // checkpoint, where it wrote one (docs/elastic.md, "Checkpoints in an elastic job").
-        if (join && peer::list_checkpoints(dir, s.n).count(r))
+        // (A resumed job passes --resume below: an option is given once, docs/cli.md.)
+        if (join && s.resume == job.resume.end() && peer::list_checkpoints(dir, s.n).count(r))
             argv.insert(argv.end(), {"--resume", dir.string()});
     }
     if (s.resume != job.resume.end())

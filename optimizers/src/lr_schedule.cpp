@@ -83,7 +83,13 @@ LrSchedule::LrSchedule(const ScheduleConfig& config, double base_lr)
 double LrSchedule::at(std::int64_t step) const {
     const std::int64_t t = std::max<std::int64_t>(step, 0);
     const std::int64_t warm = config_.warmup_steps;
-    if (t < warm) return base_lr_ * static_cast<double>(t + 1) / static_cast<double>(warm);
+    if (t < warm) {
+        const double lr = base_lr_ * static_cast<double>(t + 1) / static_cast<double>(warm);
+        // base x (t + 1) overflows for a base near DBL_MAX; the fraction first does not.
+        return std::isfinite(lr)
+                   ? lr
+                   : base_lr_ * (static_cast<double>(t + 1) / static_cast<double>(warm));
+    }
     const std::int64_t after = t - warm;
     switch (config_.kind) {
         case ScheduleKind::constant:
@@ -94,8 +100,9 @@ double LrSchedule::at(std::int64_t step) const {
         case ScheduleKind::cosine: {
             const auto span = static_cast<double>(config_.total_steps - warm);
             const double progress = std::min(static_cast<double>(after), span) / span;
+            // The factor first: (base - min) x 2 overflows to inf for a base near DBL_MAX.
             return config_.min_lr +
-                   (base_lr_ - config_.min_lr) * (1 + std::cos(std::numbers::pi * progress)) / 2;
+                   (base_lr_ - config_.min_lr) * ((1 + std::cos(std::numbers::pi * progress)) / 2);
         }
     }
     return base_lr_;

@@ -14,6 +14,10 @@
 namespace gossamer::optim {
 namespace {
 
+// The run length a config's schedule is validated for when it loads, before the real one is
+// known.
+constexpr std::int64_t kLongestRun = std::numeric_limits<std::int32_t>::max();
+
 using json::Node;
 
 DataConfig parse_data(const Node& node) {
@@ -104,8 +108,8 @@ TrainingConfig parse_training_config(const json::Document& doc) {
             if (!al->at(item.key()).is_object())
                 al->at(item.key()).fail("expected an object of options");
     }
-    // The schedule is validated now (for a long run); build_schedule makes the real one.
-    (void)build_schedule(c, std::numeric_limits<std::int32_t>::max());
+    // The schedule is validated now (for the longest run); build_schedule makes the real one.
+    (void)build_schedule(c, kLongestRun);
     return c;
 }
 
@@ -180,7 +184,16 @@ LrSchedule build_schedule(const TrainingConfig& c, std::int64_t total_steps) {
     if (s->has("total_steps") || !s->has("schedule") || s->at("schedule").as_string() != "cosine")
         return parse_schedule(*s, c.optimizer.lr);
     // A cosine schedule over the whole run: the same file with total_steps filled in, so that
-    // errors still name the user's file and path.
+    // errors still name the user's file and path. A warm-up as long as the run is the user's
+    // warmup_steps, not the total_steps they never wrote.
+    if (auto w = s->find("warmup_steps"); w && w->as_int(0) >= total_steps)
+        w->fail(total_steps == kLongestRun
+                    ? fmt::format("warmup_steps {} is longer than any run ({} steps at most)",
+                                  w->as_int(0), kLongestRun)
+                    : fmt::format("warmup_steps {} is not below the run's {} steps (a cosine "
+                                  "schedule without total_steps spans the whole run)",
+                                  w->as_int(0), total_steps),
+                "lower warmup_steps, or give total_steps");
     json::Json patched = *c.doc.root;
     patched["schedule"]["total_steps"] = total_steps;
     json::Document doc{c.doc.file, std::make_shared<const json::Json>(std::move(patched))};

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "gossamer/core/error.hpp"
@@ -11,7 +12,9 @@
 #include "gossamer/optimizers/choco.hpp"
 #include "gossamer/optimizers/dpsgd.hpp"
 #include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/sgp.hpp"
 #include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/sim/event_queue.hpp"
 
 namespace gossamer::sim {
 namespace {
@@ -66,7 +69,78 @@ void check_dpsgd_churn(const SimSetup& s, const SizeOrigin& origin) {
                           "(docs/elastic.md)");
 }
 
+// The least latency of any link: the default and every override.
+Time least_latency(const Cluster& c) {
+    Time least = c.default_link.latency;
+    for (const auto& [pair, link] : c.links) least = std::min(least, link.latency);
+    return least;
+}
+
+// Seconds each step waits for messages at least, for the algorithms whose every step does at
+// their default options; 0 where options or multirate partitions may relax it, and for the
+// wait-free ones (async) and the others.
+Time wait_per_step(const SimSetup& s) {
+    if (!s.cluster || !s.topology) return 0;
+    if (s.config && json::Node(s.config->doc).has("multirate")) return 0;
+    const bool defaults = !s.options || (s.options->is_object() && s.options->size() == 0);
+    const Time latency = least_latency(*s.cluster);
+    if (s.algorithm == "sgp") {
+        // A peer may run `staleness` rounds ahead of what it has absorbed.
+        const auto o = proto::parse_sgp_options(s.options ? &*s.options : nullptr);
+        return latency / static_cast<double>(o.staleness + 1);
+    }
+    if (!defaults) return 0;
+    if (s.algorithm == "allreduce") return 2.0 * (s.topology->n() - 1) * latency;
+    if (s.algorithm == "dpsgd" || s.algorithm == "choco") return latency;
+    return 0;
+}
+
 }  // namespace
+
+Time run_time_floor(const SimSetup& s, double steps) {
+    if (!s.cluster) return 0;
+    Time fastest = never;
+    for (const auto& p : s.cluster->peers) fastest = std::min(fastest, p.base_time * p.factor);
+    if (!std::isfinite(fastest)) return 0;
+    return steps * std::max(fastest, wait_per_step(s));
+}
+
+void check_work(const SimSetup& s, double steps, const WorkOrigin& origin) {
+    const double n = s.topology ? s.topology->n() : 0;
+    // Every peer-step is an event at least.
+    const auto pushes = static_cast<double>(EventQueue<int>::kMaxPushed);
+    if (n * steps > pushes)
+        throw ConfigError(origin.steps_file, origin.steps_path,
+                          fmt::format("{:g} peers x {:g} steps each are at least {:.4g} events, "
+                                      "more than the {:.4g} one simulation can hold",
+                                      n, steps, n * steps, pushes),
+                          fmt::format("lower {} to {:.0f} or less", origin.steps_path,
+                                      std::floor(pushes / std::max(n, 1.0))));
+    if (s.mode != Mode::math || !(s.eval_interval > 0)) return;
+    const Time floor = run_time_floor(s, steps);
+    const double evaluations = floor / s.eval_interval;
+    if (evaluations <= kMaxEvaluations) return;
+    const Time wait = wait_per_step(s);
+    const std::string why =
+        wait > 0 ? fmt::format(
+                       "each of its {:g} steps waits at least {:.3g} s for {}'s messages "
+                       "over the links' least latency",
+                       steps, wait, s.algorithm)
+                 : fmt::format("{:g} steps of at least the fastest peer's step time", steps);
+    const std::string fix =
+        fmt::format("give --eval-interval {:.3g} or more (about 10000 evaluations){}", floor / 1e4,
+                    origin.interval_given ? "" : ", or a base_time near what a step really takes");
+    const std::string what = fmt::format(
+        "{}: evaluating every {:.3g} s of virtual time{} over a run of at least "
+        "{:.3g} s ({}) is at least {:.3g} evaluations, more than the {:g} one run may "
+        "make",
+        s.algorithm, s.eval_interval,
+        origin.interval_given ? ""
+                              : " (the default: a quarter of a nominal epoch of the fastest peer)",
+        floor, why, evaluations, kMaxEvaluations);
+    if (origin.interval_given) throw ConfigError("", "--eval-interval", what, fix);
+    throw ConfigError(s.cluster->source, "defaults.base_time", what, fix);
+}
 
 double memory_needed(const SimSetup& s, std::uint64_t parameters) {
     if (s.mode == Mode::cost || !s.topology) return 0;

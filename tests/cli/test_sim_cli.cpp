@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -702,4 +703,64 @@ TEST_CASE(
     CHECK(bad.err.find("peers[0].rejoin_at: rank 2 has rejoin_at 0.15 but no fail_at") !=
           std::string::npos);
     CHECK(bad.err.find('\n') == bad.err.size() - 1);
+}
+
+TEST_CASE("bad input: an algorithm listed twice is refused before anything runs") {
+    Job job;
+    const auto out = (job.dir.path() / "o").string();
+    auto r = job.sim(kSrc + "/examples/clusters/jitter16.json",
+                     "--algorithms dpsgd,sgp,dpsgd --out " + out);
+    CAPTURE(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err ==
+          "error: --algorithms: \"dpsgd\" is listed twice, and each algorithm writes OUT/dpsgd/; "
+          "list each algorithm once\n");
+    CHECK_FALSE(std::filesystem::exists(out));
+}
+
+TEST_CASE("bad input: a run with more evaluations or events than it can make is refused at once") {
+    Job job;
+    const auto out = (job.dir.path() / "o").string();
+    // A 1e-12 s step (inside base_time's range) and 10 us links: the default evaluation interval
+    // is a quarter of a 1e-11 s epoch, and every dpsgd step waits 1e-5 s: it ran for ever.
+    const auto c = job.cluster(
+        R"({"defaults": {"base_time": 1e-12}, "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+    const auto start = std::chrono::steady_clock::now();
+    auto r = job.sim(c, "--algorithms dpsgd --out " + out);
+    CAPTURE(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.rfind("error: " + c +
+                          ": defaults.base_time: dpsgd: evaluating every 2.5e-12 s of virtual time "
+                          "(the default: a quarter of a nominal epoch of the fastest peer) over a "
+                          "run of at least 0.0003 s (each of its 30 steps waits at least 1e-05 s "
+                          "for dpsgd's messages over the links' least latency) is at least 1.2e+08 "
+                          "evaluations, more than the 100000 one run may make; give "
+                          "--eval-interval 3e-08 or more (about 10000 evaluations), or a base_time "
+                          "near what a step really takes\n",
+                      0) == 0);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+    CHECK_FALSE(std::filesystem::exists(out));
+    // An interval given on the command line is named as such; the suggested one runs.
+    auto given = job.sim(c, "--algorithms dpsgd --eval-interval 1e-9 --out " + out);
+    CAPTURE(given.err);
+    CHECK(given.status == 2);
+    CHECK(given.err.rfind("error: --eval-interval: dpsgd: evaluating every 1e-09 s of virtual "
+                          "time over a run of at least 0.0003 s",
+                          0) == 0);
+    auto ok = job.sim(c, "--algorithms dpsgd --eval-interval 3e-08 --json --out " + out);
+    CAPTURE(ok.err);
+    CHECK(ok.status == 0);
+    // Cost mode: peers x steps past the events one simulation can hold.
+    const auto big =
+        job.dir.write("big.json", R"({"peers": {"count": 100}, "graph": {"family": "ring"}})");
+    const auto c100 = job.dir.write("c100.json", R"({"defaults": {"base_time": 0.01},
+        "network": {"latency": 0, "bandwidth": 1e9}})");
+    auto cost = run(kBin + " sim --mode cost --topology " + big + " --cluster " + c100 +
+                    " --algorithms async --steps 1000000000 --out " + out + "-cost");
+    CAPTURE(cost.err);
+    CHECK(cost.status == 2);
+    CHECK(cost.err ==
+          "error: --steps: 100 peers x 1e+09 steps each are at least 1e+11 events, "
+          "more than the 6.872e+10 one simulation can hold; lower --steps to "
+          "687194767 or less\n");
 }

@@ -220,3 +220,79 @@ TEST_CASE("topo show compares several files and writes their averaging runs") {
     check_one_line_error(failed, "missing key \"peers\"");
     CHECK(failed.out.empty());
 }
+
+TEST_CASE("usage: topo, bench and lab without a command are one line on stderr, exit 2") {
+    for (const std::string cmd : {"topo", "bench", "lab"}) {
+        CAPTURE(cmd);
+        auto r = cli(cmd);
+        check_one_line_error(r, "gossamer " + cmd + ": missing ");
+        CHECK(r.err.find("see 'gossamer " + cmd + " --help'") != std::string::npos);
+        CHECK(r.out.empty());
+        auto help = cli(cmd + " --help");
+        CHECK(help.status == 0);
+        CHECK(help.out.rfind("usage: gossamer " + cmd, 0) == 0);
+    }
+}
+
+TEST_CASE("usage: an option given twice or with an empty value is one line naming it") {
+    const std::string ring = kExamples + "ring8.json";
+    check_one_line_error(cli("topo show " + ring + " --seed 1 --seed 2"),
+                         "gossamer topo show: option '--seed' is given twice; give it once");
+    check_one_line_error(cli("topo show " + ring + " --json --json"),
+                         "option '--json' is given twice");
+    check_one_line_error(cli("topo show " + ring + " --seed=1 --seed=1"),
+                         "option '--seed' is given twice");
+    check_one_line_error(cli("train --config="),
+                         "gossamer train: option '--config' has an empty value; write --config "
+                         "FILE");
+    check_one_line_error(cli("topo show " + ring + " --model-bytes \"\""),
+                         "option '--model-bytes' has an empty value");
+}
+
+TEST_CASE("bad input: control characters from a file are escaped in the error line") {
+    TempDir dir;
+    // A family name with an ESC sequence (clear screen), a bell, a carriage return and a C1 CSI.
+    const auto path = dir.write("t.json",
+                                "{\"peers\": {\"count\": 4}, \"graph\": {\"family\": "
+                                "\"ri\\u001b[2Jng\\u0007\\r\\u009b\"}}");
+    auto r = cli("topo validate " + path);
+    check_one_line_error(r, "unknown family \"ri\\x1b[2Jng\\x07\\x0d\\u009b\"");
+    for (char c = 0; c < 0x20; ++c)
+        if (c != '\n') CHECK(r.err.find(c) == std::string::npos);
+    CHECK(r.err.find("\xc2\x9b") == std::string::npos);
+    CHECK(r.err.find('\n') == r.err.size() - 1);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;  // ASan reserves terabytes of address space: no ulimit -v
+#else
+constexpr bool kSanitized = false;
+#endif
+
+TEST_CASE("bad input: a topology too large to build is refused at once, naming size and limit" *
+          doctest::skip(kSanitized)) {
+    TempDir dir;
+    // 10,000 peers, complete: 10^8 edges, about 5.6 GB; it took 55 s and 5 GB to answer.
+    const auto path =
+        dir.write("c.json", R"({"peers": {"count": 10000}, "graph": {"family": "complete"}})");
+    const auto start = std::chrono::steady_clock::now();
+    auto r = run("ulimit -v 2000000 && timeout -s KILL 60 " + kBin + " topo validate " + path);
+    check_one_line_error(r, path +
+                                ": graph.family: the complete graph of 10000 peers (99990000 "
+                                "directed edges) needs about ");
+    CHECK((r.err.find("RLIMIT_AS (ulimit -v 2000000)") != std::string::npos ||
+           r.err.find("MemAvailable") != std::string::npos));
+    CHECK(r.err.find("use fewer peers, or a sparse family") != std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+    // topo gen refuses it from --n, before generating.
+    auto gen = run("ulimit -v 2000000 && timeout -s KILL 60 " + kBin +
+                   " topo gen --family complete --n 10000");
+    check_one_line_error(gen,
+                         "error: --n: the complete graph of 10000 peers (99990000 directed "
+                         "edges) needs about ");
+    CHECK(gen.out.empty());
+    // Past what a round can hold, whatever the machine.
+    check_one_line_error(cli("topo gen --family complete --n 60000 --base-port 1"),
+                         "--n: the complete graph of 60000 peers has 3599940000 directed edges "
+                         "in one round, more than the 2147483647 a round can hold");
+}

@@ -324,3 +324,28 @@ TEST_CASE("output folders: a folder the user wrote is refused, an earlier run's 
     CHECK_FALSE(std::filesystem::exists(dir.path() / "out/checkpoint-6.bin"));
     CHECK(std::filesystem::exists(dir.path() / "out/model.bin"));
 }
+
+TEST_CASE("a learning rate near DBL_MAX with a cosine schedule or a warm-up diverges, exit 3") {
+    // (base - min_lr) x 2 overflowed to inf: "error: internal: sgd optimizer: learning rate inf".
+    for (const Json& schedule : {Json{{"schedule", "cosine"}}, Json{{"warmup_steps", 10}}}) {
+        CAPTURE(schedule.dump());
+        TempDir dir;
+        Json c = small_logreg();
+        c["optimizer"]["lr"] = 1e308;
+        c["schedule"] = schedule;
+        c["output"] = {{"dir", (dir.path() / "out").string()}};
+        auto r = train("--config " + dir.write("c.json", c.dump()));
+        CAPTURE(r.err);
+        CHECK(r.status == 3);
+        CHECK(r.err.find("internal") == std::string::npos);
+        CHECK(r.err.find("the training loss became") != std::string::npos);
+    }
+}
+
+TEST_CASE("bad input: a cosine warm-up longer than the run names warmup_steps") {
+    Json c = small_logreg();
+    c["schedule"] = {{"schedule", "cosine"}, {"warmup_steps", 1000000000000000}};
+    check_bad(c, "schedule.warmup_steps: warmup_steps 1000000000000000 is longer than any run");
+    c["schedule"]["warmup_steps"] = 1000;  // 3 epochs of 600 samples are fewer steps
+    check_bad(c, "schedule.warmup_steps: warmup_steps 1000 is not below the run's ");
+}

@@ -75,3 +75,18 @@ TEST_CASE("bad programmatic schedules are ConfigErrors naming the schedule key")
     CHECK(message({.gamma = 0.5}, 1.0).find("schedule.gamma: ") == 0);
     CHECK(message({}, 0.0).find("optimizer.lr: ") == 0);
 }
+
+TEST_CASE("a base rate near DBL_MAX stays finite under cosine and warm-up (no overflow)") {
+    const double huge = 1e308;
+    LrSchedule cosine({.kind = ScheduleKind::cosine, .total_steps = 100}, huge);
+    LrSchedule warm({.warmup_steps = 10}, huge);
+    for (std::int64_t t : {0, 1, 5, 9, 10, 50, 99, 100}) {
+        CAPTURE(t);
+        CHECK(std::isfinite(cosine.at(t)));
+        CHECK(cosine.at(t) <= huge);
+        CHECK(std::isfinite(warm.at(t)));
+        CHECK(warm.at(t) <= huge);
+    }
+    CHECK(cosine.at(0) == huge);
+    CHECK(warm.at(9) == huge);
+}

@@ -57,3 +57,23 @@ TEST_CASE("bad sharding and algorithm sections name their JSON path") {
               parse(R"("algorithms": {"sgp": 3})");
           }).rfind("t.json: algorithms.sgp: expected an object of options", 0) == 0);
 }
+
+TEST_CASE("a cosine warm-up as long as the run blames warmup_steps, the key the user wrote") {
+    // total_steps is filled in from the run: it must not be named.
+    const std::string cosine =
+        R"("schedule": {"schedule": "cosine", "warmup_steps": 1000000000000000})";
+    CHECK(config_error([&] { parse(cosine); }) ==
+          "t.json: schedule.warmup_steps: warmup_steps 1000000000000000 is longer than any run "
+          "(2147483647 steps at most); lower warmup_steps, or give total_steps");
+    const auto c = parse(R"("schedule": {"schedule": "cosine", "warmup_steps": 500})");
+    CHECK(config_error([&] { (void)optim::build_schedule(c, 300); }) ==
+          "t.json: schedule.warmup_steps: warmup_steps 500 is not below the run's 300 steps (a "
+          "cosine schedule without total_steps spans the whole run); lower warmup_steps, or give "
+          "total_steps");
+    CHECK(optim::build_schedule(c, 1000).at(999) >= 0);
+    // Given total_steps, the comparison names total_steps as before (the user wrote both).
+    CHECK(config_error([] {
+              parse(R"("schedule": {"schedule": "cosine", "warmup_steps": 50, "total_steps": 40})");
+          }).rfind("t.json: schedule.total_steps: total_steps 40 must exceed warmup_steps 50", 0) ==
+          0);
+}

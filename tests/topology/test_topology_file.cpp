@@ -1,10 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/memory.hpp"
 #include "gossamer/topology/analysis.hpp"
+#include "gossamer/topology/build_size.hpp"
 #include "gossamer/topology/topology_file.hpp"
 #include "support/temp_dir.hpp"
 
@@ -305,4 +308,63 @@ TEST_CASE("bad input: a count over hosts names what is wrong") {
         "host's ports; lower count, or spread the peers over several hosts with \"hosts\": [...]");
     CHECK(error_of(R"({"peers": {"count": 70000, "base_port": 1}, "graph": {"family": "ring"}})")
               .find("spread the peers over several hosts with \"hosts\"") != std::string::npos);
+}
+
+TEST_CASE("sizes: family_size counts the edges generate() builds, for every family") {
+    for (auto family : family_names()) {
+        for (int n : {1, 2, 3, 8, 16, 64}) {
+            FamilySpec spec;
+            spec.family = std::string(family);
+            spec.n = n;
+            spec.p = 1.0;  // erdos_renyi: every pair, so the count is exact
+            std::shared_ptr<const Schedule> s;
+            try {
+                s = generate(spec);
+            } catch (const gossamer::TopologyError&) {
+                continue;  // n not a power of two for this family
+            }
+            CAPTURE(family);
+            CAPTURE(n);
+            const auto size = family_size(spec);
+            double largest = 0, total = 0;
+            for (std::int64_t t = 0; t < s->period().value_or(1); ++t) {
+                const auto edges = static_cast<double>(s->at(t)->graph.edges().size());
+                largest = std::max(largest, edges);
+                total += edges;
+            }
+            CHECK(size.round_edges >= largest);  // an upper bound: a torus of 2 x 1 merges edges
+            CHECK(size.round_edges <= largest + 4.0 * n);
+            CHECK(size.total_edges >= total);
+        }
+    }
+}
+
+TEST_CASE("bad input: a topology too large to build is refused before it is built") {
+    const auto start = std::chrono::steady_clock::now();
+    // 2^20 peers, complete: 1.1e12 edges, past what a round can hold (and any memory).
+    CHECK(
+        error_of(
+            R"({"peers": {"count": 1048576, "base_port": 1, "hosts": ["h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9", "h10", "h11", "h12", "h13", "h14", "h15", "h16", "h17", "h18", "h19"]},
+                       "graph": {"family": "complete"}})") ==
+        "F: graph.family: the complete graph of 1048576 peers has 1099510579200 directed edges "
+        "in one round, more than the 2147483647 a round can hold; use fewer peers, or a sparse "
+        "family (ring, torus, exponential, one_peer_exponential)");
+    // erdos_renyi draws every pair, however small p is.
+    CHECK(error_of(R"({"peers": {"count": 100000, "base_port": 1, "hosts": ["a", "b"]},
+                       "graph": {"family": "erdos_renyi", "p": 0.0001, "seed": 1}})") ==
+          "F: graph.family: the erdos_renyi graph of 100000 peers draws each of its 4999950000 "
+          "pairs, more than the 2147483647 a generator may visit; use fewer peers, or a sparse "
+          "family (ring, torus, exponential, one_peer_exponential)");
+    // Within the index bound, the memory decides: 40,000 peers, complete, is 1.6e9 edges,
+    // about 77 GB to build.
+    const auto big = family_size({"complete", 40000});
+    CHECK(build_bytes(big) > 70e9);
+    const auto limit = gossamer::memory_limit();
+    if (limit && limit->bytes < build_bytes(big))  // a machine with more would build it
+        CHECK(error_of(
+                  R"({"peers": {"count": 40000, "base_port": 1}, "graph": {"family": "complete"}})")
+                  .rfind("F: graph.family: the complete graph of 40000 peers (1599960000 directed "
+                         "edges) needs about ",
+                         0) == 0);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 }

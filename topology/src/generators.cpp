@@ -82,6 +82,7 @@ Digraph hypercube(int n) {
 Digraph complete(int n) {
     require_n(n, 1, "complete");
     std::vector<std::pair<int, int>> pairs;
+    pairs.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(n - 1) / 2);
     for (int i = 0; i < n; ++i)
         for (int j = i + 1; j < n; ++j) pairs.emplace_back(i, j);
     return Digraph::undirected(n, pairs);

@@ -7,11 +7,15 @@
 #include <set>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/topology/build_size.hpp"
 
 namespace gossamer::topology {
 namespace {
 
 using json::Node;
+
+constexpr const char* kSmallerTopology =
+    "use fewer peers, or a sparse family (ring, torus, exponential, one_peer_exponential)";
 
 std::vector<PeerAddress> parse_peers(const Node& peers) {
     std::vector<PeerAddress> out;
@@ -196,6 +200,14 @@ std::shared_ptr<const Schedule> parse_family(const Node& graph, int n, WeightRul
         spec.p = p.as_double();
         if (spec.p <= 0.0 || spec.p > 1.0) p.fail("p must be in (0, 1]", "use e.g. 0.3");
     }
+    // n alone says what the family costs: refuse a size the machine cannot build before
+    // building it (a complete graph of 36,000 peers is 1.3 billion edges).
+    try {
+        check_build_size(family_size(spec), fmt::format("the {} graph of {} peers", f, n), "", "",
+                         kSmallerTopology);
+    } catch (const ConfigError& e) {
+        fam.fail(e.problem(), e.fix());
+    }
     try {
         return generate(spec);
     } catch (const TopologyError& e) {
@@ -282,6 +294,24 @@ Topology parse_topology(const json::Document& doc) {
         Node sched = graph.at("schedule");
         sched.expect_array(1);
         where = sched.elements();
+    }
+    // The edge lists' lengths say what the graphs and weights will cost: check before building.
+    BuildSize size;
+    size.n = n;
+    for (const Node& list : where) {
+        const double edges =
+            static_cast<double>(list.is_array() ? list.size() : 0) * (directed ? 1 : 2);
+        size.round_edges = std::max(size.round_edges, edges);
+        size.total_edges += edges;
+    }
+    try {
+        check_build_size(size,
+                         where.size() == 1
+                             ? fmt::format("a graph of {} peers", n)
+                             : fmt::format("a schedule of {} rounds on {} peers", where.size(), n),
+                         "", "", "list fewer edges, or use fewer peers");
+    } catch (const ConfigError& e) {
+        graph.fail(e.problem(), e.fix());
     }
     for (const Node& list : where)
         rounds.push_back(make_checked_round(list, n, parse_edges(list, n, directed, explicit_w),

@@ -49,6 +49,7 @@ MixingMatrix::MixingMatrix(int n, std::vector<Triplet> entries) : n_(n) {
         return a.row != b.row ? a.row < b.row : a.col < b.col;
     });
     ptr_.assign(static_cast<std::size_t>(n) + 1, 0);
+    entries_.reserve(entries.size());  // no doubling: a complete graph's weights are 10^8 entries
     const Triplet* prev = nullptr;
     for (const auto& t : entries) {
         if (prev && prev->row == t.row && prev->col == t.col) {

@@ -32,4 +32,29 @@ struct SizeOrigin {
 /// (proto::elastic_refusal; docs/elastic.md).
 void check_sizes(const SimSetup& s, std::uint64_t parameters, const SizeOrigin& origin);
 
+/// The most evaluations one run may make (math mode): each judges the exact average on the
+/// test set, so 10^5 of them already take minutes to hours.
+inline constexpr double kMaxEvaluations = 100'000;
+
+/// Where a run's length and evaluation interval came from, for the error lines.
+struct WorkOrigin {
+    std::string steps_file;       ///< the file that set the steps ("" for a flag)
+    std::string steps_path;       ///< "--steps", "--epochs" or "training.epochs"
+    bool interval_given = false;  ///< --eval-interval given (else the default from base_time)
+};
+
+/// A lower bound on the virtual time a run of `steps` local steps per peer lasts: each step
+/// takes at least the fastest peer's declared step time (base_time x factor), and for
+/// allreduce (2(n-1) hops), dpsgd and choco (one hop) and sgp (one hop per staleness + 1
+/// steps) at their default options also waits for messages over the least latency of the
+/// cluster's links. Other algorithms and options count compute only.
+Time run_time_floor(const SimSetup& s, double steps);
+
+/// Throws ConfigError, before anything runs, when a run cannot finish in reasonable time: more
+/// than EventQueue::kMaxPushed events (n peers x `steps` steps at least), or, in math mode,
+/// more than kMaxEvaluations evaluations (run_time_floor() / eval_interval). The line gives
+/// the estimate, names the value that made it (--eval-interval, the cluster's base_time,
+/// --steps or the epochs) and the fix (docs/simulator.md, "Sizes").
+void check_work(const SimSetup& s, double steps, const WorkOrigin& origin);
+
 }  // namespace gossamer::sim
