@@ -63,7 +63,7 @@ std::string holder(int fd, const fs::path& dir) {
     char buf[256] = {};
     const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
     std::string text(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    if (const auto end = text.find_first_of("\r\n"); end != std::string::npos) text.resize(end);
     for (char& c : text)
         if (static_cast<unsigned char>(c) < 0x20) c = ' ';
     return text.empty() ? std::string("another Gossamer run") : text;

@@ -57,6 +57,17 @@ std::string launch(const Inputs& in, const std::string& extra) {
            " --config " + in.config + " --cluster " + in.cluster + " " + extra;
 }
 
+// The last line on stderr (progress lines may come before it) is the one error line, exit 2.
+void check_last_line(const RunResult& r, const std::string& says) {
+    CAPTURE(r.err);
+    CHECK(r.status == 2);
+    const auto start = r.err.rfind('\n', r.err.size() - 2);
+    const std::string last = r.err.substr(start == std::string::npos ? 0 : start + 1);
+    CHECK(last.rfind("error: ", 0) == 0);
+    CHECK(last.find(says) != std::string::npos);
+    CHECK(r.err.find("internal") == std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("output: train, sim and launch refuse an --out another process holds and touch nothing") {
@@ -188,7 +199,7 @@ TEST_CASE("output: train on a full disk is one line naming the path and the caus
     if (!have_small_fs()) return;
     FullDisk d([](const LaunchJob& job) { return train(job, "--epochs 40 --out \"$FS/out\""); });
     RunResult r{d.r.status, d.r.out, d.err};
-    check_one_line(r, ": No space left on device");
+    check_last_line(r, ": No space left on device");
     CHECK(d.err.find("/out/") != std::string::npos);
     // What is left is whole: metrics lines that parse, a model file that loads.
     std::ifstream in(d.left / "metrics.jsonl");
@@ -202,7 +213,7 @@ TEST_CASE("output: sim on a full disk is one line, exit 2, and leaves no half-wr
         return sim(job, "--algorithms dpsgd,allreduce,sgp --seeds 3 --out \"$FS/out\"");
     });
     RunResult r{d.r.status, d.r.out, d.err};
-    check_one_line(r, ": No space left on device");
+    check_last_line(r, ": No space left on device");
     CHECK(d.r.out.empty());  // no table that looks like the whole result
     for (const auto& e : fs::recursive_directory_iterator(d.left)) {
         CAPTURE(e.path());
@@ -220,7 +231,7 @@ TEST_CASE("output: launch on a full disk is one line, exit 2, no empty result.js
                " --out \"$FS/out\"";
     });
     RunResult r{d.r.status, d.r.out, d.err};
-    check_one_line(r, ": No space left on device");
+    check_last_line(r, ": No space left on device");
     CHECK(d.r.out.find("lost") == std::string::npos);
     for (const auto& e : fs::recursive_directory_iterator(d.left))
         if (e.path().filename() == "result.json") CHECK(fs::file_size(e.path()) > 0);

@@ -30,7 +30,10 @@ class OtherHolder {
         fd_ = ::open((dir / ".gossamer-output.lock").c_str(), O_RDWR | O_CREAT, 0644);
         REQUIRE(fd_ >= 0);
         REQUIRE(::flock(fd_, op | LOCK_NB) == 0);
-        if (op == LOCK_EX) REQUIRE(::write(fd_, "gossamer sim (pid 42, since then)\n", 34) == 34);
+        if (op == LOCK_EX) {
+            REQUIRE(::ftruncate(fd_, 0) == 0);
+            REQUIRE(::write(fd_, "gossamer sim (pid 42, since then)\n", 34) == 34);
+        }
     }
     ~OtherHolder() { ::close(fd_); }
 
