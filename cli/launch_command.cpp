@@ -22,6 +22,7 @@
 #include "gossamer/core/checkpoint_file.hpp"
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/file_io.hpp"
 #include "gossamer/core/output_dir.hpp"
 #include "gossamer/core/progress.hpp"
 #include "gossamer/core/trace.hpp"
@@ -330,7 +331,7 @@ int run_launch(const std::vector<std::string>& args) {
     const OutputOrigin origin{"", "--out"};
     const bool resuming = !job.resume.empty();  // OUT is kept: its checkpoints are read
     if (resuming)
-        prepare_output_dir(job.out, "gossamer launch", origin, OutputUse::share);
+        prepare_output_dir(job.out, "gossamer launch", origin, OutputUse::keep);
     else if (auto notice = prepare_output_dir(job.out, "gossamer launch", origin))
         std::cerr << "note: " << *notice << "\n";
     // One lab for every algorithm; its holder removes it however this process ends.
@@ -366,7 +367,8 @@ int run_launch(const std::vector<std::string>& args) {
                     fs::rename(metrics, job.out / algo / fmt::format("peer{}.stopped.jsonl", r));
             }
         } else {
-            prepare_output_dir(job.out / algo, "gossamer launch", origin);
+            prepare_output_dir(job.out / algo, "gossamer launch", origin,
+                               OutputUse::replace_for_peers);
         }
         launch::LaunchRow row;
         try {
@@ -380,10 +382,8 @@ int run_launch(const std::vector<std::string>& args) {
         if (const auto merged = launch::merge_peer_traces(job, algo))
             progress(fmt::format("{}: trace {}", algo, *merged), true);
         auto record = launch::to_json(row);
-        const auto path = job.out / algo / "result.json";
-        std::ofstream f(path);
-        f << record.dump(2) << "\n";
-        if (!f) throw Error(fmt::format("cannot write {}", path.string()));
+        write_file_atomically((job.out / algo / "result.json").string(), record.dump(2) + "\n",
+                              "result");
         record.erase("peers");
         summary["algorithms"].push_back(record);
         table +=
@@ -398,11 +398,7 @@ int run_launch(const std::vector<std::string>& args) {
                  true);
     }
     progress.done();
-    {
-        std::ofstream f(job.out / "result.json");
-        f << summary.dump(2) << "\n";
-        if (!f) throw Error(fmt::format("cannot write {}", (job.out / "result.json").string()));
-    }
+    write_file_atomically((job.out / "result.json").string(), summary.dump(2) + "\n", "result");
     if (!a.flag("no-plots")) write_plots(job.out, job.target);
     if (a.flag("json"))
         std::cout << summary.dump(2) << "\n";

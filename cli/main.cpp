@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <new>
 #include <string>
@@ -15,6 +16,7 @@
 #include "commands.hpp"
 #include "gossamer/core/blas.hpp"
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/file_io.hpp"
 #include "gossamer/core/memory.hpp"
 #include "gossamer/core/version.hpp"
 #ifdef GOSSAMER_HAVE_UCX
@@ -39,7 +41,7 @@ commands:
   bench     benchmarks with a reference measured in the same run (compute)
 
 'gossamer COMMAND --help' describes a command. Exit status: 0 success, 1 internal error,
-2 bad input or usage (out of memory included), 3 training diverged (a NaN or
+2 bad input or usage (out of memory and a full disk included), 3 training diverged (a NaN or
 infinite loss or model value). Logging: GOSSAMER_LOG_LEVEL=error|warn|info|debug|trace (stderr).
 )";
 
@@ -104,6 +106,16 @@ void print_error(std::string_view what) {
     std::fprintf(stderr, "error: %s\n", gossamer::cli::printable(what).c_str());
 }
 
+// "PATH: cannot create directories: No space left on device" from libstdc++'s
+// "filesystem error: cannot create directories: No space left on device [PATH]".
+std::string filesystem_line(const std::filesystem::filesystem_error& e) {
+    std::string what = e.what();
+    const std::string prefix = "filesystem error: ";
+    if (what.rfind(prefix, 0) == 0) what.erase(0, prefix.size());
+    if (const auto bracket = what.find(" ["); bracket != std::string::npos) what.resize(bracket);
+    return e.path1().empty() ? what : fmt::format("{}: {}", e.path1().string(), what);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,8 +133,15 @@ int main(int argc, char** argv) {
         return 2;
     } catch (const gossamer::Diverged& e) {
         // Training produced a NaN or an infinity (docs/reliability.md): as `train` exits.
-        std::fprintf(stderr, "error: %s\n", e.what());
+        print_error(e.what());
         return 3;
+    } catch (const gossamer::IoError& e) {
+        // A full disk, a read-only file system: the line names the path and the cause.
+        print_error(e.what());
+        return 2;
+    } catch (const std::filesystem::filesystem_error& e) {
+        print_error(filesystem_line(e));
+        return 2;
     } catch (const std::bad_alloc&) {
         // A size the run was given asked for more memory than the machine would give; the
         // commands check their estimate first (docs/errors.md), this is what slipped past it.

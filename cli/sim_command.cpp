@@ -13,6 +13,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "gossamer/core/blas.hpp"
+#include "gossamer/core/file_io.hpp"
 #include "gossamer/core/memory.hpp"
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/output_dir.hpp"
@@ -55,7 +56,7 @@ std::string show(const Stat& s, const char* fmt_mean, double scale = 1) {
     return out;
 }
 
-void write_run(const std::filesystem::path& dir, const sim::SimResult& r) {
+void write_run_files(const std::filesystem::path& dir, const sim::SimResult& r) {
     std::filesystem::create_directories(dir);
     MetricsWriter m((dir / "metrics.jsonl").string());
     for (const auto& e : r.evals)
@@ -103,6 +104,21 @@ void write_run(const std::filesystem::path& dir, const sim::SimResult& r) {
         rec["spectral_gap"] = v.spectral_gap ? json::Json(*v.spectral_gap) : json::Json(nullptr);
         t.write(rec);
     }
+}
+
+// A run's folder appears whole or not at all: it is written as DIR.partial and renamed (a full
+// disk leaves no folder that looks complete; the error names the file and the cause).
+void write_run(const std::filesystem::path& dir, const sim::SimResult& r) {
+    const std::filesystem::path partial = dir.string() + ".partial";
+    std::filesystem::remove_all(partial);
+    try {
+        write_run_files(partial, r);
+    } catch (...) {
+        std::error_code ec;
+        std::filesystem::remove_all(partial, ec);
+        throw;
+    }
+    std::filesystem::rename(partial, dir);
 }
 
 // --peer-metrics: which ranks get a peers.jsonl record (SimSetup::peer_records_every).
@@ -449,9 +465,7 @@ int run_sim(const std::vector<std::string>& args) {
     }
     progress.done();
     if (auto path = a.value("save")) {
-        std::ofstream f(*path);
-        f << summary.dump(2) << "\n";
-        if (!f) throw UsageError(fmt::format("--save: cannot write {}", *path));
+        write_file_atomically(*path, summary.dump(2) + "\n", "summary (--save)");
     }
     if (a.flag("json"))
         std::cout << summary.dump(2) << "\n";

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/file_io.hpp"
 #include "gossamer/core/model_file.hpp"
 #include "gossamer/core/state_io.hpp"
 
@@ -67,17 +68,7 @@ CheckpointFile load_checkpoint_file(const std::string& path) {
     if (std::filesystem::is_directory(path, ec))
         throw ConfigError(path, "", "is a folder, not a checkpoint",
                           "give the file itself, e.g. OUT/checkpoint-0-100.state");
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in)
-        throw ConfigError(path, "", fmt::format("cannot open checkpoint: {}", std::strerror(errno)),
-                          "check the path");
-    const auto size = static_cast<std::size_t>(in.tellg());
-    std::string bytes(size, '\0');
-    in.seekg(0);
-    if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
-        throw ConfigError(path, "", fmt::format("cannot read checkpoint: {}", std::strerror(errno)),
-                          "check the file");
-    return parse_checkpoint_file(path, bytes);
+    return parse_checkpoint_file(path, read_input_file(path, kCheckpointInput));
 }
 
 CheckpointFile parse_checkpoint_file(std::string_view label, std::string_view bytes) {

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/file_io.hpp"
 
 namespace gossamer {
 namespace {
@@ -113,6 +114,8 @@ std::string pick_file(const std::filesystem::path& dir, const std::string& stem)
 IdxTensor read_idx(const std::string& path) {
     if (!std::filesystem::exists(path))
         throw ConfigError(path, "", "file not found", "check the path");
+    // gzopen would wait for ever on a FIFO and read a device to its end.
+    check_input_file(path, {"file", "IDX data files", static_cast<std::uint64_t>(kMaxIdxBytes)});
     GzReader in(path);
 
     std::array<unsigned char, 4> magic{};

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/file_io.hpp"
 
 namespace gossamer::json {
 namespace {
@@ -137,22 +138,11 @@ Document parse_text(std::string_view text, std::string label) {
 }
 
 Document load_file(const std::string& path) {
-    // An ifstream opens a directory without complaint and then reads nothing, which the parser
-    // would report as "unexpected end of input".
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
         throw ConfigError(path, "", "is a directory, not a JSON file",
                           "give the path of the JSON file inside it");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        const int err = errno;
-        throw ConfigError(path, "", fmt::format("cannot open file: {}", std::strerror(err)),
-                          "check the path and its permissions");
-    }
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad()) throw ConfigError(path, "", "cannot read file", "check the file");
-    return parse_text(buffer.str(), path);
+    return parse_text(read_input_file(path, kJsonInput), path);
 }
 
 Node::Node(const Document& doc)

@@ -1,6 +1,7 @@
 #include "gossamer/core/metrics.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <fstream>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/file_io.hpp"
 
 namespace gossamer {
 
@@ -24,9 +26,18 @@ MetricsWriter::MetricsWriter(const std::string& path) : path_(path) {
 
 void MetricsWriter::write(const json::Json& record) {
     const std::string line = record.dump() + "\n";
+    const long whole = std::ftell(file_.get());  // every earlier line was flushed whole
     if (std::fwrite(line.data(), 1, line.size(), file_.get()) != line.size() ||
-        std::fflush(file_.get()) != 0)
-        throw Error(fmt::format("{}: cannot write metrics: {}", path_, std::strerror(errno)));
+        std::fflush(file_.get()) != 0) {
+        const int err = errno;
+        // A full disk: a half-written line would read as a malformed record, so it is cut off.
+        std::clearerr(file_.get());
+        if (whole >= 0) {
+            [[maybe_unused]] const int cut = ::ftruncate(::fileno(file_.get()), whole);
+            std::fseek(file_.get(), whole, SEEK_SET);
+        }
+        throw IoError(fmt::format("{}: cannot write metrics: {}", path_, std::strerror(err)));
+    }
 }
 
 std::vector<json::Json> read_json_lines(const std::string& path) {

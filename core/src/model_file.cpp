@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/file_io.hpp"
 
 namespace gossamer {
 namespace {
@@ -84,38 +85,6 @@ std::uint32_t crc32_of(const char* data, std::size_t n) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, std::string_view bytes, const char* what) {
-    const auto fail = [&](const char* step) {
-        throw Error(fmt::format("{}: cannot {} {}: {}", path, step, what, std::strerror(errno)));
-    };
-    const std::string tmp = path + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail("create");
-    const char* p = bytes.data();
-    std::size_t left = bytes.size();
-    while (left > 0) {
-        const ssize_t n = ::write(fd, p, left);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            const int e = errno;
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            errno = e;
-            fail("write");
-        }
-        p += n;
-        left -= static_cast<std::size_t>(n);
-    }
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
-        ::unlink(tmp.c_str());
-        fail("flush");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        ::unlink(tmp.c_str());
-        fail("rename");
-    }
-}
-
 void save_model_file(const std::string& path, std::string_view model, std::int64_t step,
                      const PartitionLayout& layout, std::span<const float> params) {
     if (params.size() != layout.total())
@@ -144,19 +113,7 @@ ModelFile load_model_file(const std::string& path) {
     if (std::filesystem::is_directory(path, ec))
         throw ConfigError(path, "", "is a folder, not a model file",
                           "give the file itself, e.g. OUT/model.bin or OUT/checkpoint-STEP.bin");
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in)
-        throw ConfigError(path, "", fmt::format("cannot open model file: {}", std::strerror(errno)),
-                          "check the path");
-    // Sized once from the file (a stream copy would swallow a std::bad_alloc and hand back
-    // part of the file as if it were whole).
-    const auto size = static_cast<std::size_t>(in.tellg());
-    std::string bytes(size, '\0');
-    in.seekg(0);
-    if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
-        throw ConfigError(path, "", fmt::format("cannot read model file: {}", std::strerror(errno)),
-                          "check the file");
-    return parse_model_file(path, bytes);
+    return parse_model_file(path, read_input_file(path, kModelInput));
 }
 
 ModelFile parse_model_file(std::string_view label, std::string_view bytes) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -13,8 +14,10 @@
 #include <sstream>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/file_io.hpp"
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/version.hpp"
+#include "output_lock.hpp"
 
 namespace gossamer {
 namespace {
@@ -115,7 +118,41 @@ std::string previous_run(const fs::path& dir) {
     }
 }
 
+// Whether `p` lies inside `dir` (both absolute and normal).
+bool inside(const fs::path& p, const fs::path& dir) {
+    auto [d, q] = std::mismatch(dir.begin(), dir.end(), p.begin(), p.end());
+    for (; d != dir.end(); ++d)
+        if (!d->empty()) return false;  // "a/b/" ends with an empty component
+    return q != p.end();
+}
+
+// The first input this process has read that lies inside `dir`, by its path as written and by
+// the file it resolves to (so neither a symbolic link nor "../" hides it).
+std::optional<std::string> input_inside(const fs::path& dir) {
+    std::error_code ec;
+    const fs::path dir_abs = fs::absolute(dir, ec).lexically_normal();
+    const fs::path dir_real = fs::weakly_canonical(dir, ec);
+    for (const auto& input : input_files()) {
+        const fs::path abs = fs::absolute(input, ec).lexically_normal();
+        const fs::path real = fs::weakly_canonical(input, ec);
+        if (inside(abs, dir_abs) || (!ec && inside(real, dir_real))) return input;
+    }
+    return std::nullopt;
+}
+
+detail::LockMode lock_mode(OutputUse use) {
+    return use == OutputUse::share ? detail::LockMode::shared : detail::LockMode::exclusive;
+}
+
+std::optional<std::string> prepare_locked(const fs::path& dir, std::string_view command,
+                                          const OutputOrigin& origin, OutputUse use,
+                                          const std::vector<std::string>& files);
+
 }  // namespace
+
+void release_output_dir(const fs::path& dir) {
+    detail::unlock_output_dir(dir);
+}
 
 bool is_output_dir(const fs::path& dir) {
     std::error_code ec;
@@ -125,8 +162,29 @@ bool is_output_dir(const fs::path& dir) {
 std::optional<std::string> prepare_output_dir(const fs::path& dir, std::string_view command,
                                               const OutputOrigin& origin, OutputUse use,
                                               const std::vector<std::string>& files) {
+    // A refusal after the lock was taken gives it back (unless this process held it before).
+    const bool held = detail::output_dir_locked(dir);
+    try {
+        return prepare_locked(dir, command, origin, use, files);
+    } catch (...) {
+        if (!held) detail::unlock_output_dir(dir);
+        throw;
+    }
+}
+
+namespace {
+
+std::optional<std::string> prepare_locked(const fs::path& dir, std::string_view command,
+                                          const OutputOrigin& origin, OutputUse use,
+                                          const std::vector<std::string>& files) {
     const Fail fail(origin);
     if (dir.empty()) fail("the output folder is empty", "give a folder name");
+    const bool replacing = use == OutputUse::replace || use == OutputUse::replace_for_peers;
+    const auto lock = [&](OutputUse u) {
+        detail::lock_output_dir(dir, lock_mode(u), command, [&](const std::string& why) {
+            fail(why, fmt::format("wait for it to end, or pick another {}", origin.path));
+        });
+    };
     std::error_code ec;
     const auto st = fs::status(dir, ec);
     if (ec && ec != std::errc::no_such_file_or_directory)
@@ -138,6 +196,7 @@ std::optional<std::string> prepare_output_dir(const fs::path& dir, std::string_v
         if (ec || !fs::is_directory(dir))
             fail(fmt::format("cannot create the output folder {}: {}{}", dir.string(),
                              ec ? ec.message() : "it is not a folder", blocker(dir)));
+        lock(use);
     } else if (!fs::is_directory(st)) {
         fail(fmt::format("the output folder {} is a file, not a folder", dir.string()),
              fmt::format("pick another {}, or remove the file", origin.path));
@@ -155,10 +214,20 @@ std::optional<std::string> prepare_output_dir(const fs::path& dir, std::string_v
                  fmt::format("pick another {}, or empty the folder (Gossamer deletes nothing "
                              "it did not write)",
                              origin.path));
-        if (!empty && use == OutputUse::replace) {
+        if (!empty && replacing)
+            if (const auto input = input_inside(dir))
+                fail(fmt::format("the output folder {} holds {}, an input of this run, which "
+                                 "replacing the folder would delete",
+                                 dir.string(), *input),
+                     fmt::format("move the input out of the folder, or pick another {}",
+                                 origin.path));
+        lock(use);
+        if (!empty && replacing) {
             const std::string before = previous_run(dir);
             for (const auto& e : fs::directory_iterator(dir, ec)) {
-                if (e.path().filename() == kOutputMarker) continue;
+                if (e.path().filename() == kOutputMarker ||
+                    e.path().filename() == detail::kOutputLock)
+                    continue;
                 fs::remove_all(e.path(), ec);
                 if (ec)
                     fail(fmt::format("cannot replace the earlier output in {}: {}: {}",
@@ -169,7 +238,7 @@ std::optional<std::string> prepare_output_dir(const fs::path& dir, std::string_v
                 fmt::format("replacing the earlier Gossamer output in {}{}", dir.string(), before);
         }
     }
-    if (use == OutputUse::replace || !is_output_dir(dir))
+    if (replacing || !is_output_dir(dir))
         write_marker(dir, command, fail);
     else
         probe(dir, fail);
@@ -179,7 +248,10 @@ std::optional<std::string> prepare_output_dir(const fs::path& dir, std::string_v
             fail(fmt::format("{} is a folder, but {} writes a file there", p.string(), command),
                  fmt::format("remove the folder, or pick another {}", origin.path));
     }
+    if (use == OutputUse::replace_for_peers) lock(OutputUse::share);
     return notice;
 }
+
+}  // namespace
 
 }  // namespace gossamer

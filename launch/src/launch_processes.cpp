@@ -18,6 +18,7 @@
 #include "churn.hpp"
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/file_io.hpp"
 #include "gossamer/launch/child_process.hpp"
 #include "gossamer/launch/launch.hpp"
 #include "gossamer/launch/local_ports.hpp"
@@ -66,9 +67,7 @@ std::string peer_topology(const LaunchJob& job, const fs::path& dir) {
     auto doc = json::Json::parse(in, nullptr, true, true);
     doc["peers"] = list;
     const auto path = dir / "topology.json";
-    std::ofstream f(path);
-    f << doc.dump(2) << "\n";
-    if (!f) throw Error(fmt::format("cannot write {}", path.string()));
+    write_file_atomically(path.string(), doc.dump(2) + "\n", "topology of the peers");
     std::cerr << fmt::format("port {} of rank {} is taken: the peers use {} (free ports)\n",
                              peers[busy[0]].port, busy[0], path.string());
     return path.string();
@@ -83,9 +82,7 @@ std::string peer_config(const LaunchJob& job, const fs::path& dir) {
     auto doc = json::Json::parse(in, nullptr, true, true);
     doc["training"]["threads"] = job.threads_per_peer;
     const auto path = dir / "config.json";
-    std::ofstream f(path);
-    f << doc.dump(2) << "\n";
-    if (!f) throw Error(fmt::format("cannot write {}", path.string()));
+    write_file_atomically(path.string(), doc.dump(2) + "\n", "training config of the peers");
     return path.string();
 }
 

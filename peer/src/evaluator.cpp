@@ -4,13 +4,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <utility>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/file_io.hpp"
 
 namespace gossamer::peer {
 
@@ -93,10 +97,20 @@ void PeerEvaluator::loop(std::stop_token stop) {
 
 void append_metrics_lines(const std::string& path, const std::vector<json::Json>& lines) {
     if (path.empty() || lines.empty()) return;
+    std::string text;
+    for (const auto& l : lines) text += l.dump() + "\n";
+    // Whole lines or none: a full disk cuts the file back to where it was (an IoError, exit 2).
+    std::error_code ec;
+    const auto before = std::filesystem::file_size(path, ec);
     std::ofstream f(path, std::ios::app);
-    for (const auto& l : lines) f << l.dump() << "\n";
+    f << text;
     f.flush();
-    if (!f) throw Error(fmt::format("{}: cannot write metrics", path));
+    if (!f) {
+        const int err = errno;
+        f.close();
+        if (!ec) std::filesystem::resize_file(path, before, ec);
+        throw IoError(fmt::format("{}: cannot write metrics: {}", path, std::strerror(err)));
+    }
 }
 
 }  // namespace gossamer::peer

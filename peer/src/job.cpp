@@ -128,11 +128,7 @@ json::Json write_average(const PeerJob& job, Model& model, const PartitionLayout
                       {"job_id", job.job_id}};
     save_model_file((job.out / "model.bin").string(), model.describe(), steps, layout, avg.model);
     const auto path = job.out / "average.json";
-    std::ofstream f(path.string() + ".tmp");
-    f << rec.dump(2) << "\n";
-    f.close();
-    if (!f) throw Error(fmt::format("cannot write {}", path.string()));
-    std::filesystem::rename(path.string() + ".tmp", path);
+    write_file_atomically(path.string(), rec.dump(2) + "\n", "average");
     say(job.rank,
         fmt::format("average of ranks {}: test loss {:.6f}{}; wrote {}", ranks_text(survivors),
                     e.loss, e.accuracy ? fmt::format(", accuracy {:.4f}", *e.accuracy) : "",

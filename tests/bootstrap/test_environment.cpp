@@ -88,9 +88,12 @@ TEST_SUITE("bootstrap") {
                        missing + ": cannot read the job token file"));
         auto empty = dir.write("empty", "\n");
         CHECK(contains(config_error([&] { bs::job_token(empty); }), "the job token file is empty"));
-        // A device or a huge file is refused after 4 KiB, not read to its end.
+        // A device or a FIFO is refused before a byte is read (issue 37), a huge file by its size.
         CHECK(contains(config_error([&] { bs::job_token("/dev/zero"); }),
-                       "/dev/zero: the job token is longer than 4096 bytes"));
+                       "/dev/zero: is a character device, not a regular file"));
+        CHECK(contains(
+            config_error([&] { bs::job_token(dir.write("huge", std::string(5000, 'k'))); }),
+            "the file is 4.88 KiB, more than the 4.00 KiB bound on job token files"));
         CHECK(bs::job_token(dir.write("long", std::string(4096, 'k'))) == std::string(4096, 'k'));
     }
 

@@ -1,6 +1,7 @@
 #include "gossamer/bootstrap/environment.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/file_io.hpp"
 #include "gossamer/core/log.hpp"
 #include "wire.hpp"
 
@@ -49,15 +51,14 @@ int discover_rank(std::optional<int> explicit_rank, int n) {
 
 std::string job_token(const std::string& token_file) {
     if (!token_file.empty()) {
-        std::ifstream in(token_file, std::ios::binary);
-        if (!in)
+        if (::access(token_file.c_str(), R_OK) != 0)
             throw ConfigError(token_file, "", "cannot read the job token file",
                               "check the path and its permissions");
-        // At most one byte past the handshake's limit: a token file that is a device or a
-        // huge file is refused instead of read to its end.
-        std::string token(wire::kMaxToken + 2, '\0');
-        in.read(token.data(), static_cast<std::streamsize>(token.size()));
-        token.resize(static_cast<std::size_t>(in.gcount()));
+        // A regular file of at most two bytes past the handshake's limit (a newline may end
+        // it): a FIFO, a device or a huge file is refused instead of read to its end.
+        static constexpr InputKind kTokenInput{"the job token file", "job token files",
+                                               wire::kMaxToken + 2};
+        std::string token = read_input_file(token_file, kTokenInput);
         if (!token.empty() && token.back() == '\n') token.pop_back();
         if (!token.empty() && token.back() == '\r') token.pop_back();
         if (token.empty())

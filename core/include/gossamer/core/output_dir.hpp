@@ -7,7 +7,13 @@
 ///  - a marked folder holds an earlier Gossamer run: `replace` removes its contents (and says
 ///    so), `share` keeps them (the peers of one job write into one folder, each its own files);
 ///  - a non-empty folder without the marker is refused: Gossamer deletes nothing it did not
-///    write.
+///    write;
+///  - a folder that would be replaced but holds an input this process has read (a topology,
+///    config, cluster, model or token file: file_io.hpp's input_files()) is refused before
+///    anything is removed;
+///  - the folder is locked (a flock on OUT/.gossamer-output.lock) until the process ends:
+///    exclusively by train, sim and launch, shared by the peers of a job; a folder another
+///    process holds is refused ("... is in use by gossamer train (pid 123, since ...)").
 /// Every problem is a ConfigError naming where the folder came from (a flag or a config key),
 /// thrown before anything is written, so a command can call this before it starts any work.
 
@@ -30,8 +36,13 @@ struct OutputOrigin {
 };
 
 enum class OutputUse {
-    replace,  ///< train, sim, launch: a marked folder's earlier contents are removed
-    share,    ///< peer: a marked folder is kept; several peers of a job write into it
+    replace,  ///< train, sim, launch: a marked folder's earlier contents are removed; locked
+              ///< exclusively
+    share,    ///< peer: a marked folder is kept; several peers of a job write into it (a shared
+              ///< lock)
+    keep,     ///< launch --resume: a marked folder is kept, and locked exclusively
+    replace_for_peers,  ///< launch's OUT/<algorithm>: replaced like `replace`, then the lock is
+                        ///< shared with the peer processes the launcher starts there
 };
 
 /// Makes `dir` ready as the output folder of `command` (e.g. "gossamer train") by the rule
@@ -39,11 +50,16 @@ enum class OutputUse {
 /// none of them may be a folder, and the folder must take a new file. Returns one line for the
 /// user when an earlier run's output was replaced (nullopt otherwise). Throws ConfigError at
 /// `origin` when `dir` is a file, lies under a file, cannot be created or written (e.g. under
-/// /proc), or is a non-empty folder without the marker.
+/// /proc), is a non-empty folder without the marker, holds an input it would delete, or is
+/// locked by another process.
 std::optional<std::string> prepare_output_dir(const std::filesystem::path& dir,
                                               std::string_view command, const OutputOrigin& origin,
                                               OutputUse use = OutputUse::replace,
                                               const std::vector<std::string>& files = {});
+
+/// Drops this process's lock of `dir` (tests; a library caller done with a folder). The lock
+/// goes anyway when the process ends.
+void release_output_dir(const std::filesystem::path& dir);
 
 /// Whether `dir` carries the marker.
 bool is_output_dir(const std::filesystem::path& dir);
