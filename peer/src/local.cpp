@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/file_io.hpp"
 #include "gossamer/peer/worker_setup.hpp"
 #include "gossamer/transport/inproc.hpp"
 
@@ -30,6 +31,7 @@ std::vector<PeerOutcome> run_inproc_peers(const std::vector<proto::Protocol*>& p
             sync.arrive_and_wait();  // all joined before anyone sends (the bootstrap's job)
             PeerOutcome& me = out[i];
             const auto t0 = std::chrono::steady_clock::now();
+            bool gone = false;
             try {
                 Driver d(*protocols[i], *workers[i], *t, options ? options(r) : DriverOptions{});
                 me.result = d.run();
@@ -39,14 +41,17 @@ std::vector<PeerOutcome> run_inproc_peers(const std::vector<proto::Protocol*>& p
             } catch (const Diverged& e) {
                 me.error = e.what();
                 me.diverged = true;
+            } catch (const IoError& e) {  // its metrics could not be written (a full disk)
+                me.error = e.what();
+                gone = true;
             } catch (const std::exception& e) {
                 me.error = e.what();
             }
             me.seconds =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if ((me.result && me.result->failed) || me.diverged) {
-                // The emulated crash, or a peer that diverged: it leaves the fabric now, so the
-                // others see it fail instead of waiting for it.
+            if ((me.result && me.result->failed) || me.diverged || gone) {
+                // The emulated crash, a peer that diverged or could not write: it leaves the
+                // fabric now, so the others see it fail instead of waiting for it.
                 t.reset();
                 sync.arrive_and_drop();
                 return;

@@ -78,7 +78,7 @@ def load_model(path):
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
-        raise ConfigError(f"{path}: cannot open model file: {e.strerror}; check the path") from None
+        raise ConfigError(f"{path}: cannot open model file: {e.strerror}; check the path and its permissions") from None
     if len(data) < len(MAGIC) or data[:len(MAGIC)] != MAGIC:
         raise ConfigError(f"{path}: not a Gossamer model file (bad magic number); give a file "
                           "written by gossamer train")

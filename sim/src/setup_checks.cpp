@@ -82,7 +82,7 @@ Time least_latency(const Cluster& c) {
 Time wait_per_step(const SimSetup& s) {
     if (!s.cluster || !s.topology) return 0;
     if (s.config && json::Node(s.config->doc).has("multirate")) return 0;
-    const bool defaults = !s.options || (s.options->is_object() && s.options->size() == 0);
+    const bool defaults = !s.options || (s.options->is_object() && s.options->value().empty());
     const Time latency = least_latency(*s.cluster);
     if (s.algorithm == "sgp") {
         // A peer may run `staleness` rounds ahead of what it has absorbed.

@@ -8,6 +8,7 @@
 // (cluster.hpp first: it includes <utility> before Boost.Asio)
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -77,13 +78,27 @@ struct Job {
                 "--checkpoint-every",
                 "50"};
     }
+    // a with each "--flag value" pair of extra: the value replaced where a has the flag (an
+    // option may be given once), else appended.
+    static std::vector<std::string> with(std::vector<std::string> a,
+                                         const std::vector<std::string>& extra) {
+        for (std::size_t i = 0; i + 1 < extra.size(); i += 2) {
+            auto it = std::find(a.begin(), a.end(), extra[i]);
+            if (it != a.end() && it + 1 != a.end()) {
+                *(it + 1) = extra[i + 1];
+            } else {
+                a.push_back(extra[i]);
+                a.push_back(extra[i + 1]);
+            }
+        }
+        return a;
+    }
     std::vector<std::unique_ptr<Process>> start(const std::string& topo, const std::string& algo,
                                                 const std::string& out,
                                                 const std::vector<std::string>& extra = {}) const {
         std::vector<std::unique_ptr<Process>> peers;
         for (int r = 0; r < 4; ++r) {
-            auto a = args(topo, r, algo, out);
-            a.insert(a.end(), extra.begin(), extra.end());
+            const auto a = with(args(topo, r, algo, out), extra);
             peers.push_back(std::make_unique<Process>(
                 a,
                 (dir.path() / fmt::format("{}-{}.log", fs::path(out).filename().string(), r))
@@ -96,8 +111,7 @@ struct Job {
     std::pair<int, std::string> refused(const std::string& topo, const std::string& algo,
                                         const std::string& out,
                                         const std::vector<std::string>& extra) const {
-        auto a = args(topo, 0, algo, out);
-        a.insert(a.end(), extra.begin(), extra.end());
+        const auto a = with(args(topo, 0, algo, out), extra);
         Process p(a, (dir.path() / "refused.log").string(), {{"GOSSAMER_JOB_TOKEN", kToken}});
         const int status = p.wait(20s);
         return {status, p.log()};
@@ -228,9 +242,8 @@ TEST_CASE("peers that would cut at other steps are refused at the start (async)"
     const std::string topo = job.topology("ring.json");
     std::vector<std::unique_ptr<Process>> peers;
     for (int r = 0; r < 4; ++r) {
-        auto a = job.args(topo, r, "async", out);
-        a.insert(a.end(), {"--join-timeout", "4"});
-        if (r == 3) a.insert(a.end(), {"--checkpoint-every", "40"});
+        auto a = Job::with(job.args(topo, r, "async", out), {"--join-timeout", "4"});
+        if (r == 3) a = Job::with(a, {"--checkpoint-every", "40"});
         peers.push_back(std::make_unique<Process>(
             a, (job.dir.path() / fmt::format("mixed-{}.log", r)).string(),
             std::vector<std::pair<std::string, std::string>>{{"GOSSAMER_JOB_TOKEN", kToken}}));

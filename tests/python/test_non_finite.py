@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+import threading
 
 import pytest
 import torch
@@ -19,8 +20,20 @@ STEPS, BAD, AT = 60, 2, 20
 
 def poisoned_job(topology, algorithm):
     job = gossamer.InprocJob(4)
+    # The others take their last step only once rank 2 has stopped: under async a fast peer
+    # could otherwise finish all 60 steps first, and the case is a peer lost mid-run. (A peer
+    # lost while another already waits in gossamer.Peer's end barrier is a separate gap:
+    # docs/reliability.md.)
+    stopped = threading.Event()
 
     def peer(rank):
+        try:
+            return train(rank)
+        finally:
+            if rank == BAD:
+                stopped.set()
+
+    def train(rank):
         buf = torch.zeros(40)
         target = torch.full((40,), float(rank + 1))
         p = gossamer.Peer(buf, topology, rank=rank, algorithm=algorithm, steps=STEPS,
@@ -33,6 +46,8 @@ def poisoned_job(topology, algorithm):
             buf -= 0.1 * (buf - target)
             if rank == BAD and step == AT:
                 buf[7] = float("nan")  # the user's own loop diverged
+            if rank != BAD and step == STEPS - 1:
+                assert stopped.wait(30)
             more = p.step(loss)
             step += 1
         p.finish()
@@ -46,13 +61,16 @@ def test_a_nan_in_one_peer_poisons_nobody(ring4, algorithm):
     results, errors = poisoned_job(ring4, algorithm)
     assert isinstance(errors[BAD], gossamer.Diverged), errors
     assert "rank 2" in str(errors[BAD]) and "\n" not in str(errors[BAD])
+    if algorithm == "allreduce":
+        # Every other rank stops on a failure; the first to see rank 2 go names it, and a peer
+        # that stopped leaves too, so a later one may name that peer instead.
+        others = [errors[r] for r in (0, 1, 3)]
+        assert all(isinstance(e, gossamer.PeerFailure) for e in others), others
+        assert any(e.rank == BAD for e in others), others
+        return
     for rank in (0, 1, 3):
-        if algorithm == "allreduce":
-            assert isinstance(errors[rank], gossamer.PeerFailure), errors[rank]
-            assert errors[rank].rank == BAD
-        else:
-            assert errors[rank] is None, errors[rank]
-            assert torch.isfinite(results[rank]).all(), results[rank]
+        assert errors[rank] is None, errors[rank]
+        assert torch.isfinite(results[rank]).all(), results[rank]
 
 
 def test_write_average_refuses_a_non_finite_loss(tmp_path):

@@ -14,7 +14,8 @@ from conftest import cli
 from test_example import free_base_port
 
 POISON_SCRIPT = r'''
-import sys
+import os
+import time
 import torch
 import gossamer
 
@@ -33,7 +34,17 @@ while more:
     loss = 0.5 * float(((buf - target) ** 2).sum())
     buf -= 0.1 * (buf - target)
     if launch.rank == 2 and step == 20:
+        open(os.path.join(launch.out, "rank2-diverging"), "w").close()
         buf[7] = float("nan")  # this peer's own loop diverged
+    if launch.rank != 2 and step == 59:
+        # The case is a peer lost mid-run: the others take their last step once rank 2 is gone
+        # (a fast async peer could otherwise be in its end barrier first, a separate gap of
+        # gossamer.Peer: docs/reliability.md).
+        for _ in range(600):
+            if os.path.exists(os.path.join(launch.out, "rank2-diverging")):
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)
     more = p.step(loss)
     step += 1
 metrics = p.finish()
