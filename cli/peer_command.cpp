@@ -240,6 +240,7 @@ int run_peer(const std::vector<std::string>& args) {
     const auto options = cfg.algorithm_options(job.algorithm);
     proto::PeerContext ctx{
         job.rank, n, job.topology.schedule, job.worker.trainer.get(), job.worker.steps, cluster};
+    ctx.value_bound = cfg.value_bound;  // docs/reliability.md
     job.protocol = proto::make_protocol(job.algorithm, options ? &*options : nullptr, ctx);
     // With its options: dpsgd with delay, reweight, partition_ready or multirate cannot join
     // or leave (the algorithm's name alone can).

@@ -87,6 +87,26 @@ std::optional<std::size_t> first_non_finite(std::span<const float> v) noexcept {
     return std::nullopt;
 }
 
+std::optional<std::size_t> largest_magnitude(std::span<const float> v) noexcept {
+    if (v.empty()) return std::nullopt;
+    // Blocks of a plain max (which the compiler vectorises), then the index in the block.
+    std::size_t best_block = 0;
+    float best = -1.0f;
+    for (std::size_t b = 0; b < v.size(); b += kBlock) {
+        const std::size_t n = std::min(kBlock, v.size() - b);
+        float m = 0.0f;
+        for (std::size_t i = b; i < b + n; ++i) m = std::max(m, std::fabs(v[i]));
+        if (m > best) {
+            best = m;
+            best_block = b;
+        }
+    }
+    const std::size_t end = std::min(best_block + kBlock, v.size());
+    for (std::size_t i = best_block; i < end; ++i)
+        if (std::fabs(v[i]) == best) return i;
+    return best_block;
+}
+
 const char* non_finite_name(float v) noexcept {
     if (std::isnan(v)) return "NaN";
     return v > 0 ? "+inf" : "-inf";

@@ -564,4 +564,15 @@ std::optional<Protocol::NonFinite> Choco::first_non_finite_value(
     return Protocol::first_non_finite_value(msg, values);
 }
 
+bool Choco::compressed(const Message& msg) const {
+    if (msg.kind != MessageKind::model_delta) return Protocol::compressed(msg);
+    const auto slot = index_.find(msg.partition, msg.chunk);
+    if (!slot) return true;
+    try {
+        return codecs_.compressor(msg.codec, channels_[*slot].q) != nullptr;
+    } catch (const Error&) {
+        return true;  // a codec this job does not use: on_message refuses it
+    }
+}
+
 }  // namespace gossamer::proto

@@ -459,4 +459,10 @@ std::optional<Protocol::NonFinite> Dpsgd::first_non_finite_value(
     return Protocol::first_non_finite_value(msg, values);
 }
 
+bool Dpsgd::compressed(const Message& msg) const {
+    if (msg.kind != MessageKind::model_delta) return Protocol::compressed(msg);
+    const auto slot = index_.find(msg.partition, msg.chunk);
+    return !slot || channels_[*slot].compressor != nullptr;
+}
+
 }  // namespace gossamer::proto

@@ -20,6 +20,7 @@ Protocol::Protocol(PeerContext ctx) : ctx_(std::move(ctx)) {
 
 void Protocol::start(Time now, Actions& out) {
     event_time_ = now;
+    measure_own_scale();
     on_start(now, out);
     after(out);
 }
@@ -34,6 +35,7 @@ void Protocol::step_finished(Time now, double loss, Actions& out) {
             "rank {}: the training loss became {} at step {}; this peer stops, sends nothing more "
             "and writes no result (lower optimizer.lr, add a warm-up or gradient clipping)",
             ctx_.rank, std::isnan(loss) ? "NaN" : "infinite", ctx_.worker->steps()));
+    measure_own_scale();  // x is the protocol's now: the scale of the value bound
     on_step_finished(now, loss, out);
     after(out);
 }
@@ -85,9 +87,29 @@ std::string Protocol::non_finite_value(const Message& msg) const {
     const std::span<const float> v =
         msg.placed ? placed_values(msg) : std::span<const float>(msg.payload);
     const auto bad = first_non_finite_value(msg, v);
-    if (!bad) return "";
-    return fmt::format("{} at element {} of partition {}", non_finite_name(bad->value),
-                       msg.offset + bad->index, msg.partition);
+    if (bad)
+        return fmt::format("{} at element {} of partition {}", non_finite_name(bad->value),
+                           msg.offset + bad->index, msg.partition);
+    // The optional bound: model values (not gradients, not codec words) far beyond this peer's
+    // own are a runaway neighbour's, refused before they are mixed in.
+    const bool model_values = msg.kind == MessageKind::full_model ||
+                              msg.kind == MessageKind::model_delta ||
+                              msg.kind == MessageKind::mass_share;
+    if (ctx_.value_bound <= 0 || !model_values || compressed(msg)) return "";
+    const auto k = largest_magnitude(v);
+    const double limit = ctx_.value_bound * own_scale_;
+    if (!k || !(std::fabs(v[*k]) > limit)) return "";
+    return fmt::format(
+        "{:g} at element {} of partition {}, beyond the value bound {:g} x {:g} "
+        "(guard.value_bound x this peer's largest |x|, at least 1)",
+        v[*k], msg.offset + *k, msg.partition, ctx_.value_bound, own_scale_);
+}
+
+void Protocol::measure_own_scale() {
+    if (ctx_.value_bound <= 0 || !ctx_.worker->math() || ctx_.worker->device()) return;
+    const auto x = ctx_.worker->params();
+    const auto k = largest_magnitude(x);
+    own_scale_ = std::max(1.0, k ? static_cast<double>(std::fabs(x[*k])) : 0.0);
 }
 
 void Protocol::check_outgoing(const Message& msg, std::span<const float> values) const {

@@ -51,7 +51,7 @@ DataConfig parse_data(const Node& node) {
 TrainingConfig parse_training_config(const json::Document& doc) {
     Node root(doc);
     root.expect_object({"description", "seed", "data", "model", "optimizer", "schedule", "training",
-                        "partitions", "multirate", "output", "sharding", "algorithms"});
+                        "partitions", "multirate", "output", "sharding", "algorithms", "guard"});
     TrainingConfig c;
     c.doc = doc;
     if (auto v = root.find("description")) v->as_string();
@@ -80,6 +80,17 @@ TrainingConfig parse_training_config(const json::Document& doc) {
         if (auto v = o->find("dir")) c.output_dir = v->as_string();
         if (auto v = o->find("checkpoint_every")) c.checkpoint_every = v->as_int(0);
         if (c.output_dir.empty()) o->at("dir").fail("empty output folder", "name a folder");
+    }
+    if (auto g = root.find("guard")) {
+        g->expect_object({"value_bound"});
+        if (auto v = g->find("value_bound")) {
+            c.value_bound = v->as_double();
+            if (!(c.value_bound == 0 || c.value_bound >= 1))
+                v->fail(fmt::format("value_bound {:g} would refuse a neighbour's values smaller "
+                                    "than this peer's own",
+                                    c.value_bound),
+                        "use 0 (off) or a factor of at least 1, e.g. 1000");
+        }
     }
     if (auto sh = root.find("sharding")) {
         sh->expect_object({"mode", "alpha", "sizes"});

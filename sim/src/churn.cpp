@@ -20,6 +20,7 @@ std::unique_ptr<proto::Protocol> Engine::make(int rank) {
         rank,        n_,
         s_.topology, p.worker.get(),
         steps_,      std::shared_ptr<const Cluster>(std::shared_ptr<void>(), s_.cluster)};
+    if (s_.config) ctx.value_bound = s_.config->value_bound;  // docs/reliability.md
     return s_.protocol_factory
                ? s_.protocol_factory(ctx)
                : proto::make_protocol(s_.algorithm, s_.options ? &*s_.options : nullptr, ctx);

@@ -77,3 +77,16 @@ TEST_CASE("a cosine warm-up as long as the run blames warmup_steps, the key the 
           }).rfind("t.json: schedule.total_steps: total_steps 40 must exceed warmup_steps 50", 0) ==
           0);
 }
+
+TEST_CASE("guard.value_bound is read, off by default, and a factor below 1 is refused") {
+    CHECK(parse("").value_bound == 0);
+    CHECK(parse(R"("guard": {"value_bound": 1000})").value_bound == 1000);
+    CHECK(parse(R"("guard": {"value_bound": 0})").value_bound == 0);
+    CHECK(config_error([] { parse(R"("guard": {"value_bound": 0.5})"); })
+              .rfind("t.json: guard.value_bound: value_bound 0.5 would refuse a neighbour's "
+                     "values smaller than this peer's own; use 0 (off) or a factor of at least 1",
+                     0) == 0);
+    CHECK(config_error([] {
+              parse(R"("guard": {"bound": 3})");
+          }).rfind("t.json: guard.bound: unknown key \"bound\"", 0) == 0);
+}

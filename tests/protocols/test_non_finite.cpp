@@ -4,6 +4,7 @@
 // before it sends anything. For every gossip algorithm and the all-reduce baseline.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -45,7 +46,8 @@ std::shared_ptr<const topology::Schedule> ring(const std::string& algorithm) {
     return topology::generate(f);
 }
 
-std::unique_ptr<Harness> make_job(const std::string& algorithm, Poison poison = {}) {
+std::unique_ptr<Harness> make_job(const std::string& algorithm, Poison poison = {},
+                                  double value_bound = 0) {
     std::vector<std::unique_ptr<proto::LocalWorker>> workers;
     for (int r = 0; r < kN; ++r) workers.push_back(std::make_unique<PoisonedWorker>(r, poison));
     testing::HarnessOptions o;
@@ -54,7 +56,8 @@ std::unique_ptr<Harness> make_job(const std::string& algorithm, Poison poison = 
     o.check_edge_seq = false;  // dpsgd and choco number each channel's messages on their own
     return std::make_unique<Harness>(
         std::move(workers),
-        [algorithm](proto::PeerContext c) {
+        [algorithm, value_bound](proto::PeerContext c) {
+            c.value_bound = value_bound;
             return proto::make_protocol(algorithm, nullptr, std::move(c));
         },
         o);
@@ -176,6 +179,38 @@ TEST_CASE("non-finite: an infinite loss stops the peer with one line naming it a
               "rank 0: the training loss became infinite at step 0; this peer stops, sends "
               "nothing more and writes no result (lower optimizer.lr, add a warm-up or gradient "
               "clipping)");
+    }
+}
+
+TEST_CASE("non-finite: a runaway value is refused only under guard.value_bound") {
+    for (const std::string algorithm : {"dpsgd", "sgp", "async"}) {
+        CAPTURE(algorithm);
+        for (const double bound : {0.0, 100.0}) {
+            CAPTURE(bound);
+            auto h = make_job(algorithm, {}, bound);
+            // Finite, but a million times what any peer holds (the targets are 1 to 4).
+            h->tamper = [](proto::Message& m) {
+                if (m.sender == kBad && m.round >= 10 && m.kind != proto::MessageKind::control &&
+                    m.payload.size() > 1)
+                    m.payload[1] = 4e6f;
+            };
+            h->run([&] {
+                for (int r = 0; r < kN; ++r)
+                    if (r != kBad && !h->protocol(r).done()) return false;
+                return true;
+            });
+            for (int r : {kBad - 1, (kBad + 1) % kN}) {
+                CAPTURE(r);
+                CHECK(h->protocol(r).refused_peer(kBad) == (bound > 0));
+            }
+            // Off, the runaway value reaches the models; on, nobody's model ever sees it.
+            double largest = 0;
+            for (int r = 0; r < kN; ++r)
+                if (r != kBad)
+                    for (float v : h->model(r)) largest = std::max(largest, double(std::fabs(v)));
+            if (bound > 0) CHECK(largest < 10);
+            if (bound == 0) CHECK(largest > 1000);
+        }
     }
 }
 

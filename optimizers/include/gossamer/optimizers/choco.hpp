@@ -132,6 +132,7 @@ class Choco final : public Protocol {
     void on_message(Time now, Message msg, Actions& out) override;
     std::optional<NonFinite> first_non_finite_value(const Message& msg,
                                                     std::span<const float> values) const override;
+    bool compressed(const Message& msg) const override;
     void on_deadline(Time now, std::uint64_t id, Actions& out) override;
     void on_send_completed(Time now, std::uint64_t id, bool ok, Actions& out) override;
     void on_peer_failed(Time now, int rank, Actions& out) override;

@@ -204,6 +204,9 @@ struct PeerContext {
     /// The cluster file's links, for "chunk_bytes": "auto" (share_chunks.hpp); null when the
     /// job has none (shared memory, loopback, real links nobody described).
     std::shared_ptr<const Cluster> cluster = nullptr;
+    /// The training config's guard.value_bound: a received model value beyond this many times
+    /// the peer's own largest |x| (at least 1) is refused as a non-finite one is; 0 = off.
+    double value_bound = 0;
 };
 
 /// One consistent cut of a peer (docs/checkpoint.md): its worker's and its protocol's state
@@ -319,6 +322,10 @@ class Protocol {
     /// ask the compressor (Compressor::first_non_finite).
     virtual std::optional<NonFinite> first_non_finite_value(const Message& msg,
                                                             std::span<const float> values) const;
+    /// Whether a message's payload is codec words rather than float32 values: codec != 0 by
+    /// default; dpsgd and choco also for deltas of a channel with a compressor. The value bound
+    /// (PeerContext::value_bound) applies to model values only.
+    virtual bool compressed(const Message& msg) const { return msg.codec != 0; }
     /// Partition `id` of worker().partitions() is final for the running step (docs/protocols.md,
     /// "Partition-ready"): the compute side will neither read x's range of it nor write its
     /// gradient again before step_finished, so both belong to the protocol from now on. Only
@@ -451,6 +458,7 @@ class Protocol {
     /// "" when msg's values are finite (or not this layer's to check); else what is wrong.
     std::string non_finite_value(const Message& msg) const;
     void check_outgoing(const Message& msg, std::span<const float> values) const;
+    void measure_own_scale();
 
   protected:
     /// For first_non_finite_value overrides: what `q` (nullptr: raw floats) finds in values
@@ -475,6 +483,7 @@ class Protocol {
     std::int64_t checkpoint_every_ = 0, resumed_at_ = 0;
     std::optional<Snapshot> snapshot_;
     std::vector<char> refused_;  // by rank: a message of it was refused; it counts as failed
+    double own_scale_ = 1;       // value_bound on: max(1, max |x|) at the last step boundary
 };
 
 /// Whether worker `w` can take partition-ready events: math on the host, with partitions and no

@@ -48,6 +48,9 @@ struct TrainingConfig {
     std::int64_t checkpoint_every = 0;      ///< steps between checkpoints; 0 = none
     /// How the training set is split among peers (sim, peers); `peers` is set by the caller.
     ShardSpec sharding;
+    /// "guard": {"value_bound": R}: a received value beyond R times the receiver's own largest
+    /// |x| (at least 1) is refused like a non-finite one (docs/reliability.md); 0 = off.
+    double value_bound = 0;
 
     /// The options of algorithm `name` ("algorithms": {"sgp": {...}}), or nullopt.
     std::optional<json::Node> algorithm_options(const std::string& name) const;
