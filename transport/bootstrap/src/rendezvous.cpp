@@ -361,20 +361,43 @@ asio::awaitable<Bootstrap::Impl::Answer> Bootstrap::Impl::ask(int rank, const wi
     auto [conn, error] = co_await connect_once(opt.peers[static_cast<std::size_t>(rank)], deadline);
     if (!conn) co_return Answer{nullptr, std::nullopt, "unreachable (" + error + ")"};
     conn->send(frame);
+    const Answer stopped{nullptr, std::nullopt, "this peer is stopping"};
+    if (stopping) {
+        // Connected after shutdown(): the frame and a goodbye, so the other side sees a peer
+        // that left (a bare close would be a crash to a coordinator, garbage to a listener).
+        conn->send(wire::frame(wire::Kind::bye));
+        conn->close_after_flush();
+        co_return stopped;
+    }
+    // Until the answer is read, shutdown() says goodbye on this connection (and owns it then).
+    asking.push_back(conn);
+    struct Unlist {
+        std::vector<std::weak_ptr<Connection>>& asking;
+        const Connection* conn;
+        ~Unlist() {
+            std::erase_if(asking, [&](const std::weak_ptr<Connection>& w) {
+                auto c = w.lock();
+                return !c || c.get() == conn;
+            });
+        }
+    } unlist{asking, conn.get()};
     Frame f;
     try {
         f = co_await conn->read(Clock::now() + opt.io_timeout);
     } catch (const wire::Malformed& e) {
+        if (stopping) co_return stopped;
         conn->close();
         co_return Answer{nullptr, std::nullopt,
                          std::string("it answered with a malformed frame (") + e.what() + ")"};
     } catch (const boost::system::system_error& e) {
+        if (stopping) co_return stopped;  // closing now could drop the goodbye
         conn->close();
         co_return Answer{nullptr, std::nullopt,
                          e.code() == asio::error::timed_out
                              ? "it did not answer within " + seconds(opt.io_timeout)
                              : "it closed the connection (" + e.code().message() + ")"};
     }
+    if (stopping) co_return stopped;  // shutdown() said goodbye on it while the answer came
     if (f.header.kind == wire::Kind::welcome) co_return Answer{conn, std::nullopt, ""};
     conn->close();
     try {
