@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <thread>
 
 #include "views_support.hpp"
 
@@ -123,6 +124,63 @@ TEST_SUITE("bootstrap") {
         CHECK_MESSAGE(l.left, l.reason);
         CHECK_MESSAGE(!has(l.reason, "vanished"), l.reason);
         CHECK_MESSAGE(has(l.reason, "counted as having left"), l.reason);
+    }
+
+    TEST_CASE(
+        "succession: a peer that stops while its rejoin to the next coordinator is in flight "
+        "says goodbye there - it never vanishes") {
+        // Issue 37 (lab faults, edge cut): rank 0 said goodbye at the end of the job, rank 1
+        // took over, and rank 3 stopped while its rejoin to rank 1 waited for the answer. Rank
+        // 1 had welcomed it and watched the connection; rank 3 closed it without a goodbye, so
+        // rank 1 logged "vanished: connection lost (End of file) without a goodbye". The window
+        // is a round trip on loopback: each trial stops rank 3 a little later after rank 0's
+        // goodbye, so some trials land inside it.
+        for (int trial = 0; trial < 12; ++trial) {
+            CAPTURE(trial);
+            auto peers = joined(4);
+            peers[0].reset();
+            std::this_thread::sleep_for(std::chrono::microseconds(250 * trial));
+            peers[3].reset();
+            wait_until([&] { return loss_of(*peers[1], 3).has_value(); }, 5s);
+            const auto l = loss_of(*peers[1], 3);
+            REQUIRE(l);
+            CHECK_MESSAGE(l->left, l->reason);
+            CHECK_MESSAGE(!has(l->reason, "vanished"), l->reason);
+        }
+    }
+
+    TEST_CASE(
+        "succession: a peer that said goodbye only to the old coordinator is gone, not "
+        "vanished, when the new one waits for it in vain") {
+        // Rank 3 finishes and says goodbye to rank 0, which leaves before it relays that (here:
+        // it hangs and relays nothing). Rank 1 takes over and waits for rank 3 to follow it,
+        // which it never does. At the end of a job that is a goodbye too. A heartbeat timeout
+        // of 2 s: rank 0's silence must not be noticed before its goodbye, even under load.
+        auto peers = start_peers(4, [](int r, std::vector<bs::Endpoint> eps) {
+            auto o = quick_options(r, std::move(eps));
+            o.heartbeat_timeout = 2s;
+            return std::optional<bs::Options>(o);
+        });
+        for (const auto& o : rendezvous_all(peers)) REQUIRE_MESSAGE(!o.failed, o.error);
+        peers[0]->inject_fault(bs::Fault::silence);
+        peers[3].reset();
+        wait_until([&] { return loss_of(*peers[0], 3).has_value(); }, 3s);
+        REQUIRE(loss_of(*peers[0], 3));
+        CHECK_FALSE(loss_of(*peers[1], 3));
+        peers[0].reset();
+        wait_until([&] { return loss_of(*peers[1], 0).has_value(); }, 3s);
+        REQUIRE(loss_of(*peers[1], 0));
+        REQUIRE_MESSAGE(loss_of(*peers[1], 0)->left, loss_of(*peers[1], 0)->reason);
+        wait_until([&] { return loss_of(*peers[2], 3).has_value(); }, 10s);
+        for (int r : {1, 2}) {
+            CAPTURE(r);
+            const auto l = loss_of(*peers[static_cast<std::size_t>(r)], 3);
+            REQUIRE(l);
+            CHECK_MESSAGE(l->left, l->reason);
+            CHECK_MESSAGE(!has(l->reason, "vanished"), l->reason);
+        }
+        CHECK_MESSAGE(has(loss_of(*peers[1], 3)->reason, "did not follow"),
+                      loss_of(*peers[1], 3)->reason);
     }
 
     TEST_CASE(

@@ -154,6 +154,15 @@ void Bootstrap::Impl::shutdown() {
         m->send(wire::frame(wire::Kind::bye));
         m->close_after_flush();
     }
+    // A rejoin in flight may have been welcomed already: its coordinator watches it as this
+    // peer's connection, and an end without a goodbye there reads as a crash (lab faults,
+    // issue 37: rank 3 stopped while it followed rank 1 and was logged as vanished).
+    for (auto& w : asking)
+        if (auto c = w.lock()) {
+            c->send(wire::frame(wire::Kind::bye));
+            c->close_after_flush();
+        }
+    asking.clear();
     for (auto& e : expel_later)
         if (e) e->conn->close();
 }
@@ -165,6 +174,9 @@ void Bootstrap::Impl::crash() {
     heartbeat_timer.cancel();
     for (auto& m : members)
         if (m) m->close();
+    for (auto& w : asking)
+        if (auto c = w.lock()) c->close();
+    asking.clear();
     for (auto& e : expel_later)
         if (e) e->conn->close();
 }

@@ -77,16 +77,22 @@ void Bootstrap::Impl::beat() {
         const auto i = static_cast<std::size_t>(r);
         auto& m = members[i];
         if (!m && is_coord() && !gone[i] && awaited[i] != Clock::time_point{}) {
-            // A member that has not followed this new coordinator yet (succession.cpp).
+            // A member that has not followed this new coordinator yet (succession.cpp). After
+            // the old one's goodbye it most likely finished too (its own goodbye went to the
+            // old coordinator alone): counted as having left, and the line says so, as
+            // follow() does (logs are searched for "vanished").
             if (now >= awaited[i]) {
                 awaited[i] = {};
                 lose(r,
-                     fmt::format("{} vanished: it did not follow {}, the job's new coordinator, "
-                                 "within {}",
-                                 name(r), name(opt.rank),
+                     fmt::format("{} {}: it did not follow {}, the job's new coordinator, "
+                                 "within {}{}",
+                                 name(r), coord_left ? "is gone" : "vanished", name(opt.rank),
                                  seconds(std::chrono::duration_cast<Millis>(
                                      opt.heartbeat_timeout + 2 * opt.heartbeat_interval +
-                                     2 * opt.io_timeout))),
+                                     2 * opt.io_timeout)),
+                                 coord_left ? " (after the coordinator's goodbye: counted as "
+                                              "having left the job, as at its end)"
+                                            : ""),
                      true, coord_left);
                 continue;
             }

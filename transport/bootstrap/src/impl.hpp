@@ -76,6 +76,9 @@ struct Bootstrap::Impl {
     // isolated coordinator, whose views never install, expels nobody).
     std::vector<std::optional<Expel>> expel_later;
     std::vector<std::pair<int, std::string>> held_reports;  // made while no coordinator answered
+    // ask(): connections that sent a rejoin or a join and wait for the answer. The other side
+    // may already watch one as a member's, so shutdown() says goodbye on them too.
+    std::vector<std::weak_ptr<Connection>> asking;
     // Coordinator: losses it noticed while it heard from no other member (it is the one cut
     // off?), relayed only once a view without the lost rank is installed.
     std::vector<std::pair<int, wire::Bytes>> held_relays;

@@ -361,19 +361,39 @@ asio::awaitable<Bootstrap::Impl::Answer> Bootstrap::Impl::ask(int rank, const wi
     auto [conn, error] = co_await connect_once(opt.peers[static_cast<std::size_t>(rank)], deadline);
     if (!conn) co_return Answer{nullptr, std::nullopt, "unreachable (" + error + ")"};
     conn->send(frame);
+    const Answer stopped{nullptr, std::nullopt, "this peer is stopping"};
+    if (stopping) {
+        // Connected after shutdown(): the frame and a goodbye, so the other side sees a peer
+        // that left (a bare close would be a crash to a coordinator, garbage to a listener).
+        conn->send(wire::frame(wire::Kind::bye));
+        conn->close_after_flush();
+        co_return stopped;
+    }
+    // Until the answer is read, shutdown() says goodbye on this connection (and owns it then).
+    // Unlisted by hand after the read, never by a guard in this frame: a frame still suspended
+    // when the io_context is destroyed outlives `asking` (a member declared after `io`).
+    asking.push_back(conn);
     Frame f;
+    std::string failed;
     try {
         f = co_await conn->read(Clock::now() + opt.io_timeout);
     } catch (const wire::Malformed& e) {
-        conn->close();
-        co_return Answer{nullptr, std::nullopt,
-                         std::string("it answered with a malformed frame (") + e.what() + ")"};
+        failed = std::string("it answered with a malformed frame (") + e.what() + ")";
     } catch (const boost::system::system_error& e) {
+        failed = e.code() == asio::error::timed_out
+                     ? "it did not answer within " + seconds(opt.io_timeout)
+                     : "it closed the connection (" + e.code().message() + ")";
+    }
+    const Connection* self_conn = conn.get();
+    std::erase_if(asking, [self_conn](const std::weak_ptr<Connection>& w) {
+        auto c = w.lock();
+        return !c || c.get() == self_conn;
+    });
+    // Stopping: shutdown() said goodbye on it while the answer came (closing now could drop it).
+    if (stopping) co_return stopped;
+    if (!failed.empty()) {
         conn->close();
-        co_return Answer{nullptr, std::nullopt,
-                         e.code() == asio::error::timed_out
-                             ? "it did not answer within " + seconds(opt.io_timeout)
-                             : "it closed the connection (" + e.code().message() + ")"};
+        co_return Answer{nullptr, std::nullopt, failed};
     }
     if (f.header.kind == wire::Kind::welcome) co_return Answer{conn, std::nullopt, ""};
     conn->close();
