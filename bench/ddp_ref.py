@@ -24,8 +24,9 @@ import time
 
 
 def _strict(value):
-    """The value with NaN and infinities as null: JSON has no literal for them (RFC 8259)."""
-    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+    """The value with NaN and infinities as null: JSON has no literal for them (RFC 8259).
+    (scripts/strict_json.py's, kept here: this reference runs without the scripts folder.)"""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return None
     if isinstance(value, dict):
         return {k: _strict(v) for k, v in value.items()}

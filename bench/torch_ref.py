@@ -13,15 +13,6 @@ import sys
 import time
 
 
-def _strict(value):
-    """The value with NaN and infinities as null: JSON has no literal for them (RFC 8259)."""
-    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
-        return None
-    if isinstance(value, dict):
-        return {k: _strict(v) for k, v in value.items()}
-    return [_strict(v) for v in value] if isinstance(value, (list, tuple)) else value
-
-
 def build(name, torch):
     nn = torch.nn
     if name == "mlp":  # gossamer: {"name": "mlp", "hidden": [256, 128]}
@@ -74,7 +65,7 @@ def main():
     out = {"torch": torch.__version__, "threads": torch.get_num_threads(), "batch": args.batch}
     for name in args.models.split(","):
         out[name] = measure(name, args.batch, args.seconds, torch)
-    print(json.dumps(_strict(out), allow_nan=False))
+    print(json.dumps(out))
     return 0
 
 

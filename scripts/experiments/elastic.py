@@ -24,14 +24,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+import strict_json  # noqa: E402  (scripts/strict_json.py)
 
-def _strict(value):
-    """The value with NaN and infinities as null: JSON has no literal for them (RFC 8259)."""
-    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
-        return None
-    if isinstance(value, dict):
-        return {k: _strict(v) for k, v in value.items()}
-    return [_strict(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +47,7 @@ def cluster(path, name, outages, detection):
                        "failure_detection": detection}}
     if peers:
         doc["peers"] = peers
-    path.write_text(json.dumps(_strict(doc), indent=2, allow_nan=False) + "\n")
+    path.write_text(strict_json.dumps(doc, indent=2) + "\n")
 
 
 def schedule(seed, run, down):
@@ -160,7 +155,7 @@ def main():
             real["allreduce-rebuild"] = real.pop("allreduce")
             row["real"] = real
         rows.append(row)
-    (out / "elastic.json").write_text(json.dumps(_strict(rows), indent=2, allow_nan=False) + "\n")
+    (out / "elastic.json").write_text(strict_json.dumps(rows, indent=2) + "\n")
 
     names = ["async", "dpsgd", "allreduce-rebuild", "allreduce-restart",
              "async (no churn)", "dpsgd (no churn)", "allreduce (no churn)"]

@@ -31,14 +31,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+import strict_json  # noqa: E402  (scripts/strict_json.py)
 
-def _strict(value):
-    """The value with NaN and infinities as null: JSON has no literal for them (RFC 8259)."""
-    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
-        return None
-    if isinstance(value, dict):
-        return {k: _strict(v) for k, v in value.items()}
-    return [_strict(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 STEP = 0.02  # seconds a step (the cluster file's base_time)
@@ -71,7 +66,7 @@ def write_inputs(folder, n, seconds, seed):
     paths = {}
     for name, body in (("topology.json", topo), ("train.json", config), ("cluster.json", cluster)):
         paths[name] = folder / name
-        paths[name].write_text(json.dumps(_strict(body), indent=1, allow_nan=False) + "\n")
+        paths[name].write_text(strict_json.dumps(body, indent=1) + "\n")
     return paths
 
 
@@ -435,7 +430,7 @@ def main():
         k += 1
     summary = {"seed": a.seed, "minutes": a.minutes, "peers": a.peers, "jobs": jobs,
                "violations": violations}
-    (out / "chaos.json").write_text(json.dumps(_strict(summary), indent=1, allow_nan=False) + "\n")
+    (out / "chaos.json").write_text(strict_json.dumps(summary, indent=1) + "\n")
     log(f"chaos: {len(jobs)} jobs, {sum(len(j['faults']) for j in jobs)} faults, "
         f"{violations} violations; {out / 'chaos.json'}")
     sys.exit(1 if violations else 0)

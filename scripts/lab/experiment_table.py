@@ -19,14 +19,9 @@ import json
 import pathlib
 import sys
 
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+import strict_json  # noqa: E402  (scripts/strict_json.py)
 
-def _strict(value):
-    """The value with NaN and infinities as null: JSON has no literal for them (RFC 8259)."""
-    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
-        return None
-    if isinstance(value, dict):
-        return {k: _strict(v) for k, v in value.items()}
-    return [_strict(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 CLUSTERS = ["uneven8", "homogeneous8"]
@@ -226,7 +221,7 @@ def main(argv):
             root / f"{cluster}-accuracy-time.svg")
         svg(f"{cluster}: accuracy against bytes", "MB sent per peer", plots_b,
             root / f"{cluster}-accuracy-bytes.svg")
-    (root / "table.json").write_text(json.dumps(_strict(report), indent=1, allow_nan=False) + "\n")
+    (root / "table.json").write_text(strict_json.dumps(report, indent=1) + "\n")
     if not report["clusters"]:
         print(f"experiment_table.py: {root}: no runs found under <cluster>/seed<k>/", file=sys.stderr)
         return 2
