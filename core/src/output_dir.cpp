@@ -30,15 +30,6 @@ bool is_marker_file(const fs::path& p) {
     return p.filename().string().rfind(std::string(kOutputMarker), 0) == 0;
 }
 
-std::string now_utc() {
-    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
 class Fail {
   public:
     Fail(const OutputOrigin& origin) : origin_(origin) {}
@@ -70,7 +61,7 @@ std::string blocker(const fs::path& dir) {
 void write_marker(const fs::path& dir, std::string_view command, const Fail& fail) {
     static std::atomic<int> counter{0};
     const json::Json j = {{"command", std::string(command)},
-                          {"time", now_utc()},
+                          {"time", detail::now_utc()},
                           {"pid", static_cast<long>(::getpid())},
                           {"version", kVersion}};
     const std::string text = j.dump(2) + "\n";

@@ -43,15 +43,6 @@ int op_of(LockMode mode) {
     return (mode == LockMode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
 }
 
-std::string now_utc() {
-    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
 // Who holds the lock, for the refusal: the exclusive holder writes its line into the file;
 // shared holders (the peers of a job) write nothing, so they are named as such.
 std::string holder(int fd, const fs::path& dir) {
@@ -70,6 +61,15 @@ std::string holder(int fd, const fs::path& dir) {
 }
 
 }  // namespace
+
+std::string now_utc() {
+    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
 
 void lock_output_dir(const fs::path& dir, LockMode mode, std::string_view command,
                      const std::function<void(const std::string&)>& refuse) {

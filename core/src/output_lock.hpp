@@ -28,4 +28,7 @@ bool output_dir_locked(const std::filesystem::path& dir);
 /// Drops this process's lock of `dir` (nothing when it holds none).
 void unlock_output_dir(const std::filesystem::path& dir);
 
+/// The time now in UTC, ISO 8601 to the second ("2026-12-07T03:04:55Z"): lock lines, markers.
+std::string now_utc();
+
 }  // namespace gossamer::detail
