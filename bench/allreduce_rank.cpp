@@ -20,7 +20,7 @@
 #include "allreduce.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/mixing.hpp"
-#include "gossamer/optimizers/allreduce.hpp"
+#include "gossamer/optimizers/protocols/allreduce/allreduce.hpp"
 #include "gossamer/topology/generators.hpp"
 #include "gossamer/transport/ucx.hpp"
 

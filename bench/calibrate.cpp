@@ -15,7 +15,7 @@
 #include "gossamer/core/blas.hpp"
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/peer/worker_setup.hpp"
 #include "transport.hpp"
 

@@ -12,7 +12,7 @@
 #include "gossamer/core/models.hpp"
 #include "gossamer/core/params.hpp"
 #include "gossamer/core/rng.hpp"
-#include "gossamer/optimizers/local_optimizer.hpp"
+#include "gossamer/optimizers/local/local_optimizer.hpp"
 
 namespace gossamer::bench {
 namespace {

@@ -6,8 +6,9 @@
 #include <sstream>
 
 #include "args.hpp"
-#include "gossamer/optimizers/multirate.hpp"
-#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/local/multirate.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
 
 namespace gossamer::cli {
 

@@ -8,8 +8,8 @@
 #include "commands.hpp"
 #include "gossamer/core/blas.hpp"
 #include "gossamer/core/json.hpp"
-#include "gossamer/optimizers/model_eval.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/model_eval.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 
 namespace gossamer::cli {
 

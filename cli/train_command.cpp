@@ -13,8 +13,8 @@
 #include "gossamer/core/model_file.hpp"
 #include "gossamer/core/output_dir.hpp"
 #include "gossamer/core/progress.hpp"
-#include "gossamer/optimizers/local_trainer.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/local_trainer.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 
 namespace gossamer::cli {
 namespace {

@@ -39,15 +39,16 @@ mkdir -p "$dir/obj" "$out"
 
 flags=(-std=c++20 -O3 -DNDEBUG -DFMT_HEADER_ONLY -DGOSSAMER_HAVE_CUDA
        -gencode "arch=compute_$arch,code=sm_$arch"
-       -Icore/include -Icore/cuda/include -Ioptimizers/include -Ioptimizers/cuda/include -Itests
+       -Icore/include -Icore/cuda/include -Ioptimizers/local/include -Ioptimizers/compress/include
+       -Ioptimizers/protocol/include -Ioptimizers/cuda/include -Itests
        -Ibench -Itopology/include -Itransport/include -I"$inc")
 cuda_sources=(core/cuda/src/runtime.cu core/cuda/src/mixing.cu core/cuda/src/compress.cu
               core/cuda/src/topk.cu core/cuda/src/staging.cu core/cuda/src/ucx_probe.cpp)
 # The CPU reference: the very kernels and codecs the CPU build runs (header-only fmt and json).
 cpu_sources=(core/src/error.cpp core/src/json.cpp core/src/mixing.cpp core/src/mixing_simd.cpp
-             optimizers/src/compressor.cpp optimizers/cuda/src/device_codec.cpp
-             optimizers/cuda/src/cuda_device.cpp optimizers/src/edge_replica.cpp
-             optimizers/src/push_sum_math.cpp optimizers/src/gossip_mix.cpp)
+             optimizers/compress/src/compressor.cpp optimizers/cuda/src/device_codec.cpp
+             optimizers/cuda/src/cuda_device.cpp optimizers/protocol/src/edge_replica.cpp
+             optimizers/protocol/src/push_sum_math.cpp optimizers/protocol/src/gossip_mix.cpp)
 test_sources=(tests/main.cpp tests/cuda/test_parity_mixing.cpp tests/cuda/test_parity_compress.cpp
               tests/cuda/test_device_codec.cpp tests/cuda/test_staging.cpp
               tests/cuda/test_host_checks.cpp tests/cuda/test_cuda_device.cpp
@@ -65,7 +66,8 @@ compile() {
 }
 cxx="${CXX:-g++}"
 cxx_flags="-std=c++20 -O3 -DNDEBUG -DFMT_HEADER_ONLY -DGOSSAMER_HAVE_CUDA -Icore/include \
--Icore/cuda/include -Ioptimizers/include -Ioptimizers/cuda/include -Itests -Ibench \
+-Icore/cuda/include -Ioptimizers/local/include -Ioptimizers/compress/include \
+-Ioptimizers/protocol/include -Ioptimizers/cuda/include -Itests -Ibench \
 -Itopology/include -Itransport/include -I$inc"
 export nvcc dir cxx cxx_flags flags_str="${flags[*]}"
 export -f compile obj

@@ -2,7 +2,8 @@
 // under the name "tanh_net" so that a training config can use it, then trained on the synthetic
 // logistic-regression set with Gossamer's local trainer.
 //
-// Build: part of the project (examples/custom_model); run: build/.../examples/custom_model/custom_model
+// Build: part of the project (examples/custom_model); run:
+// build/.../examples/custom_model/custom_model
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -13,7 +14,7 @@
 #include "gossamer/core/models.hpp"
 #include "gossamer/core/rng.hpp"
 #include "gossamer/core/synthetic.hpp"
-#include "gossamer/optimizers/local_trainer.hpp"
+#include "gossamer/optimizers/local/local_trainer.hpp"
 
 namespace {
 
@@ -23,7 +24,7 @@ using gossamer::Layer;
 // features -> hidden (tanh) -> classes (softmax cross-entropy). Parameters: W1 (hidden x
 // features), b1, W2 (classes x hidden), b2; layers "hidden" and "out".
 class TanhNet final : public gossamer::Model {
-public:
+  public:
     TanhNet(int features, int hidden, int classes) : f_(features), h_(hidden), c_(classes) {
         const auto n1 = static_cast<std::size_t>(h_) * (f_ + 1);
         const auto n2 = static_cast<std::size_t>(c_) * (h_ + 1);
@@ -31,7 +32,8 @@ public:
     }
     std::string name() const override { return "tanh_net"; }
     std::string describe() const override {
-        return "tanh_net " + std::to_string(f_) + "-" + std::to_string(h_) + "-" + std::to_string(c_);
+        return "tanh_net " + std::to_string(f_) + "-" + std::to_string(h_) + "-" +
+               std::to_string(c_);
     }
     std::size_t parameter_count() const override { return layers_[1].end(); }
     std::span<const Layer> layers() const override { return layers_; }
@@ -82,18 +84,24 @@ public:
         gossamer::BatchStats st;
         std::vector<float> a(static_cast<std::size_t>(h_)), prob(static_cast<std::size_t>(c_));
         for (int s = 0; s < b.size; ++s) {
-            st.loss_sum += forward_one(p, b.x + static_cast<std::size_t>(s) * f_, b.labels[s], a, prob);
-            const int best = static_cast<int>(std::max_element(prob.begin(), prob.end()) - prob.begin());
+            st.loss_sum +=
+                forward_one(p, b.x + static_cast<std::size_t>(s) * f_, b.labels[s], a, prob);
+            const int best =
+                static_cast<int>(std::max_element(prob.begin(), prob.end()) - prob.begin());
             st.correct += best == b.labels[s];
         }
         return st;
     }
 
-    std::unique_ptr<gossamer::Model> clone() const override { return std::make_unique<TanhNet>(f_, h_, c_); }
+    std::unique_ptr<gossamer::Model> clone() const override {
+        return std::make_unique<TanhNet>(f_, h_, c_);
+    }
 
-private:
+  private:
     std::size_t w1_at(int j, int i) const { return static_cast<std::size_t>(j) * (f_ + 1) + i; }
-    std::size_t w2_at(int k, int j) const { return layers_[1].offset + static_cast<std::size_t>(k) * (h_ + 1) + j; }
+    std::size_t w2_at(int k, int j) const {
+        return layers_[1].offset + static_cast<std::size_t>(k) * (h_ + 1) + j;
+    }
 
     // Hidden activations and class probabilities of one sample; returns its loss.
     double forward_one(std::span<const float> p, const float* x, int label, std::vector<float>& a,
@@ -124,12 +132,13 @@ private:
 
 int main() {
     // Register the model so that configs can say {"name": "tanh_net", "hidden": 16}.
-    gossamer::models::register_model("tanh_net", [](const gossamer::json::Node& node,
-                                                    const gossamer::models::DataShape& data) {
-        node.expect_object({"name", "hidden"});
-        const int hidden = node.find("hidden") ? static_cast<int>(node.at("hidden").as_int(1, 4096)) : 16;
-        return std::make_unique<TanhNet>(data.features, hidden, data.classes);
-    });
+    gossamer::models::register_model(
+        "tanh_net", [](const gossamer::json::Node& node, const gossamer::models::DataShape& data) {
+            node.expect_object({"name", "hidden"});
+            const int hidden =
+                node.find("hidden") ? static_cast<int>(node.at("hidden").as_int(1, 4096)) : 16;
+            return std::make_unique<TanhNet>(data.features, hidden, data.classes);
+        });
 
     auto set = gossamer::make_logistic_regression(2000, 10, 3);
     auto config = gossamer::json::parse_text(R"({"name": "tanh_net", "hidden": 16})", "inline");
@@ -144,8 +153,8 @@ int main() {
     const double before = trainer.evaluate(set.data).loss;
     for (int step = 0; step < 800; ++step) trainer.step();
     const auto after = trainer.evaluate(set.data);
-    std::printf("%s: loss %.4f -> %.4f, accuracy %.1f%%\n", trainer.model().describe().c_str(), before,
-                after.loss, 100 * after.accuracy.value_or(0));
+    std::printf("%s: loss %.4f -> %.4f, accuracy %.1f%%\n", trainer.model().describe().c_str(),
+                before, after.loss, 100 * after.accuracy.value_or(0));
     // Success when training clearly learned something: the caller (a test) checks the exit code.
     return after.loss < 0.8 * before && after.accuracy.value_or(0) > 0.7 ? 0 : 1;
 }

@@ -22,9 +22,9 @@
 #include <span>
 #include <vector>
 
-#include "gossamer/optimizers/device.hpp"
-#include "gossamer/optimizers/multirate.hpp"
-#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/local/multirate.hpp"
+#include "gossamer/optimizers/protocol/device.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
 
 namespace gossamer::api {
 

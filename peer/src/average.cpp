@@ -12,7 +12,7 @@
 #include <string>
 
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/ring.hpp"
+#include "gossamer/optimizers/protocol/ring.hpp"
 
 namespace gossamer::peer {
 namespace {

@@ -17,8 +17,8 @@
 #include "gossamer/core/log.hpp"
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/ranks_text.hpp"
-#include "gossamer/optimizers/allreduce.hpp"
-#include "gossamer/optimizers/in_flight.hpp"
+#include "gossamer/optimizers/protocol/in_flight.hpp"
+#include "gossamer/optimizers/protocols/allreduce/allreduce.hpp"
 #include "peer_trace.hpp"
 
 namespace gossamer::peer {

@@ -6,6 +6,7 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/file_io.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/peer/worker_setup.hpp"
 #include "gossamer/transport/inproc.hpp"
 

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/optimizers/compress/compressor.hpp"
 
 namespace gossamer::peer {
 namespace {

@@ -9,6 +9,7 @@
 
 #include "engine.hpp"
 #include "gossamer/core/error.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/topology/live.hpp"
 
 namespace gossamer::sim::detail {

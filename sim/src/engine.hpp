@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "gossamer/core/compute_model.hpp"
-#include "gossamer/optimizers/in_flight.hpp"
-#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/protocol/in_flight.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/sim/event_queue.hpp"
 #include "gossamer/sim/fair_network.hpp"
 #include "gossamer/sim/network.hpp"

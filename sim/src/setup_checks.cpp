@@ -9,11 +9,12 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/memory.hpp"
 #include "gossamer/core/units.hpp"
-#include "gossamer/optimizers/choco.hpp"
-#include "gossamer/optimizers/dpsgd.hpp"
-#include "gossamer/optimizers/protocol.hpp"
-#include "gossamer/optimizers/sgp.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
+#include "gossamer/optimizers/protocols/choco/choco.hpp"
+#include "gossamer/optimizers/protocols/dpsgd/dpsgd.hpp"
+#include "gossamer/optimizers/protocols/sgp/sgp.hpp"
 #include "gossamer/sim/event_queue.hpp"
 
 namespace gossamer::sim {

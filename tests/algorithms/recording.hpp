@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
 
 namespace algos_test {
 

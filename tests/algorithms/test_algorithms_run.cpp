@@ -10,7 +10,7 @@
 #include <string>
 
 #include "gossamer/core/cluster.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/peer/local.hpp"
 #include "gossamer/peer/worker_setup.hpp"
 #include "gossamer/sim/simulation.hpp"

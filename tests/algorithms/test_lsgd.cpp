@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/lsgd.hpp"
+#include "gossamer/optimizers/protocols/lsgd/lsgd.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "gossip/network.hpp"
 

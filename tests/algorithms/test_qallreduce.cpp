@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/allreduce.hpp"
-#include "gossamer/optimizers/compressor.hpp"
-#include "gossamer/optimizers/device.hpp"
-#include "gossamer/optimizers/qallreduce.hpp"
+#include "gossamer/optimizers/compress/compressor.hpp"
+#include "gossamer/optimizers/protocol/device.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
+#include "gossamer/optimizers/protocols/allreduce/allreduce.hpp"
+#include "gossamer/optimizers/protocols/qallreduce/qallreduce.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "gossip/network.hpp"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gossamer/core/rng.hpp"
-#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
 
 namespace async_test {
 

@@ -10,7 +10,8 @@
 
 #include "async/driver.hpp"
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/async_gossip.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
+#include "gossamer/optimizers/protocols/async/async_gossip.hpp"
 #include "gossamer/topology/generators.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "gossip/network.hpp"

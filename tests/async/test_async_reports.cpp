@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "gossamer/optimizers/async_gossip.hpp"
+#include "gossamer/optimizers/protocols/async/async_gossip.hpp"
 #include "gossamer/topology/generators.hpp"
 
 namespace proto = gossamer::proto;

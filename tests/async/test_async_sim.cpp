@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "gossamer/topology/schedule.hpp"
 

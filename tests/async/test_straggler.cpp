@@ -4,7 +4,7 @@
 #include <map>
 #include <vector>
 
-#include "gossamer/optimizers/straggler.hpp"
+#include "gossamer/optimizers/protocols/async/straggler.hpp"
 
 using namespace gossamer::proto;
 

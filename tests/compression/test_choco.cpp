@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/choco.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
+#include "gossamer/optimizers/protocols/choco/choco.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "gossamer/topology/topology_file.hpp"
 #include "gossip/network.hpp"

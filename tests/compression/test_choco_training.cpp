@@ -7,8 +7,8 @@
 #include "gossamer/core/models.hpp"
 #include "gossamer/core/sharding.hpp"
 #include "gossamer/core/synthetic.hpp"
-#include "gossamer/optimizers/choco.hpp"
-#include "gossamer/optimizers/local_trainer.hpp"
+#include "gossamer/optimizers/local/local_trainer.hpp"
+#include "gossamer/optimizers/protocols/choco/choco.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "gossip/network.hpp"
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/optimizers/compress/compressor.hpp"
 
 using namespace gossamer::optim;
 

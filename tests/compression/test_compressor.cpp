@@ -11,7 +11,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/rng.hpp"
-#include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/optimizers/compress/compressor.hpp"
 
 using namespace gossamer::optim;
 namespace json = gossamer::json;

@@ -6,7 +6,7 @@
 
 #include "cuda/device.hpp"
 #include "gossamer/optimizers/cuda/cuda_device.hpp"
-#include "gossamer/optimizers/device.hpp"
+#include "gossamer/optimizers/protocol/device.hpp"
 
 namespace gossamer::test {
 

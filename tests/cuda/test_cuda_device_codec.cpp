@@ -10,7 +10,7 @@
 
 #include "cuda/cuda_device_util.hpp"
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/optimizers/compress/compressor.hpp"
 
 using gossamer::test::check_int8_wire;
 using gossamer::test::cuda_device_or_null;

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "cuda/cuda_device_util.hpp"
-#include "gossamer/optimizers/edge_replica.hpp"
-#include "gossamer/optimizers/push_sum_math.hpp"
+#include "gossamer/optimizers/protocol/edge_replica.hpp"
+#include "gossamer/optimizers/protocol/push_sum_math.hpp"
 
 using gossamer::test::cuda_device_or_null;
 using gossamer::test::get;

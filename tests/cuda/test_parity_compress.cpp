@@ -11,7 +11,7 @@
 #include "cuda/device.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/cuda/compress.hpp"
-#include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/optimizers/compress/compressor.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include "fuzz_support.hpp"
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/optimizers/compress/compressor.hpp"
 
 namespace gossamer::fuzz {
 

@@ -5,7 +5,8 @@
 
 #include "fuzz_support.hpp"
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/topology/schedule.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,7 +1,7 @@
 // The training config loader (docs/train-config.md): a valid config or one ConfigError.
 #include "fuzz_support.hpp"
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace gossamer;

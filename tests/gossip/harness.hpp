@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "gossamer/core/rng.hpp"
-#include "gossamer/optimizers/device.hpp"
-#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/protocol/device.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
 
 namespace gossip_test {
 

@@ -11,7 +11,7 @@
 
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/rng.hpp"
-#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "harness.hpp"
 

@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "gossamer/core/mixing.hpp"
-#include "gossamer/optimizers/allreduce.hpp"
-#include "gossamer/optimizers/async_gossip.hpp"
-#include "gossamer/optimizers/choco.hpp"
-#include "gossamer/optimizers/device.hpp"
-#include "gossamer/optimizers/dpsgd.hpp"
-#include "gossamer/optimizers/edge_replica.hpp"
-#include "gossamer/optimizers/sgp.hpp"
+#include "gossamer/optimizers/protocol/device.hpp"
+#include "gossamer/optimizers/protocol/edge_replica.hpp"
+#include "gossamer/optimizers/protocols/allreduce/allreduce.hpp"
+#include "gossamer/optimizers/protocols/async/async_gossip.hpp"
+#include "gossamer/optimizers/protocols/choco/choco.hpp"
+#include "gossamer/optimizers/protocols/dpsgd/dpsgd.hpp"
+#include "gossamer/optimizers/protocols/sgp/sgp.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "network.hpp"
 

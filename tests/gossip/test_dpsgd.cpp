@@ -6,7 +6,7 @@
 #include <string>
 
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/dpsgd.hpp"
+#include "gossamer/optimizers/protocols/dpsgd/dpsgd.hpp"
 #include "gossamer/topology/analysis.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "network.hpp"

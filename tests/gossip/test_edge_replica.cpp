@@ -4,7 +4,7 @@
 #include <span>
 #include <vector>
 
-#include "gossamer/optimizers/edge_replica.hpp"
+#include "gossamer/optimizers/protocol/edge_replica.hpp"
 
 using gossamer::proto::ReplicaReceiver;
 using gossamer::proto::ReplicaSender;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/sgp.hpp"
+#include "gossamer/optimizers/protocols/sgp/sgp.hpp"
 #include "gossamer/topology/generators.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "network.hpp"

@@ -7,9 +7,9 @@
 #include "gossamer/core/models.hpp"
 #include "gossamer/core/sharding.hpp"
 #include "gossamer/core/synthetic.hpp"
-#include "gossamer/optimizers/dpsgd.hpp"
-#include "gossamer/optimizers/local_trainer.hpp"
-#include "gossamer/optimizers/sgp.hpp"
+#include "gossamer/optimizers/local/local_trainer.hpp"
+#include "gossamer/optimizers/protocols/dpsgd/dpsgd.hpp"
+#include "gossamer/optimizers/protocols/sgp/sgp.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "network.hpp"
 

@@ -9,9 +9,9 @@
 
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/choco.hpp"
-#include "gossamer/optimizers/edge_codec.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/compress/edge_codec.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/protocols/choco/choco.hpp"
 #include "gossamer/peer/local.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "gossip/network.hpp"

@@ -4,7 +4,7 @@
 
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/edge_speed.hpp"
+#include "gossamer/optimizers/protocol/edge_speed.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "gossamer/topology/schedule.hpp"
 

@@ -9,9 +9,9 @@
 
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/async_gossip.hpp"
-#include "gossamer/optimizers/link_aware.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/protocols/async/async_gossip.hpp"
+#include "gossamer/optimizers/protocols/async/link_aware.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "gossamer/topology/schedule.hpp"
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/local_optimizer.hpp"
+#include "gossamer/optimizers/local/local_optimizer.hpp"
 
 using namespace gossamer::optim;
 using doctest::Approx;

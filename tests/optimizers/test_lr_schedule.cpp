@@ -4,7 +4,7 @@
 #include <string>
 
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/lr_schedule.hpp"
+#include "gossamer/optimizers/local/lr_schedule.hpp"
 
 using namespace gossamer::optim;
 using doctest::Approx;

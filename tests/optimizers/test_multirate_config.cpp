@@ -4,7 +4,7 @@
 #include <string>
 
 #include "gossamer/core/models.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 #include "support/errors.hpp"
 
 using gossamer::test::config_error;

@@ -5,8 +5,8 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/json.hpp"
-#include "gossamer/optimizers/local_optimizer.hpp"
-#include "gossamer/optimizers/lr_schedule.hpp"
+#include "gossamer/optimizers/local/local_optimizer.hpp"
+#include "gossamer/optimizers/local/lr_schedule.hpp"
 
 using namespace gossamer::optim;
 using gossamer::ConfigError;

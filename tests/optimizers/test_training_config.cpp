@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 #include "support/errors.hpp"
 
 using gossamer::test::config_error;

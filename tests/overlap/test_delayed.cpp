@@ -8,8 +8,9 @@
 #include <string>
 
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/choco.hpp"
-#include "gossamer/optimizers/dpsgd.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
+#include "gossamer/optimizers/protocols/choco/choco.hpp"
+#include "gossamer/optimizers/protocols/dpsgd/dpsgd.hpp"
 #include "gossip/network.hpp"
 
 using namespace gossamer;

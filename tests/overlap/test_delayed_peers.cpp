@@ -8,7 +8,7 @@
 #include <string>
 
 #include "gossamer/core/cluster.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/peer/local.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "gossamer/topology/schedule.hpp"

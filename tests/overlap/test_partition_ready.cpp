@@ -12,9 +12,10 @@
 
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/choco.hpp"
-#include "gossamer/optimizers/dpsgd.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
+#include "gossamer/optimizers/protocols/choco/choco.hpp"
+#include "gossamer/optimizers/protocols/dpsgd/dpsgd.hpp"
 #include "gossamer/peer/local.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "gossamer/topology/generators.hpp"

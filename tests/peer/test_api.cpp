@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "api_peers.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/peer/local.hpp"
 #include "gossamer/peer/worker_setup.hpp"
 

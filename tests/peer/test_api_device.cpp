@@ -11,7 +11,7 @@
 
 #include "api_peers.hpp"
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/device.hpp"
+#include "gossamer/optimizers/protocol/device.hpp"
 
 using namespace api_test;
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "gossamer/core/metrics.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/peer/compute_thread.hpp"
 #include "gossip/network.hpp"
 #include "peers.hpp"

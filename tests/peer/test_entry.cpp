@@ -7,7 +7,8 @@
 #include <string>
 #include <thread>
 
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/peer/worker_setup.hpp"
 #include "peers.hpp"
 

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossip/network.hpp"
 #include "peers.hpp"
 #include "support/stderr_capture.hpp"

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gossamer/core/finite.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossip/network.hpp"
 #include "peers.hpp"
 #include "support/poisoned_worker.hpp"

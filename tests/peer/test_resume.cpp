@@ -10,7 +10,8 @@
 #include <mutex>
 
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/peer/worker_setup.hpp"
 #include "peers.hpp"
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
 
 namespace gossamer::testing {
 

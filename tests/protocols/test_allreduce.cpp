@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/allreduce.hpp"
+#include "gossamer/optimizers/protocols/allreduce/allreduce.hpp"
 #include "protocols/harness.hpp"
 #include "protocols/stand_in_worker.hpp"
 

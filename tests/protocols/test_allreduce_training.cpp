@@ -5,8 +5,8 @@
 #include "gossamer/core/models.hpp"
 #include "gossamer/core/sharding.hpp"
 #include "gossamer/core/synthetic.hpp"
-#include "gossamer/optimizers/allreduce.hpp"
-#include "gossamer/optimizers/local_trainer.hpp"
+#include "gossamer/optimizers/local/local_trainer.hpp"
+#include "gossamer/optimizers/protocols/allreduce/allreduce.hpp"
 #include "protocols/harness.hpp"
 #include "protocols/stand_in_worker.hpp"
 

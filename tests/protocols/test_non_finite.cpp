@@ -13,7 +13,8 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/finite.hpp"
-#include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/optimizers/compress/compressor.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/topology/schedule.hpp"
 #include "harness.hpp"
 #include "stand_in_worker.hpp"

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gossamer/optimizers/ring.hpp"
+#include "gossamer/optimizers/protocol/ring.hpp"
 
 using namespace gossamer::proto;
 

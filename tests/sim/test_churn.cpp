@@ -7,7 +7,7 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/rng.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/sim/setup_checks.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "gossamer/topology/schedule.hpp"

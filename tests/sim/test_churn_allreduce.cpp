@@ -9,8 +9,8 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/rng.hpp"
-#include "gossamer/optimizers/allreduce.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/protocols/allreduce/allreduce.hpp"
 #include "gossamer/sim/setup_checks.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "gossamer/topology/schedule.hpp"

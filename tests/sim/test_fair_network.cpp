@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/sim/fair_network.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "gossamer/topology/schedule.hpp"

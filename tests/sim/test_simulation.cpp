@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "gossamer/topology/schedule.hpp"
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
 
 namespace gossamer::test {
 

@@ -93,7 +93,8 @@ class CudaDevice final : public proto::Device {
     void mix(float* x, double w_self, std::span<const proto::DeviceTerm> terms,
              std::size_t n) override {
         use();
-        // Weights rounded to float as the CPU's gossip mix does (optimizers/src/gossip_mix.cpp).
+        // Weights rounded to float as the CPU's gossip mix does
+        // (optimizers/protocol/src/gossip_mix.cpp).
         std::vector<dev::DeviceTerm> fused;
         fused.reserve(terms.size());
         for (const auto& t : terms) fused.push_back({t.values, static_cast<float>(t.weight)});

@@ -15,7 +15,7 @@
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/progress.hpp"
 #include "gossamer/lab/lab.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/topology/topology_file.hpp"
 
 namespace gossamer {

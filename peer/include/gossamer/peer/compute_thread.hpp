@@ -13,7 +13,7 @@
 #include <span>
 #include <thread>
 
-#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
 
 namespace gossamer::peer {
 

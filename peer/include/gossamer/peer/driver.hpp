@@ -20,7 +20,7 @@
 #include "gossamer/bootstrap/clock.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/json.hpp"
-#include "gossamer/optimizers/protocol.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/peer/compute_thread.hpp"
 #include "gossamer/transport/transport.hpp"
 

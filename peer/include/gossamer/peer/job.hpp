@@ -12,8 +12,8 @@
 
 #include "gossamer/bootstrap/settings.hpp"
 #include "gossamer/core/checkpoint_file.hpp"
-#include "gossamer/optimizers/protocol.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/peer/driver.hpp"
 #include "gossamer/peer/worker_setup.hpp"
 #include "gossamer/topology/topology_file.hpp"

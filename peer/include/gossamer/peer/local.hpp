@@ -10,8 +10,8 @@
 
 #include "gossamer/core/dataset.hpp"
 #include "gossamer/core/json.hpp"
-#include "gossamer/optimizers/protocol.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/peer/driver.hpp"
 #include "gossamer/topology/schedule.hpp"
 

@@ -9,8 +9,8 @@
 
 #include "gossamer/bootstrap/settings.hpp"
 #include "gossamer/core/json.hpp"
-#include "gossamer/optimizers/multirate.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/multirate.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/topology/topology_file.hpp"
 
 namespace gossamer::peer {

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "gossamer/core/dataset.hpp"
-#include "gossamer/optimizers/local_trainer.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/local_trainer.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
 
 namespace gossamer::peer {
 

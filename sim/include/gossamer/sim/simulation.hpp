@@ -16,8 +16,9 @@
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/dataset.hpp"
 #include "gossamer/core/json.hpp"
-#include "gossamer/optimizers/protocol.hpp"
-#include "gossamer/optimizers/training_config.hpp"
+#include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/protocol/protocol.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/topology/schedule.hpp"
 
 namespace gossamer::trace {

@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "gossamer/optimizers/device.hpp"
+#include "gossamer/optimizers/protocol/device.hpp"
 
 namespace gossamer::optim::cuda {
 

@@ -11,7 +11,7 @@
 
 #include "gossamer/cuda/compress.hpp"
 #include "gossamer/cuda/runtime.hpp"
-#include "gossamer/optimizers/compressor.hpp"
+#include "gossamer/optimizers/compress/compressor.hpp"
 
 namespace gossamer::optim::cuda {
 

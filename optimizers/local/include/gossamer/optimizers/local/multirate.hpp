@@ -1,0 +1,82 @@
+#pragma once
+/// Multirate partitions (Vlaar & Leimkuhler, "Multirate training of neural networks", 2022):
+/// each partition of the layout has a period k. It takes an optimizer step only on the steps s
+/// with (s + 1) % k == 0, at k times the schedule's rate for s, from the gradient of that step;
+/// on the other steps its layers' backward pass is skipped where the model allows. Each partition
+/// may also gossip (dpsgd) with its own period and compressor. See docs/multirate.md.
+///
+/// Config (the training config's "multirate" section; partitions not named keep period 1):
+///   "multirate": {"backward": "skip" | "full",
+///                 "partitions": {"slow": {"period": 4, "gossip_period": 4,
+///                                         "compressor": {"name": "fp16"}}}}
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "gossamer/core/json.hpp"
+#include "gossamer/core/partition.hpp"
+#include "gossamer/optimizers/compress/compressor.hpp"
+
+namespace gossamer::optim {
+
+/// The rates of one partition.
+struct PartitionRate {
+    int period = 1;         ///< updates on steps s with (s + 1) % period == 0, at period * lr(s)
+    int gossip_period = 1;  ///< dpsgd, choco: mixed on steps s with (s + 1) % gossip_period == 0
+    /// dpsgd, choco: Q of its deltas (none: exact floats in dpsgd, choco's own compressor)
+    std::optional<CompressorConfig> compressor;
+};
+
+/// skip: a step computes the backward pass only for layers of partitions that update on it;
+/// full: every step computes the whole gradient (same updates, no saving; for comparisons).
+enum class BackwardMode { skip, full };
+
+/// The rates of every partition of one layout.
+class Multirate {
+  public:
+    /// Every partition updates and gossips every step (plain training).
+    Multirate() = default;
+    explicit Multirate(PartitionLayout layout);
+    /// `rates` has one entry per partition of `layout`; throws Error otherwise or for a period
+    /// below 1.
+    Multirate(PartitionLayout layout, std::vector<PartitionRate> rates, BackwardMode backward);
+
+    /// Whether a step has the phase of `period`: (step + 1) % period == 0.
+    static bool due(int period, std::int64_t step) noexcept { return (step + 1) % period == 0; }
+
+    /// True when some partition has a period or gossip period above 1 or a compressor.
+    bool active() const noexcept;
+    /// True when some partition gossips on its own terms (gossip period above 1 or compressor).
+    bool per_partition_gossip() const noexcept;
+    const PartitionLayout& layout() const noexcept { return layout_; }
+    std::size_t count() const noexcept { return rates_.size(); }
+    const PartitionRate& rate(std::size_t id) const { return rates_.at(id); }
+    BackwardMode backward() const noexcept { return backward_; }
+    /// Whether partition `id` takes an optimizer step on step `step`.
+    bool updates(std::size_t id, std::int64_t step) const { return due(rate(id).period, step); }
+    /// Whether partition `id` is mixed on step `step`.
+    bool gossips(std::size_t id, std::int64_t step) const {
+        return due(rate(id).gossip_period, step);
+    }
+
+    /// The config section it was read from, for errors found once the algorithm is known.
+    std::optional<json::Node> source;
+
+  private:
+    PartitionLayout layout_;
+    std::vector<PartitionRate> rates_;
+    BackwardMode backward_ = BackwardMode::skip;
+};
+
+/// Reads a "multirate" section for `layout`. Throws ConfigError (file, JSON path, fix) for an
+/// unknown key or partition name, a period or gossip period below 1, a bad compressor, or
+/// periods that leave no partition updating every step.
+Multirate parse_multirate(const json::Node& node, const PartitionLayout& layout);
+
+/// Throws ConfigError at the section when `algorithm` cannot honour it: per-partition gossip
+/// (gossip_period above 1, a compressor) is a dpsgd and choco feature.
+void check_multirate_algorithm(const Multirate& m, std::string_view algorithm);
+
+}  // namespace gossamer::optim
