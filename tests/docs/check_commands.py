@@ -1,5 +1,5 @@
-"""Every file that a command in README.md or docs/*.md hands to gossamer exists in the repository,
-and no page holds a merge's conflict markers (a README once shipped both sides of one).
+"""Every file that a command in README.md or docs/**/*.md hands to gossamer exists in the
+repository, and no page holds a merge's conflict markers (a README once shipped both sides of one).
 
 A command line in a fenced code block names its inputs with --topology, --config, --cluster,
 --model (and the files topo/sim read as positional arguments). Each must be a shipped file
@@ -64,7 +64,7 @@ def conflicts(page):
             if MARKER.match(line)]
 
 
-pages = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+pages = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
 problems = [p for page in pages for p in check(page) + conflicts(page)]
 for p in problems:
     print(p)
