@@ -2,7 +2,7 @@
 /// `gossamer bench allreduce`: our ring all-reduce (proto::AllreduceProtocol, the code training
 /// runs) between real processes over UCX, beside OpenMPI's MPI_Allreduce run by mpirun with its
 /// default algorithm choice and with its ring forced; and the one-peer-exponential neighbour
-/// exchange of the same sizes. docs/benchmarks.md says exactly what is timed.
+/// exchange of the same sizes. docs/results/benchmarks.md says exactly what is timed.
 
 #include <chrono>
 #include <cstddef>

@@ -1,7 +1,7 @@
 #pragma once
 /// `gossamer bench calibrate`: measures this machine's local step time for a training config
 /// and the bandwidth and latency of the UCX link between two local peers, and writes them as a
-/// cluster file (docs/cluster-format.md) for `gossamer sim --cluster`.
+/// cluster file (docs/formats/cluster-format.md) for `gossamer sim --cluster`.
 
 #include <cstddef>
 #include <functional>
@@ -13,7 +13,7 @@
 namespace gossamer::bench {
 
 struct CalibrateOptions {
-    std::string config;  ///< the training config (docs/train-config.md)
+    std::string config;  ///< the training config (docs/formats/train-config.md)
     std::string out;     ///< the cluster file to write ("" writes none)
     int peers = 1;       ///< shard the data for this many peers, as a real run would
     int steps = 30;      ///< timed local steps (after `warmup` untimed ones)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch DDP reference for `gossamer launch --algorithms ...,ddp` (docs/benchmarks.md, "DDP").
+"""PyTorch DDP reference for `gossamer launch --algorithms ...,ddp` (docs/results/benchmarks.md, "DDP").
 
 One rank of synchronous data-parallel SGD over torch.distributed's gloo backend, one CPU thread,
 training the built-in job of the launcher's training config step for step: the same model
@@ -56,7 +56,7 @@ def env(name, kind=str, default=None):
 
 def build_model(cfg, features, classes, torch):
     """The built-in model as nn.Linear layers (their weight [out, in] then bias is the built-in
-    layout, docs/python.md), or exit 2 for a model this script does not mirror."""
+    layout, docs/library/python.md), or exit 2 for a model this script does not mirror."""
     model = cfg.get("model", {})
     name = model.get("name")
     nn = torch.nn
@@ -178,7 +178,7 @@ def main():
         metrics.write({"rank": rank, "step": s, "time": now, "loss": loss.item(),
                        "step_seconds": waited - start})  # computing and padding, as peer's
         # Evaluation points: at the first step boundary at or after tick k * interval. Every
-        # rank holds the same model, so rank 0's point stands for all (docs/benchmarks.md).
+        # rank holds the same model, so rank 0's point stands for all (docs/results/benchmarks.md).
         if interval > 0 and now >= next_tick * interval:
             tick = int(now // interval)
             if rank == 0:

@@ -83,7 +83,7 @@ MixReport run_mix(const MixOptions& o) {
         auto run_mix_once = [&] { mixer.mix(bufs[0], w, terms); };
         auto run_memcpy_once = [&] { std::memcpy(bufs[0].data(), bufs[1].data(), report.bytes); };
         // The check a receiver makes of one neighbour's message before it mixes it in
-        // (docs/reliability.md, "Non-finite values"): one read of S bytes.
+        // (docs/operations/reliability.md, "Non-finite values"): one read of S bytes.
         bool finite = true;
         auto run_check_once = [&] { finite = finite && !first_non_finite(bufs[1].span()); };
         run_mix_once();  // warm-up: TLB, prefetchers, frequency

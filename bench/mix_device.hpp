@@ -2,7 +2,7 @@
 /// `gossamer bench mix --device cuda`: effective bandwidth of the device kernels (mixing, delta,
 /// push-sum share and de-bias, fp16 and int8 encode/decode) beside a device-to-device
 /// cudaMemcpy moving the same bytes, alternated in the same run; top-k and random-k as time per
-/// element. Builds without CUDA too, where it refuses with one line (docs/gpu.md).
+/// element. Builds without CUDA too, where it refuses with one line (docs/operations/gpu.md).
 
 #include <cstddef>
 #include <functional>
@@ -33,7 +33,7 @@ struct MixDeviceRow {
 struct MixDeviceReport {
     std::vector<MixDeviceRow> rows;
     std::string device;
-    std::string transfer_path;      ///< "staging", "ucx-cuda" (docs/gpu.md), "unknown"
+    std::string transfer_path;      ///< "staging", "ucx-cuda" (docs/operations/gpu.md), "unknown"
     std::string transfer_evidence;  ///< UCP's memory types, or why UCP could not say
     std::size_t bytes = 0;
     int repeats = 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How gossamer sim scales with the number of peers (docs/simulator.md, "Scale").
+"""How gossamer sim scales with the number of peers (docs/modules/simulator.md, "Scale").
 
 Runs `gossamer sim --mode cost` for each algorithm on one-peer exponential graphs of growing n
 (a homogeneous cluster, the same steps per peer), each run `--repeats` times, and reports per n

@@ -1,5 +1,5 @@
 #pragma once
-/// `gossamer bench trace`: what recording one timeline event costs (docs/trace.md), beside
+/// `gossamer bench trace`: what recording one timeline event costs (docs/formats/trace.md), beside
 /// writing one metrics line, the cost a peer already pays per step, measured in the same run.
 
 #include <cstdint>

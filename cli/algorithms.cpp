@@ -76,7 +76,7 @@ void check_elastic(const std::vector<std::string>& algorithms, const optim::Trai
                    const std::string& cluster_path) {
     const std::string fix =
         "launch async, dpsgd, or allreduce with \"elastic\" (--algorithms async,dpsgd), or drop "
-        "the cluster's join_at, leave_at and rejoin_at (docs/elastic.md)";
+        "the cluster's join_at, leave_at and rejoin_at (docs/operations/elastic.md)";
     for (const auto& algo : algorithms) {
         if (algo == "ddp")
             throw ConfigError(cluster_path, "peers",
@@ -94,7 +94,7 @@ void check_elastic(const std::vector<std::string>& algorithms, const optim::Trai
                                           "has churn",
                                           cluster_path),
                               "drop \"multirate\", or the cluster's join_at, leave_at and "
-                              "rejoin_at (docs/elastic.md)");
+                              "rejoin_at (docs/operations/elastic.md)");
         proto::CostOnlyWorker probe(1);
         const auto p =
             proto::make_protocol(algo, options ? &*options : nullptr,

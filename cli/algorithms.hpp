@@ -33,9 +33,9 @@ void check_algorithms(const std::vector<std::string>& algorithms,
 
 /// Before a launch whose cluster file has churn (join_at, leave_at, rejoin_at): every algorithm
 /// must be able to join and leave a running job with its options (async, dpsgd without delay,
-/// reweight, partition_ready or multirate, allreduce with "elastic"; docs/elastic.md). Throws
-/// ConfigError naming the cluster file (the algorithm) or the training config (the option), one
-/// line.
+/// reweight, partition_ready or multirate, allreduce with "elastic"; docs/operations/elastic.md).
+/// Throws ConfigError naming the cluster file (the algorithm) or the training config (the option),
+/// one line.
 void check_elastic(const std::vector<std::string>& algorithms, const optim::TrainingConfig& config,
                    const std::string& config_path,
                    const std::shared_ptr<const topology::Schedule>& topology,

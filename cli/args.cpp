@@ -88,7 +88,8 @@ ParsedArgs ArgParser::parse(const std::vector<std::string>& args) const {
                       : fmt::format("unknown option '--{}'", name));
         }
         // Every option at most once: a repeated one would silently take the last value, and
-        // a script that adds a second --out or --config meant something else (docs/cli.md).
+        // a script that adds a second --out or --config meant something else
+        // (docs/operations/cli.md).
         if (out.flags.count(name) || out.values.count(name))
             fail(fmt::format("option '--{}' is given twice; give it once", name));
         if (spec->metavar.empty()) {

@@ -68,10 +68,10 @@ class ArgParser {
 /// `text` with its control characters escaped for a terminal: C0 controls (ESC, CR, BEL, ...),
 /// DEL and the UTF-8 forms of the C1 controls (U+0080..U+009F) as \xNN or \u00NN, a backslash
 /// kept as is. Error lines quote values from files and flags (a JSON string, a host name); raw,
-/// an ESC sequence in one could rewrite the user's terminal (docs/errors.md).
+/// an ESC sequence in one could rewrite the user's terminal (docs/operations/errors.md).
 std::string printable(std::string_view text);
 
-/// --trace-limit MB (default 64) in bytes: the bound on a trace's events (docs/trace.md).
+/// --trace-limit MB (default 64) in bytes: the bound on a trace's events (docs/formats/trace.md).
 std::size_t trace_limit_bytes(const ParsedArgs& a);
 
 }  // namespace gossamer::cli

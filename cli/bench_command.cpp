@@ -34,7 +34,7 @@ void print_and_save(const ParsedArgs& a, const json::Json& j, const std::string&
 
 int run_trace_bench(const std::vector<std::string>& args) {
     ArgParser p("gossamer bench trace", "[options]",
-                "The cost of recording one timeline event (--trace, docs/trace.md): waits, "
+                "The cost of recording one timeline event (--trace, docs/formats/trace.md): waits, "
                 "steps, sends and receives of 8 peers in turn, beside writing one metrics line "
                 "(a peer's per-step record, flushed), alternated in the same run, best of "
                 "--repeats. Target: one event costs less than a tenth of a metrics line.",
@@ -56,20 +56,21 @@ int run_trace_bench(const std::vector<std::string>& args) {
 }
 
 int run_mix_bench(const std::vector<std::string>& args) {
-    ArgParser p("gossamer bench mix", "[options]",
-                "Effective memory bandwidth of the fused mixing kernel x <- w*x + sum_j w_j*b_j "
-                "for k = 1..8 neighbours, counting (k+2)*S bytes per call, beside memcpy of "
-                "buffers of the same size S, counting 2*S, alternated in the same run; one "
-                "thread, best of --repeats. Target: ratio >= 0.8.",
-                {{"bytes", "SIZE", "bytes per buffer, e.g. 512MiB (default max(128MiB, 4x LLC))"},
-                 {"neighbours", "K", "largest k (default 8)"},
-                 {"repeats", "N", "timed calls per k and side (default 5)"},
-                 {"isa", "NAME", "kernels: scalar, avx2 or avx512 (default the best here)"},
-                 {"stores", "HOW", "auto, regular or streaming (non-temporal) (default auto)"},
-                 {"device", "NAME", "cpu (default) or cuda: the device kernels (docs/gpu.md)"},
-                 {"save", "FILE", "also write the JSON report to FILE"},
-                 {"json", "", "print JSON"}},
-                0);
+    ArgParser p(
+        "gossamer bench mix", "[options]",
+        "Effective memory bandwidth of the fused mixing kernel x <- w*x + sum_j w_j*b_j "
+        "for k = 1..8 neighbours, counting (k+2)*S bytes per call, beside memcpy of "
+        "buffers of the same size S, counting 2*S, alternated in the same run; one "
+        "thread, best of --repeats. Target: ratio >= 0.8.",
+        {{"bytes", "SIZE", "bytes per buffer, e.g. 512MiB (default max(128MiB, 4x LLC))"},
+         {"neighbours", "K", "largest k (default 8)"},
+         {"repeats", "N", "timed calls per k and side (default 5)"},
+         {"isa", "NAME", "kernels: scalar, avx2 or avx512 (default the best here)"},
+         {"stores", "HOW", "auto, regular or streaming (non-temporal) (default auto)"},
+         {"device", "NAME", "cpu (default) or cuda: the device kernels (docs/operations/gpu.md)"},
+         {"save", "FILE", "also write the JSON report to FILE"},
+         {"json", "", "print JSON"}},
+        0);
     auto a = p.parse(args);
     if (a.help) return std::cout << p.help(), 0;
     bench::MixOptions o;
@@ -156,7 +157,7 @@ int run_transport_bench(const std::vector<std::string>& args) {
                   "(default 3)"},
                  {"errors", "MODE",
                   "UCX error handling: peer (default; ucx_perftest -e) or "
-                  "none (shared memory usable; docs/transport.md)"},
+                  "none (shared memory usable; docs/modules/transport.md)"},
                  {"perftest", "PROGRAM", "the reference program (default ucx_perftest)"},
                  {"no-reference", "", "skip ucx_perftest (no ratio)"},
                  {"save", "FILE", "also write the JSON report to FILE"},
@@ -302,8 +303,8 @@ int run_calibrate_bench(const std::vector<std::string>& args) {
                 "Measures this machine's local step time for a training config (the step a "
                 "peer runs, one BLAS thread by default) and the bandwidth and one-way latency "
                 "between two local UCX processes, and writes them as a cluster file "
-                "(docs/cluster-format.md) that gossamer sim --cluster reads.",
-                {{"config", "FILE", "the training config (docs/train-config.md)"},
+                "(docs/formats/cluster-format.md) that gossamer sim --cluster reads.",
+                {{"config", "FILE", "the training config (docs/formats/train-config.md)"},
                  {"out", "FILE", "the cluster file to write (default: none, print only)"},
                  {"peers", "N", "shard the data for N peers, as the real run (default 1)"},
                  {"steps", "N", "timed local steps (default 30)"},
@@ -359,7 +360,7 @@ benchmarks:
 
 Each prints a ratio against a reference measured in the same run. scripts/bench.sh runs them all.
 )";
-    if (args.empty())  // usage errors go to stderr as one line, exit 2 (docs/cli.md)
+    if (args.empty())  // usage errors go to stderr as one line, exit 2 (docs/operations/cli.md)
         throw UsageError(
             "gossamer bench: missing benchmark; use compute, mix, transport, allreduce, calibrate "
             "or trace (see 'gossamer bench --help')");

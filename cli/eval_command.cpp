@@ -1,5 +1,5 @@
 // gossamer eval --model FILE --config TRAIN: the test accuracy and loss of a saved model
-// (docs/cli.md). The work is optim::evaluate_model_file's; this file parses and prints.
+// (docs/operations/cli.md). The work is optim::evaluate_model_file's; this file parses and prints.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -20,7 +20,7 @@ int run_eval(const std::vector<std::string>& args) {
                 "(OUT/checkpoint-STEP.bin, OUT/checkpoint-RANK-STEP.bin). The file must fit the "
                 "config's model: the same parameter count and partitions. Prints the test loss "
                 "and accuracy (the numbers gossamer train reports for the same file), or --json.",
-                {{"model", "FILE", "the model file (docs/model-file.md)"},
+                {{"model", "FILE", "the model file (docs/formats/model-file.md)"},
                  {"config", "TRAIN", "the training config the model was trained with"},
                  {"threads", "N", "BLAS threads (default: training.threads)"},
                  {"json", "", "print the result as a JSON object"}},

@@ -1,5 +1,5 @@
-// gossamer lab check|up|down|clean: the network-namespace lab (docs/lab.md). Parses flags,
-// converts a cluster file's network section, calls gossamer::lab and prints.
+// gossamer lab check|up|down|clean: the network-namespace lab (docs/operations/lab.md). Parses
+// flags, converts a cluster file's network section, calls gossamer::lab and prints.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,7 +36,7 @@ int cluster_peer_count(const std::string& path, std::optional<int> peers) {
 
 const char* kLabHelp = R"(usage: gossamer lab COMMAND [options]
 
-The network-namespace lab (docs/lab.md): one namespace per peer behind a bridge, links shaped by
+The network-namespace lab (docs/operations/lab.md): one namespace per peer behind a bridge, links shaped by
 the kernel (htb), everything removed when its holder ends. Needs root and iproute2.
 
 commands:
@@ -271,7 +271,7 @@ int clean(const std::vector<std::string>& args) {
 }  // namespace
 
 int run_lab(const std::vector<std::string>& args) {
-    if (args.empty())  // usage errors go to stderr as one line, exit 2 (docs/cli.md)
+    if (args.empty())  // usage errors go to stderr as one line, exit 2 (docs/operations/cli.md)
         throw UsageError(
             "gossamer lab: missing command; use check, up, down or clean (see 'gossamer lab "
             "--help')");

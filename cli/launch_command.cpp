@@ -1,6 +1,6 @@
 // gossamer launch: the n peers of a topology for real, one algorithm after another: as
 // `gossamer peer` processes over UCX (default) or as threads over the in-process transport
-// (--inproc), with the cluster file's heterogeneity emulated (docs/cli.md).
+// (--inproc), with the cluster file's heterogeneity emulated (docs/operations/cli.md).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -114,7 +114,7 @@ int run_launch(const std::vector<std::string>& args) {
         "each peer's steps are padded to the cluster's step times (factor, jitter, slow "
         "periods), its sends are paced by the cluster's links and it stops at its failure time; "
         "ranks with a join_at start then, and a rank with a rejoin_at starts again then, each "
-        "with --join, every peer on the job's clock (docs/elastic.md). "
+        "with --join, every peer on the job's clock (docs/operations/elastic.md). "
         "Every peer evaluates its own model on the first 2000 test samples every "
         "--eval-interval seconds; the table's first column is the first such tick at which the "
         "mean accuracy of the peers reached --target (processes only). "
@@ -128,10 +128,11 @@ int run_launch(const std::vector<std::string>& args) {
         "model became NaN or infinite (the table counts it lost and diverged).",
         {{"topology", "FILE", "the topology file (its peers must be on this machine)"},
          {"config", "FILE", "the training config"},
-         {"cluster", "FILE", "the cluster file (docs/cluster-format.md); default: natural speed"},
+         {"cluster", "FILE",
+          "the cluster file (docs/formats/cluster-format.md); default: natural speed"},
          {"algorithms", "LIST",
           "comma-separated (default allreduce,dpsgd,async); ddp: torch DDP over gloo on the "
-          "same job (bench/ddp_ref.py, docs/benchmarks.md)"},
+          "same job (bench/ddp_ref.py, docs/results/benchmarks.md)"},
          {"epochs", "N", "passes of each peer over its shard (default: training.epochs)"},
          {"threads-per-peer", "N", "BLAS threads of each peer (default cores / n, >= 1)"},
          {"target", "ACC",
@@ -145,26 +146,27 @@ int run_launch(const std::vector<std::string>& args) {
          {"out", "DIR", "output folder (default out/launch)"},
          {"checkpoint-every", "N",
           "each peer writes its checkpoints every N steps (default: the config's "
-          "output.checkpoint_every; peer processes only; docs/checkpoint.md)"},
+          "output.checkpoint_every; peer processes only; docs/operations/checkpoint.md)"},
          {"resume", "OUT",
           "restart the stopped launch whose output folder is OUT: each algorithm's peers from "
           "the newest checkpoint step all of them hold in OUT/<algorithm>/ (written with the "
-          "config's output.checkpoint_every; docs/checkpoint.md); peer processes only"},
+          "config's output.checkpoint_every; docs/operations/checkpoint.md); peer processes only"},
          {"inproc", "", "peers as threads of this process over the in-process transport"},
          {"hosts", "local|netns",
           "local (default): peer processes on this machine's addresses; netns: each peer a host "
           "of a network-namespace lab, its links shaped by the kernel from the cluster file "
-          "(root; docs/lab.md)"},
+          "(root; docs/operations/lab.md)"},
          {"script", "FILE",
           "each peer runs `python3 FILE` instead of gossamer peer: a Python training script "
           "that finds its rank, topology, algorithm, config and output folder with "
-          "gossamer.launched() (docs/python.md); with --cluster it gets its step time to pad to "
+          "gossamer.launched() (docs/library/python.md); with --cluster it gets its step time to "
+          "pad to "
           "(GOSSAMER_STEP_TIME)"},
          {"script-args", "ARGS", "arguments of every --script peer (split at spaces)"},
          {"no-plots", "", "do not run scripts/plot.py"},
          {"trace", "FILE",
           "record each peer's timeline and merge them into FILE (Chrome trace / Perfetto JSON, "
-          "docs/trace.md); several algorithms: FILE-<algorithm>.json each"},
+          "docs/formats/trace.md); several algorithms: FILE-<algorithm>.json each"},
          {"trace-limit", "MB",
           "bound on each peer's trace events (default 64); past it whole steps are sampled"},
          {"live", "",
@@ -378,7 +380,8 @@ int run_launch(const std::vector<std::string>& args) {
             return 128 + stop.signal;
         }
         if (!row.ok) status = std::max(status, 1);
-        if (row.diverged > 0) status = 3;  // a peer's training diverged (docs/reliability.md)
+        if (row.diverged > 0)
+            status = 3;  // a peer's training diverged (docs/operations/reliability.md)
         if (const auto merged = launch::merge_peer_traces(job, algo))
             progress(fmt::format("{}: trace {}", algo, *merged), true);
         auto record = launch::to_json(row);

@@ -35,7 +35,7 @@ commands:
   sim       simulate many peers with heterogeneous speeds in virtual time
   launch    run the local peers of a topology for real, as gossamer peer processes
   peer      run one real peer of a job over UCX (one process per rank; mpirun, srun)
-  lab       network-namespace lab: check, up, down, clean (root; docs/lab.md)
+  lab       network-namespace lab: check, up, down, clean (root; docs/operations/lab.md)
   eval      test accuracy and loss of a saved model (model.bin, a checkpoint)
   report    one self-contained HTML page from a run folder of sim or launch
   bench     benchmarks with a reference measured in the same run (compute)
@@ -45,7 +45,7 @@ commands:
 infinite loss or model value). Logging: GOSSAMER_LOG_LEVEL=error|warn|info|debug|trace (stderr).
 )";
 
-// The version, and what the UCX loaded here can move (UCP's own answer; docs/gpu.md).
+// The version, and what the UCX loaded here can move (UCP's own answer; docs/operations/gpu.md).
 int print_version() {
     std::cout << "gossamer " << gossamer::kVersion << "\n";
 #ifdef GOSSAMER_HAVE_UCX
@@ -101,7 +101,8 @@ void pick_blas_kernels(char** argv) {
 }
 
 // One error line. Its values come from files and flags: control characters in them are
-// escaped, so an ESC sequence in a JSON string cannot reach the terminal raw (docs/errors.md).
+// escaped, so an ESC sequence in a JSON string cannot reach the terminal raw
+// (docs/operations/errors.md).
 void print_error(std::string_view what) {
     std::fprintf(stderr, "error: %s\n", gossamer::cli::printable(what).c_str());
 }
@@ -132,7 +133,8 @@ int main(int argc, char** argv) {
         print_error(e.what());
         return 2;
     } catch (const gossamer::Diverged& e) {
-        // Training produced a NaN or an infinity (docs/reliability.md): as `train` exits.
+        // Training produced a NaN or an infinity (docs/operations/reliability.md): as `train`
+        // exits.
         print_error(e.what());
         return 3;
     } catch (const gossamer::IoError& e) {
@@ -144,7 +146,8 @@ int main(int argc, char** argv) {
         return 2;
     } catch (const std::bad_alloc&) {
         // A size the run was given asked for more memory than the machine would give; the
-        // commands check their estimate first (docs/errors.md), this is what slipped past it.
+        // commands check their estimate first (docs/operations/errors.md), this is what slipped
+        // past it.
         const std::string what = gossamer::failed_allocation();
         std::fprintf(stderr,
                      "error: out of memory%s%s; use smaller sizes (model, --model-size, peers, "

@@ -1,8 +1,8 @@
-// gossamer peer: one real peer process over UCX (docs/cli.md, docs/peer.md). It joins the job
-// through the bootstrap, trains with the Driver, takes part in the exact average of the
-// survivors' models, and exits with a status a launcher can act on: 0 finished, 1 stopped,
-// 2 bad input, 3 the cluster file's emulated failure, 4 no result (not in the majority), 5 its
-// loss or model became NaN or infinite (docs/reliability.md).
+// gossamer peer: one real peer process over UCX (docs/operations/cli.md, docs/modules/peer.md). It
+// joins the job through the bootstrap, trains with the Driver, takes part in the exact average of
+// the survivors' models, and exits with a status a launcher can act on: 0 finished, 1 stopped, 2
+// bad input, 3 the cluster file's emulated failure, 4 no result (not in the majority), 5 its loss
+// or model became NaN or infinite (docs/operations/reliability.md).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -45,7 +45,8 @@ const ArgParser& parser() {
         "gossamer peer", "--topology T --config TRAIN [options]",
         "Runs one real peer of a job over UCX: rank R of the topology file's peers (it listens "
         "at peers[R]; rank 0 is the rendezvous). A topology file that gives only a count "
-        "finds rank 0 from --rendezvous or the launcher instead (docs/cluster-launchers.md). "
+        "finds rank 0 from --rendezvous or the launcher instead "
+        "(docs/operations/cluster-launchers.md). "
         "The rank comes from --rank, else from OMPI_COMM_WORLD_RANK (mpirun), PMI_RANK, "
         "SLURM_PROCID (srun) or RANK (torchrun); the job token from "
         "--token-file, else GOSSAMER_JOB_TOKEN (never a flag: ps shows flags). Every peer must be "
@@ -76,11 +77,11 @@ const ArgParser& parser() {
          {"job-id", "N", "the job id; peers of other jobs are refused (default 1)"},
          {"checkpoint-every", "N",
           "write OUT/checkpoint-<R>-<S>.bin (the model) and OUT/checkpoint-<R>-<S>.state (the "
-          "whole state at the job's cut, docs/checkpoint.md) every N steps (default: "
+          "whole state at the job's cut, docs/operations/checkpoint.md) every N steps (default: "
           "output.checkpoint_every of the config; 0: none)"},
          {"resume", "DIR",
           "restart a stopped job from DIR's checkpoints: at the newest step every peer whose "
-          "checkpoints are in DIR holds (docs/checkpoint.md)"},
+          "checkpoints are in DIR holds (docs/operations/checkpoint.md)"},
          {"resume-step", "S", "with --resume: this step instead of the newest common one"},
          {"min-peers", "K",
           "rank 0: when not every peer joined within --join-timeout but K did (itself "
@@ -90,12 +91,12 @@ const ArgParser& parser() {
           "churn): the cluster file's fail_at, leave_at and slow periods count from it instead of "
           "from this peer's start; a peer started after its fail_at (the launcher's restart at "
           "rejoin_at) does not fail again; with --min-peers, rank 0 does not wait for the ranks "
-          "whose join_at is later than 0 (docs/elastic.md)"},
+          "whose join_at is later than 0 (docs/operations/elastic.md)"},
          {"join", "",
           "enter a job that is already running (a late peer, or one restarted after a crash: "
           "with --resume DIR it takes its model from its own newest checkpoint there and its "
           "push-sum mass from a sponsor); async and dpsgd; in a job that takes checkpoints it "
-          "writes its own from its first cut after entering (docs/elastic.md)"},
+          "writes its own from its first cut after entering (docs/operations/elastic.md)"},
          {"eval-interval", "S",
           "evaluate this peer's own model every S seconds of its clock, at the first step "
           "boundary at or after each tick, and write {\"eval\": k, \"time\", \"accuracy\", "
@@ -109,7 +110,8 @@ const ArgParser& parser() {
           "seconds for the final average, waiting for the survivors "
           "still training included (default 600)"},
          {"trace", "FILE",
-          "write this peer's timeline (Chrome trace / Perfetto JSON, docs/trace.md) to FILE"},
+          "write this peer's timeline (Chrome trace / Perfetto JSON, docs/formats/trace.md) to "
+          "FILE"},
          {"trace-limit", "MB",
           "bound on the trace's events (default 64); past it whole steps are sampled"},
          {"json", "",
@@ -194,7 +196,8 @@ int run_peer(const std::vector<std::string>& args) {
                                                     a.value("address"), job.topology.count_only},
                                                    n);
     job.rank = launch.rank;
-    if (launch.rendezvous) {  // a count-only job: addresses from the rendezvous (docs/peer.md)
+    if (launch.rendezvous) {  // a count-only job: addresses from the rendezvous
+                              // (docs/modules/peer.md)
         job.topology.peers.clear();
         for (const auto& e :
              bootstrap::rendezvous_peers(*launch.rendezvous, job.rank, n, a.value("address")))
@@ -241,7 +244,7 @@ int run_peer(const std::vector<std::string>& args) {
     const auto options = cfg.algorithm_options(job.algorithm);
     proto::PeerContext ctx{
         job.rank, n, job.topology.schedule, job.worker.trainer.get(), job.worker.steps, cluster};
-    ctx.value_bound = cfg.value_bound;  // docs/reliability.md
+    ctx.value_bound = cfg.value_bound;  // docs/operations/reliability.md
     job.protocol = proto::make_protocol(job.algorithm, options ? &*options : nullptr, ctx);
     // With its options: dpsgd with delay, reweight, partition_ready or multirate cannot join
     // or leave (the algorithm's name alone can).
@@ -253,10 +256,10 @@ int run_peer(const std::vector<std::string>& args) {
             throw UsageError(job.join_running ? "--join: " + why
                                               : fmt::format("{}: rank {}'s leave_at: {}",
                                                             *a.value("cluster"), job.rank, why));
-    // SIGTERM: a graceful leave where the algorithm can leave (docs/elastic.md); a second
-    // SIGTERM, or one to any other algorithm, ends the process as before.
+    // SIGTERM: a graceful leave where the algorithm can leave (docs/operations/elastic.md); a
+    // second SIGTERM, or one to any other algorithm, ends the process as before.
     if (job.protocol->elastic_refusal().empty()) peer::leave_on_sigterm();
-    // What the handshake compares, one digest per field (docs/bootstrap.md).
+    // What the handshake compares, one digest per field (docs/modules/bootstrap.md).
     using peer::SettingSource;
     peer::add_topology_settings(job.settings, job.topology, SettingSource::cli);
     peer::add_algorithm_settings(job.settings, job.algorithm, options ? &options->value() : nullptr,
@@ -302,7 +305,7 @@ int run_peer(const std::vector<std::string>& args) {
     job.driver.trace_limit = trace_limit_bytes(a);
     // Every file this peer may write is checked before it joins (a refusal after the start-up
     // barrier would leave the others waiting for it). The peers of a job share the folder:
-    // nothing in it is removed, each peer overwrites its own files (docs/cli.md).
+    // nothing in it is removed, each peer overwrites its own files (docs/operations/cli.md).
     const auto own = fmt::format("peer{}.jsonl", job.rank);
     const bool earlier = std::filesystem::exists(job.out / own);
     prepare_output_dir(job.out, "gossamer peer", {"", "--out"}, OutputUse::share,

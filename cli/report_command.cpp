@@ -1,4 +1,4 @@
-// gossamer report: one HTML page from a run folder (docs/report.md).
+// gossamer report: one HTML page from a run folder (docs/operations/report.md).
 #include <fmt/format.h>
 
 #include <iostream>

@@ -1,4 +1,4 @@
-// gossamer sim: many peers with heterogeneous speeds in virtual time (docs/simulator.md).
+// gossamer sim: many peers with heterogeneous speeds in virtual time (docs/modules/simulator.md).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -93,7 +93,8 @@ void write_run_files(const std::filesystem::path& dir, const sim::SimResult& r) 
         p.write(rec);
     }
     if (r.topology_versions.empty()) return;
-    // Churn or failures: each version of the topology the job went through (docs/elastic.md).
+    // Churn or failures: each version of the topology the job went through
+    // (docs/operations/elastic.md).
     MetricsWriter t((dir / "topology.jsonl").string());
     for (const auto& v : r.topology_versions) {
         json::Json rec = {{"version", v.version},
@@ -151,51 +152,52 @@ json::Json quantiles(std::vector<double> v) {
 }  // namespace
 
 int run_sim(const std::vector<std::string>& args) {
-    ArgParser p("gossamer sim", "--topology T --cluster C --config TRAIN [options]",
-                "Simulates n peers (n from the topology) in virtual time: every peer runs the "
-                "same protocol objects as a real peer; compute and links follow the cluster "
-                "file. Each algorithm runs on the same data order and cluster; the table shows "
-                "the virtual time to the target accuracy, the final accuracy of the exact average "
-                "of the peers' models (and min/max over peers), the consensus distance, samples/s, "
-                "bytes sent per peer, backward multiply-adds per peer (GMAC) and the share of "
-                "time peers sat idle. Writes "
-                "OUT/<algorithm>/seed<k>/{metrics,peers}.jsonl; scripts/plot.py OUT draws them.",
-                {{"topology", "FILE", "the topology file"},
-                 {"cluster", "FILE", "the cluster file (docs/cluster-format.md)"},
-                 {"config", "FILE", "the training config (math mode; optional in cost mode)"},
-                 {"algorithms", "LIST", "comma-separated (default allreduce,dpsgd,sgp)"},
-                 {"seeds", "K", "seeds per algorithm (default 1)"},
-                 {"out", "DIR", "output folder (default out/sim)"},
-                 {"mode", "M", "math (default) or cost (no values: timing and traffic only)"},
-                 {"network", "MODEL",
-                  "fair (max-min fair sharing between the messages in flight) or fifo (one "
-                  "message at a time per link, the model before 2026-12-02); default: the "
-                  "cluster file's network.model, else fair"},
-                 {"epochs", "N", "passes of each peer over its shard (default: training.epochs)"},
-                 {"steps", "N", "cost mode: local steps per peer (default 100)"},
-                 {"model-size", "N",
-                  "cost mode: parameters per model (default: the config's model, else 1000000)"},
-                 {"eval-interval", "S",
-                  "virtual seconds between evaluations (default: a quarter of a nominal epoch)"},
-                 {"target", "ACC", "target accuracy (default: training.target_accuracy)"},
-                 {"peer-eval-samples", "N",
-                  "test samples of each peer's own evaluation (default 2000; gossamer launch's "
-                  "--eval-samples)"},
-                 {"average-eval-samples", "N",
-                  "test samples of the exact average's evaluation at each tick (default: the "
-                  "whole test set; the final evaluation always uses the whole set)"},
-                 {"peer-metrics", "M",
-                  "peers.jsonl records: all, sample K (about K peers, evenly spread) or none "
-                  "(default: all up to 4096 peers, else sample 1024)"},
-                 {"trace", "FILE",
-                  "write the timeline (Chrome trace / Perfetto JSON, docs/trace.md) to FILE; "
-                  "several algorithms or seeds: FILE-<algorithm>-seed<k>.json each"},
-                 {"trace-limit", "MB",
-                  "bound on each trace's events (default 64); past it whole steps are sampled "
-                  "and the file says so"},
-                 {"json", "", "print the summary as JSON"},
-                 {"save", "FILE", "also write the JSON summary to FILE"}},
-                0);
+    ArgParser p(
+        "gossamer sim", "--topology T --cluster C --config TRAIN [options]",
+        "Simulates n peers (n from the topology) in virtual time: every peer runs the "
+        "same protocol objects as a real peer; compute and links follow the cluster "
+        "file. Each algorithm runs on the same data order and cluster; the table shows "
+        "the virtual time to the target accuracy, the final accuracy of the exact average "
+        "of the peers' models (and min/max over peers), the consensus distance, samples/s, "
+        "bytes sent per peer, backward multiply-adds per peer (GMAC) and the share of "
+        "time peers sat idle. Writes "
+        "OUT/<algorithm>/seed<k>/{metrics,peers}.jsonl; scripts/plot.py OUT draws them.",
+        {{"topology", "FILE", "the topology file"},
+         {"cluster", "FILE", "the cluster file (docs/formats/cluster-format.md)"},
+         {"config", "FILE", "the training config (math mode; optional in cost mode)"},
+         {"algorithms", "LIST", "comma-separated (default allreduce,dpsgd,sgp)"},
+         {"seeds", "K", "seeds per algorithm (default 1)"},
+         {"out", "DIR", "output folder (default out/sim)"},
+         {"mode", "M", "math (default) or cost (no values: timing and traffic only)"},
+         {"network", "MODEL",
+          "fair (max-min fair sharing between the messages in flight) or fifo (one "
+          "message at a time per link, the model before 2026-12-02); default: the "
+          "cluster file's network.model, else fair"},
+         {"epochs", "N", "passes of each peer over its shard (default: training.epochs)"},
+         {"steps", "N", "cost mode: local steps per peer (default 100)"},
+         {"model-size", "N",
+          "cost mode: parameters per model (default: the config's model, else 1000000)"},
+         {"eval-interval", "S",
+          "virtual seconds between evaluations (default: a quarter of a nominal epoch)"},
+         {"target", "ACC", "target accuracy (default: training.target_accuracy)"},
+         {"peer-eval-samples", "N",
+          "test samples of each peer's own evaluation (default 2000; gossamer launch's "
+          "--eval-samples)"},
+         {"average-eval-samples", "N",
+          "test samples of the exact average's evaluation at each tick (default: the "
+          "whole test set; the final evaluation always uses the whole set)"},
+         {"peer-metrics", "M",
+          "peers.jsonl records: all, sample K (about K peers, evenly spread) or none "
+          "(default: all up to 4096 peers, else sample 1024)"},
+         {"trace", "FILE",
+          "write the timeline (Chrome trace / Perfetto JSON, docs/formats/trace.md) to FILE; "
+          "several algorithms or seeds: FILE-<algorithm>-seed<k>.json each"},
+         {"trace-limit", "MB",
+          "bound on each trace's events (default 64); past it whole steps are sampled "
+          "and the file says so"},
+         {"json", "", "print the summary as JSON"},
+         {"save", "FILE", "also write the JSON summary to FILE"}},
+        0);
     auto a = p.parse(args);
     if (a.help) return std::cout << p.help(), 0;
     for (const char* req : {"topology", "cluster"})
@@ -274,7 +276,8 @@ int run_sim(const std::vector<std::string>& args) {
                      mode == sim::Mode::math ? &data.train : nullptr, topo.schedule,
                      base.model_size);
     // Sizes that cannot work (memory, resync timeouts against the transfer of one full model)
-    // are refused before anything runs; then the output folder is made ready (docs/cli.md).
+    // are refused before anything runs; then the output folder is made ready
+    // (docs/operations/cli.md).
     const std::uint64_t parameters = mode == sim::Mode::math
                                          ? optim::build_model(*cfg, data.train)->parameter_count()
                                          : base.model_size;
@@ -314,8 +317,9 @@ int run_sim(const std::vector<std::string>& args) {
     for (const auto& algo : algorithms) {
         std::vector<double> t_target, acc, lo, hi, cons, sps, mb, idle, end, gmac, mb_goal,
             gmac_goal, samples_goal, t_peer_mean;
-        std::vector<double> q_idle, q_bytes, q_stale;           // every peer of every seed
-        std::vector<double> masses, mass_starts, crash_losses;  // push-sum (docs/elastic.md)
+        std::vector<double> q_idle, q_bytes, q_stale;  // every peer of every seed
+        std::vector<double> masses, mass_starts,
+            crash_losses;  // push-sum (docs/operations/elastic.md)
         int reached = 0;
         for (int k = 0; k < seeds; ++k) {
             sim::SimSetup s = base;

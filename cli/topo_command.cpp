@@ -33,7 +33,7 @@ commands:
   matrix FILE     the mixing matrix W of one round as CSV
   dot FILE        one round as Graphviz DOT, weights as edge labels
 
-'gossamer topo COMMAND --help' describes each command. File format: docs/topology-format.md.
+'gossamer topo COMMAND --help' describes each command. File format: docs/formats/topology-format.md.
 )";
 
 // Writes the averaging run of a schedule as CSV "round,disagreement" to dir/<stem>.csv.
@@ -231,7 +231,7 @@ int export_round(const std::vector<std::string>& args, bool dot) {
 }  // namespace
 
 int run_topo(const std::vector<std::string>& args) {
-    if (args.empty())  // usage errors go to stderr as one line, exit 2 (docs/cli.md)
+    if (args.empty())  // usage errors go to stderr as one line, exit 2 (docs/operations/cli.md)
         throw UsageError(
             "gossamer topo: missing command; use show, validate, gen, matrix or dot (see 'gossamer "
             "topo --help')");

@@ -1,4 +1,4 @@
-// gossamer train --config FILE: one process trains one model (docs/train.md).
+// gossamer train --config FILE: one process trains one model (docs/modules/train.md).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -44,7 +44,7 @@ int run_train(const std::vector<std::string>& args) {
                 "stderr, metrics as JSON lines (OUT/metrics.jsonl), the model file "
                 "(OUT/model.bin), and a summary table (or --json). Exit status 3 when the loss "
                 "becomes NaN or infinite (the last good model file is kept).",
-                {{"config", "FILE", "the training config (docs/train-config.md)"},
+                {{"config", "FILE", "the training config (docs/formats/train-config.md)"},
                  {"out", "DIR", "output folder (default: the config's output.dir)"},
                  {"epochs", "N", "override training.epochs"},
                  {"threads", "N", "override training.threads (BLAS threads)"},
@@ -73,7 +73,7 @@ int run_train(const std::vector<std::string>& args) {
     auto schedule = optim::build_schedule(cfg, total);
     const std::string description = model->describe();
     // The output folder is made ready after every other check and the big allocations, so a
-    // refused run writes nothing (docs/cli.md, "Output folders").
+    // refused run writes nothing (docs/operations/cli.md, "Output folders").
     const std::filesystem::path out(cfg.output_dir);
     const OutputOrigin origin =
         a.value("out") ? OutputOrigin{"", "--out"} : OutputOrigin{cfg.doc.file, "output.dir"};
@@ -207,7 +207,7 @@ int run_train(const std::vector<std::string>& args) {
                {"gap", final_train - *data.optimum_loss}});
     }
     if (trainer.multirate()) {
-        // Multirate: what each partition did (docs/multirate.md).
+        // Multirate: what each partition did (docs/algorithms/multirate.md).
         std::string line;
         json::Json parts = json::Json::array();
         for (const auto& w : trainer.work()) {

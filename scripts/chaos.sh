@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chaos run (docs/reliability.md, "Chaos run"): jobs of real peers in the network-namespace
+# The chaos run (docs/operations/reliability.md, "Chaos run"): jobs of real peers in the network-namespace
 # lab under async, dpsgd and allreduce while a seeded schedule kills (SIGKILL), pauses
 # (SIGSTOP/SIGCONT), cuts (ip link set down/up) and throttles (tc) them; the invariants are
 # checked after every job, one line each, and the run exits 1 if any is broken.

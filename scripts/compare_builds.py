@@ -2,7 +2,7 @@
 """Compares the outputs of two builds of gossamer (issue 38: a refactor must not change them).
 
 Usage: scripts/compare_builds.sh [options] OLD_GOSSAMER NEW_GOSSAMER [OUT_DIR]
-(docs/testing.md, "Comparing two builds"). Runs the same jobs with both binaries, one process at
+(docs/operations/testing.md, "Comparing two builds"). Runs the same jobs with both binaries, one process at
 a time, and prints one line per (algorithm, driver, file): `same` or `DIFFERENT (...)`. Exit
 status: 0 when everything is the same, 1 when something differs (a run that fails on either
 side included), 2 for bad usage.
@@ -46,7 +46,7 @@ ALGORITHMS = ["allreduce", "dpsgd", "sgp", "async", "choco", "lsgd", "gadmm", "q
 LAUNCH_ALGORITHMS = ["allreduce", "dpsgd", "choco", "lsgd", "gadmm", "qallreduce"]
 
 # Fields of launch's outputs that hold wall-clock time or depend on thread timing; dropped before
-# comparing (docs/peer.md "Metrics", docs/protocols.md "Measured edges", docs/cli.md launch).
+# comparing (docs/modules/peer.md "Metrics", docs/algorithms/protocol-contract.md "Measured edges", docs/operations/cli.md launch).
 WALL_CLOCK = {
     # peer<r>.jsonl, one line per step: seconds since the driver's start, the step's compute
     # seconds, seconds idle before it, and the neighbour whose message came last (arrival order)
@@ -291,7 +291,7 @@ def parse():
     p = argparse.ArgumentParser(
         prog="scripts/compare_builds.sh",
         description="Runs the same sim and launch --inproc jobs with two gossamer binaries and "
-                    "compares their outputs (docs/testing.md, 'Comparing two builds').")
+                    "compares their outputs (docs/operations/testing.md, 'Comparing two builds').")
     p.add_argument("old", metavar="OLD_GOSSAMER")
     p.add_argument("new", metavar="NEW_GOSSAMER")
     p.add_argument("out", metavar="OUT_DIR", nargs="?", default=os.path.join(REPO, "out", "compare_builds"),

@@ -2,7 +2,7 @@
 # Compares the outputs of two builds of gossamer: the same `gossamer sim` jobs (every algorithm)
 # and `gossamer launch --inproc` jobs (the algorithms whose outputs do not depend on thread
 # timing) with both binaries, one line per (algorithm, driver, file): same / DIFFERENT (first
-# differing line N). For "no behaviour change" refactors (issue 38; docs/testing.md, "Comparing
+# differing line N). For "no behaviour change" refactors (issue 38; docs/operations/testing.md, "Comparing
 # two builds").
 #
 #   scripts/compare_builds.sh OLD_GOSSAMER NEW_GOSSAMER [OUT_DIR]   (default out/compare_builds)

@@ -5,8 +5,8 @@
 # straggler8.json pads every step to 40 ms, peer 0's to 160 ms), and compares wait-free gossip
 # with straggler-aware weights (async), synchronous gossip (dpsgd) and the all-reduce baseline:
 # a printed table, out/demo/result.json and the plots out/demo/loss.png, accuracy.png, idle.png,
-# the timelines out/demo/trace-<algorithm>.json (docs/trace.md) and the page out/demo/report.html
-# (gossamer report, docs/report.md).
+# the timelines out/demo/trace-<algorithm>.json (docs/formats/trace.md) and the page out/demo/report.html
+# (gossamer report, docs/operations/report.md).
 # The table's first column is the time to 85% test accuracy (the peers evaluate their own
 # models every 2 s); the final accuracy is that of the exact average of all models at the end.
 #
@@ -20,7 +20,7 @@ scripts/deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" --target gossamer  # the CLI alone: the tests are scripts/test.sh's
 g=build/release/cli/gossamer
-out=out/demo  # gossamer launch replaces its own earlier output there (docs/cli.md)
+out=out/demo  # gossamer launch replaces its own earlier output there (docs/operations/cli.md)
 
 echo
 echo "== The topology: a ring of 8 peers (how fast it averages, what it sends) =="

@@ -3,10 +3,10 @@
 #   scripts/deps.sh          build, test and demo packages
 #   scripts/deps.sh --bench  also the packages benchmark reference programs need
 #   scripts/deps.sh --lab    also Slurm (slurm-wlm), for srun jobs (scripts/lab/slurm.sh), and
-#                            iproute2 (ip, tc) for the network-namespace lab (docs/lab.md)
+#                            iproute2 (ip, tc) for the network-namespace lab (docs/operations/lab.md)
 #   scripts/deps.sh --fuzz   also clang (libFuzzer) for the fuzz targets (scripts/fuzz.sh)
 #   scripts/deps.sh [--bench] [--lab] [--fuzz] --components   print the optional test components those packages
-#                            give (for GOSSAMER_REQUIRE, docs/testing.md); installs nothing
+#                            give (for GOSSAMER_REQUIRE, docs/operations/testing.md); installs nothing
 # Runs as root, or through sudo when it is available.
 set -euo pipefail
 
@@ -24,9 +24,9 @@ fuzz_packages=(clang)
 # The optional components of the test suite (tests/support/optional.hpp) that these packages
 # provide: pybind11 + torch + pytest (python), python3-matplotlib, dataset-fashion-mnist; with
 # --bench OpenMPI (mpi), ucx-utils (ucx_perftest, ucx_info), tmux (a terminal for gossamer
-# launch --live) and chromium (headless: gossamer report's page, docs/report.md); with --lab Slurm (slurm: srun,
+# launch --live) and chromium (headless: gossamer report's page, docs/operations/report.md); with --lab Slurm (slurm: srun,
 # slurmctld and slurmd, started by scripts/lab/slurm.sh as root) and iproute2 (netns: the
-# network-namespace lab also needs root and a kernel that lets it make namespaces, docs/lab.md);
+# network-namespace lab also needs root and a kernel that lets it make namespaces, docs/operations/lab.md);
 # with --fuzz clang and its libFuzzer (fuzz: the libFuzzer runs of scripts/fuzz.sh).
 components=(python matplotlib fashion-mnist)
 bench_components=(mpi ucx-utils tmux chromium)

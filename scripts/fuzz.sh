@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target of tests/fuzz (docs/reliability.md, "Fuzzing") for a bounded time:
+# Runs every libFuzzer target of tests/fuzz (docs/operations/reliability.md, "Fuzzing") for a bounded time:
 #   scripts/fuzz.sh [--seconds N | --minutes N] [--jobs J] [TARGET...]
 # Builds the fuzz tree (preset fuzz: clang, ASan + UBSan, build/fuzz), then runs each target
 # (all by default; names as in tests/fuzz/fuzz_NAME.cpp) for N seconds (default 30), J at a time
 # (default 2), from the seed corpus and the regression inputs. Prints one line of figures per
 # target (executions, coverage, corpus); a crash, hang or sanitizer report fails the run and
-# leaves its input in build/fuzz/tests/fuzz/work/artifacts/NAME/ (docs/reliability.md says
+# leaves its input in build/fuzz/tests/fuzz/work/artifacts/NAME/ (docs/operations/reliability.md says
 # what to do with it). Without clang it reports the skip (exit 0), or fails when
-# GOSSAMER_REQUIRE names the component fuzz (docs/testing.md). The inputs a run found stay in
+# GOSSAMER_REQUIRE names the component fuzz (docs/operations/testing.md). The inputs a run found stay in
 # build/fuzz/tests/fuzz/work/corpus/ and seed the next run.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check: builds the CPU/GPU parity tests and the device benchmark with nvcc alone (no
 # CMake, UCX, Boost or BLAS: the GPU machine has only CUDA), runs them and writes the results
-# under $OUT (default build/gpu-check/out). docs/gpu.md, "Running the GPU check".
+# under $OUT (default build/gpu-check/out). docs/operations/gpu.md, "Running the GPU check".
 #
 #   scripts/gpu_check.sh prepare   # here: copy the header-only deps (doctest, fmt, nlohmann)
 #                                  #   into build/gpu-check/include, which the run carries along
@@ -82,7 +82,7 @@ echo "gpu_check: built $dir/gpu_parity and $dir/gpu_bench for sm_$arch in $(( $(
 
 status=0
 { nvidia-smi || true; } > "$out/nvidia-smi.txt" 2>&1
-# cuda-device required: a case without a device fails instead of skipping (docs/testing.md).
+# cuda-device required: a case without a device fails instead of skipping (docs/operations/testing.md).
 GOSSAMER_REQUIRE=cuda-device "$dir/gpu_parity" --duration=true 2>&1 | tee "$out/parity.txt" ||
     status=1
 if grep -q "cuda-device (GOSSAMER_REQUIRE) is missing" "$out/parity.txt"; then

@@ -3,7 +3,7 @@
 
 usage: scripts/plot.py DIR [--target ACC] [--x time|bytes|backward]
 
-gossamer launch (DIR/<algorithm>/result.json and peer<r>.jsonl, docs/cli.md): writes
+gossamer launch (DIR/<algorithm>/result.json and peer<r>.jsonl, docs/operations/cli.md): writes
 DIR/loss.png (training loss against wall-clock time, the mean over peers in time bins, min/max
 over peers shaded; the test accuracy of the final averaged model in the legend), DIR/accuracy.png
 (the peers' evaluation points: at each tick the mean test accuracy of the peers' own models, min/max

@@ -2,7 +2,7 @@
 # Installs dependencies, configures, builds (warnings are errors) and runs every test.
 # Exits non-zero on any failure. GOSSAMER_PRESET picks another preset (minimal, debug, asan).
 # GOSSAMER_REQUIRE=mpi,python,... turns the skip of a listed optional component into a failure
-# (docs/testing.md; `scripts/deps.sh --bench --components` lists what the packages provide).
+# (docs/operations/testing.md; `scripts/deps.sh --bench --components` lists what the packages provide).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -18,13 +18,15 @@ using json::Node;
 constexpr const char* kBandwidthFix = "give bytes per second, e.g. 1.25e9 for 10 Gbit/s";
 constexpr const char* kLatencyFix = "give seconds, e.g. 5e-6";
 
-// The upper end of every range (docs/cluster-format.md, "Ranges"): one line naming the range.
+// The upper end of every range (docs/formats/cluster-format.md, "Ranges"): one line naming the
+// range.
 void check_upper(const Node& v, double x, std::string_view name, std::string_view range, double hi,
                  std::string_view unit) {
     if (x > hi)
         v.fail(fmt::format("{} {:g}{} is out of range; it must lie in {}, {:g}]{}", name, x, unit,
                            range, hi, unit),
-               fmt::format("use at most {:g}{} (docs/cluster-format.md, \"Ranges\")", hi, unit));
+               fmt::format("use at most {:g}{} (docs/formats/cluster-format.md, \"Ranges\")", hi,
+                           unit));
 }
 
 double read_positive(const Node& v, std::string_view name, double hi, std::string_view unit,
@@ -62,7 +64,7 @@ void check_step_time(const PeerSpec& p, const Node& by, std::string_view who) {
     at.fail(fmt::format("{} steps take base_time x factor = {:g} x {:g} = {:g} s; a declared step "
                         "time must lie in (0, {:g}] seconds (a day)",
                         who, p.base_time, p.factor, t, kMaxStepTime),
-            "lower base_time or factor (docs/cluster-format.md, \"Ranges\")");
+            "lower base_time or factor (docs/formats/cluster-format.md, \"Ranges\")");
 }
 
 int read_rank(const Node& v, int n) {
@@ -373,7 +375,8 @@ Cluster parse_resolved(const json::Document& doc, int n) {
         if (defaults.has(churn))
             defaults.at(churn).fail(
                 fmt::format("\"{}\" in \"defaults\" would apply to every peer", churn),
-                fmt::format("set \"{}\" per peer under \"peers\" (docs/elastic.md)", churn));
+                fmt::format("set \"{}\" per peer under \"peers\" (docs/operations/elastic.md)",
+                            churn));
     defaults.expect_object({"base_time", "factor", "jitter", "slow", "uplink", "downlink"});
     defaults.at("base_time");  // required: a missing key is an error here, not a silent 0
     PeerSpec base;
@@ -418,7 +421,7 @@ Cluster parse_cluster(const json::Document& doc, int n) {
         // The generic reads of json::Node (wrong type, not an array) say what is wrong but not
         // how to fix it; point at the format description rather than leave the fix out.
         if (!e.fix().empty()) throw;
-        throw ConfigError(e.file(), e.path(), e.problem(), "see docs/cluster-format.md");
+        throw ConfigError(e.file(), e.path(), e.problem(), "see docs/formats/cluster-format.md");
     }
 }
 

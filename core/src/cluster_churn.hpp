@@ -1,6 +1,6 @@
 #pragma once
 // The churn fields of the cluster file (join_at, leave_at, rejoin_at with fail_at) checked
-// together per rank (docs/elastic.md, "The cluster file"). Private to core/src.
+// together per rank (docs/operations/elastic.md, "The cluster file"). Private to core/src.
 
 #include <functional>
 #include <string_view>

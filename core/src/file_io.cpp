@@ -58,7 +58,7 @@ class Fd {
                       fmt::format("the file is {}, more than the {} bound on {}",
                                   format_bytes(static_cast<double>(size)),
                                   format_bytes(static_cast<double>(kind.limit)), kind.group),
-                      "give a smaller file (docs/errors.md, \"Files\")");
+                      "give a smaller file (docs/operations/errors.md, \"Files\")");
 }
 
 // Opens `path` for reading as an input of `kind` and checks it: a regular file within the bound.

@@ -238,7 +238,7 @@ Mixer::Mixer(SimdIsa isa, StorePolicy stores) : isa_(isa), stores_(stores) {
 // Automatic: stream only outputs that the kernel does not read (mix_into and the copies) and
 // that do not fit in the LLC. A streaming store saves the read-for-ownership of a line that is
 // not in cache; an output that was just read is in cache, and streaming it measured slower
-// (docs/mixing.md).
+// (docs/modules/mixing.md).
 bool Mixer::streams(std::size_t n, bool reads_output) const noexcept {
     if (isa_ == SimdIsa::scalar) return false;
     return stores_ == StorePolicy::streaming ||

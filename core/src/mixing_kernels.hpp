@@ -5,7 +5,7 @@
 
 namespace gossamer::mixing {
 
-/// Terms per kernel call: the unit of grouping (see docs/mixing.md).
+/// Terms per kernel call: the unit of grouping (see docs/modules/mixing.md).
 inline constexpr int kGroup = 8;
 
 /// out[i] <- (ReadOut ? w_out*out[i] : 0) + sum_{j<N} w[j]*src[j][i] for i < n, N <= kGroup.

@@ -1,5 +1,5 @@
 #pragma once
-// The lock of an output folder (docs/cli.md, "Output folders"): a flock on
+// The lock of an output folder (docs/operations/cli.md, "Output folders"): a flock on
 // OUT/.gossamer-output.lock, exclusive for a command that owns the folder (train, sim, launch),
 // shared for the peers of one job. Held until the process ends; the kernel releases it however
 // the process ends (kill -9 included). Private to core (output_dir.cpp).

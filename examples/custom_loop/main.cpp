@@ -1,4 +1,4 @@
-// Your own training loop in a gossip job, with gossamer::Peer (docs/api.md).
+// Your own training loop in a gossip job, with gossamer::Peer (docs/library/api.md).
 //
 // This program owns everything Gossamer usually provides: a one-hidden-layer network written by
 // hand, its synthetic data (each peer's shard drawn around a different centre, so the peers

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A small PyTorch CNN on Fashion-MNIST, gossip-trained by 4 Gossamer peers (docs/python.md).
+"""A small PyTorch CNN on Fashion-MNIST, gossip-trained by 4 Gossamer peers (docs/library/python.md).
 
     examples/python/fashion_mnist_torch.py --algorithm async --slow 0:3
     examples/python/fashion_mnist_torch.py --algorithm allreduce --slow 0:3

@@ -58,7 +58,7 @@ void check_churn(const LaunchJob& job, bool inproc, bool resume) {
     if (plan.join_at[0] > 0)
         throw ConfigError(file, "peers",
                           fmt::format("rank 0 joins at {:g} s, but rank 0 is the job's "
-                                      "rendezvous and starts it (docs/bootstrap.md)",
+                                      "rendezvous and starts it (docs/modules/bootstrap.md)",
                                       plan.join_at[0]),
                           "drop rank 0's join_at and let another rank join late");
     if (resume)

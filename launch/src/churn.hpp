@@ -1,6 +1,6 @@
 #pragma once
-// gossamer launch following the cluster file's churn with real peers (docs/elastic.md, "Real
-// peers"): which ranks start late and which come back after their failure time, when, and the
+// gossamer launch following the cluster file's churn with real peers (docs/operations/elastic.md,
+// "Real peers"): which ranks start late and which come back after their failure time, when, and the
 // files of a rank's earlier processes. Times are on the job's clock: seconds since the launcher
 // started the algorithm's peers (each peer gets that origin as --job-start).
 

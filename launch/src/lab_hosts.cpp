@@ -17,8 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The largest bandwidth a cluster file takes (docs/cluster-format.md, "Ranges"): a message of
-// 1 GB is paced by 1 us.
+// The largest bandwidth a cluster file takes (docs/formats/cluster-format.md, "Ranges"): a message
+// of 1 GB is paced by 1 us.
 constexpr double kNoPacing = 1e15;
 
 json::Json read_json(const std::string& path) {

@@ -1,6 +1,6 @@
 #pragma once
-// `gossamer launch --hosts netns` (docs/lab.md): what changes for peers that run as hosts of a
-// network-namespace lab. Private to launch/.
+// `gossamer launch --hosts netns` (docs/operations/lab.md): what changes for peers that run as
+// hosts of a network-namespace lab. Private to launch/.
 
 #include <filesystem>
 #include <string>

@@ -1,8 +1,8 @@
-// gossamer launch: one algorithm's peers as `gossamer peer` processes (docs/cli.md). Each child
-// gets a fresh job token and id, its log in OUT/<algorithm>/peer<r>.log; the launcher follows
-// their metrics files for the progress line, starts the cluster file's late and returning ranks
-// (churn.hpp, docs/elastic.md), stops them at the job timeout or on Ctrl-C, and gathers their
-// summaries and rank 0's average.json into a row of the table.
+// gossamer launch: one algorithm's peers as `gossamer peer` processes (docs/operations/cli.md).
+// Each child gets a fresh job token and id, its log in OUT/<algorithm>/peer<r>.log; the launcher
+// follows their metrics files for the progress line, starts the cluster file's late and returning
+// ranks (churn.hpp, docs/operations/elastic.md), stops them at the job timeout or on Ctrl-C, and
+// gathers their summaries and rank 0's average.json into a row of the table.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -196,7 +196,7 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     s.config = peer_config(job, dir);
     s.exe = fs::read_symlink("/proc/self/exe").string();
     std::mt19937_64 rng(std::random_device{}());
-    s.resume = job.resume.find(algo);  // a resumed job keeps its id (docs/checkpoint.md)
+    s.resume = job.resume.find(algo);  // a resumed job keeps its id (docs/operations/checkpoint.md)
     s.job_id = s.resume != job.resume.end()
                    ? s.resume->second.job_id
                    : std::uniform_int_distribution<std::uint64_t>(1, 1ULL << 62)(rng);
@@ -216,8 +216,8 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     std::vector<RankRun> ranks(static_cast<std::size_t>(n));
     std::vector<int> rank_of;  // child index -> rank
     const auto t0 = std::chrono::steady_clock::now();
-    // The job's clock starts at its first step (docs/elastic.md, "The job's clock"): the peers
-    // present at the start count the cluster file's times from their own start, which is the
+    // The job's clock starts at its first step (docs/operations/elastic.md, "The job's clock"): the
+    // peers present at the start count the cluster file's times from their own start, which is the
     // barrier's release; the launcher learns that moment from the first step lines, and gives
     // it to every rank it starts later (--job-start) and to its own join_at and rejoin_at.
     std::optional<double> origin;  // unix seconds

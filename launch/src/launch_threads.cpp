@@ -1,5 +1,5 @@
 // gossamer launch --inproc: the n peers of a topology as threads of this process over the
-// in-process transport, with the cluster file's heterogeneity emulated (docs/cli.md).
+// in-process transport, with the cluster file's heterogeneity emulated (docs/operations/cli.md).
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #pragma once
-// gossamer launch's live view (docs/report.md, "Live view"): the slowest peer and the edge most
-// waited on for the progress line, and a compact per-peer table (--live), from the peers'
+// gossamer launch's live view (docs/operations/report.md, "Live view"): the slowest peer and the
+// edge most waited on for the progress line, and a compact per-peer table (--live), from the peers'
 // metrics files as they grow (metrics_follow.hpp).
 
 #include <fmt/format.h>

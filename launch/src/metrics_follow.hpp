@@ -1,6 +1,6 @@
 #pragma once
-// Reading the peers' metrics files (docs/peer.md, "Metrics") while they grow: the steps, the
-// summary and the evaluation points of gossamer launch's progress line and time-to-target
+// Reading the peers' metrics files (docs/modules/peer.md, "Metrics") while they grow: the steps,
+// the summary and the evaluation points of gossamer launch's progress line and time-to-target
 // column, for peer processes and for --inproc threads alike.
 
 #include <cstdint>
@@ -19,7 +19,7 @@ namespace gossamer::launch {
 
 namespace fs = std::filesystem;
 
-/// Follows one peer's metrics file (docs/peer.md, Metrics) as it grows.
+/// Follows one peer's metrics file (docs/modules/peer.md, Metrics) as it grows.
 struct Follower {
     fs::path path;
     std::streamoff offset = 0;
@@ -93,7 +93,7 @@ inline std::optional<double> mean_accuracy_at(const std::vector<Follower>& peers
 
 /// The first tick at which the mean accuracy of the peers' models (mean_accuracy_at) reached
 /// `target`. Until 2026-12-06 finished peers dropped out of the mean: under async on uneven8
-/// the slow rank 7 alone made the "mean" of the last 60 s (docs/lab.md).
+/// the slow rank 7 alone made the "mean" of the last 60 s (docs/operations/lab.md).
 inline std::optional<double> time_to_target(const std::vector<Follower>& peers, double target) {
     std::map<std::int64_t, double> ticks;  // tick -> time
     for (const auto& f : peers)

@@ -62,8 +62,9 @@ std::pair<std::vector<std::string>, std::vector<std::pair<std::string, std::stri
             argv.insert(argv.end(), {"--min-peers", std::to_string(s.plan->present_at_start())});
         if (join) argv.emplace_back("--join");
         // A rank started again after its failure takes its model from its own newest
-        // checkpoint, where it wrote one (docs/elastic.md, "Checkpoints in an elastic job").
-        // (A resumed job passes --resume below: an option is given once, docs/cli.md.)
+        // checkpoint, where it wrote one (docs/operations/elastic.md, "Checkpoints in an elastic
+        // job"). (A resumed job passes --resume below: an option is given once,
+        // docs/operations/cli.md.)
         if (join && s.resume == job.resume.end() && peer::list_checkpoints(dir, s.n).count(r))
             argv.insert(argv.end(), {"--resume", dir.string()});
     }
@@ -88,7 +89,7 @@ std::pair<std::vector<std::string>, std::vector<std::pair<std::string, std::stri
                          {"GOSSAMER_EVAL_INTERVAL", fmt::format("{}", job.eval_interval)},
                          {"GOSSAMER_EVAL_SAMPLES", std::to_string(job.eval_samples)},
                          {"PYTHONPATH", python_path(s.exe)}});
-        if (job.cluster) {  // a script pads its own steps (docs/cli.md)
+        if (job.cluster) {  // a script pads its own steps (docs/operations/cli.md)
             const auto& spec = job.cluster->peers[static_cast<std::size_t>(r)];
             peer_env.insert(peer_env.end(), {{"GOSSAMER_CLUSTER", *s.cluster},
                                              {"GOSSAMER_STEP_TIME",

@@ -1,6 +1,6 @@
 #pragma once
-// The command line and environment of one peer process of gossamer launch (docs/cli.md): a
-// `gossamer peer` (or a --script peer, or ddp's torch script), in the lab behind its namespace's
+// The command line and environment of one peer process of gossamer launch (docs/operations/cli.md):
+// a `gossamer peer` (or a --script peer, or ddp's torch script), in the lab behind its namespace's
 // `ip netns exec`. Private to launch/.
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// gossamer report (docs/report.md): reads what gossamer sim or launch wrote into a run folder
-// and writes one self-contained HTML page of inline SVG.
+// gossamer report (docs/operations/report.md): reads what gossamer sim or launch wrote into a run
+// folder and writes one self-contained HTML page of inline SVG.
 #include "gossamer/launch/report.hpp"
 
 #include <fmt/format.h>
@@ -359,7 +359,7 @@ ReportSummary write_report(const ReportOptions& o) {
             "<p>No timeline in this folder: run with <code>--trace</code> for bytes per edge.</p>";
         sum.notes.push_back("bytes per edge: no timeline in the folder (run with --trace)");
     }
-    // Staleness and weights: what each protocol's per-edge metrics say (docs/report.md).
+    // Staleness and weights: what each protocol's per-edge metrics say (docs/operations/report.md).
     for (const auto& a : algos) {
         if (!a.edges.staleness.empty()) {
             body += svg::heatmap(fmt::format("{}: mean staleness per edge (rounds)", a.name),

@@ -1,6 +1,6 @@
 #pragma once
-// Per-edge staleness and mixing weights for gossamer report's heatmaps (docs/report.md), from
-// the per-edge metrics the protocols write (edge_metrics(): a sim's peers.jsonl, a launch
+// Per-edge staleness and mixing weights for gossamer report's heatmaps (docs/operations/report.md),
+// from the per-edge metrics the protocols write (edge_metrics(): a sim's peers.jsonl, a launch
 // peer's summary line).
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 #pragma once
-// Inline SVG drawings for gossamer report (docs/report.md): line charts, bar charts, a heatmap
-// and a topology drawing, each a self-contained <svg> element (no script, no external font).
+// Inline SVG drawings for gossamer report (docs/operations/report.md): line charts, bar charts, a
+// heatmap and a topology drawing, each a self-contained <svg> element (no script, no external
+// font).
 
 #include <string>
 #include <utility>

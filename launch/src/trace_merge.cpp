@@ -1,4 +1,4 @@
-// gossamer launch --trace: the peers' timelines merged into one file (docs/trace.md).
+// gossamer launch --trace: the peers' timelines merged into one file (docs/formats/trace.md).
 #include <fmt/format.h>
 
 #include <filesystem>

@@ -1,4 +1,5 @@
-// PeerOptions::device -> the Device that holds a gossamer::Peer's parameters (docs/gpu.md).
+// PeerOptions::device -> the Device that holds a gossamer::Peer's parameters
+// (docs/operations/gpu.md).
 #include <fmt/format.h>
 
 #include "api_worker.hpp"

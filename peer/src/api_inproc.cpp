@@ -89,7 +89,8 @@ class InprocConnection final : public Connection {
                             "(PeerOptions::join_timeout)",
                             rank_, ranks_where(job_.seats_, false),
                             std::chrono::duration<double>(req.options->join_timeout).count()));
-        // The handshake's model checks (docs/bootstrap.md), against rank 0 as the rendezvous.
+        // The handshake's model checks (docs/modules/bootstrap.md), against rank 0 as the
+        // rendezvous.
         const auto& first = job_.seats_[0];
         for (std::size_t r = 1; r < job_.seats_.size(); ++r) {
             const auto& s = job_.seats_[r];

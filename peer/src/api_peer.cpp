@@ -1,5 +1,5 @@
 // gossamer::Peer: the user's thread (constructor, step, finish) and the communication thread
-// that joins the job and runs the driver over the protocol (docs/api.md).
+// that joins the job and runs the driver over the protocol (docs/library/api.md).
 #include <fmt/format.h>
 
 #include <atomic>

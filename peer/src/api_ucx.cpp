@@ -33,7 +33,7 @@ class UcxConnection final : public Connection {
         return joined_->bootstrap().clock_offset();
     }
 
-    // The membership rules of `gossamer peer` (docs/peer.md, "Membership"): throws
+    // The membership rules of `gossamer peer` (docs/modules/peer.md, "Membership"): throws
     // peer::NotMember when the job carried on without this peer.
     void poll() override { guard_.check(); }
 

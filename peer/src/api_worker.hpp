@@ -1,6 +1,6 @@
 #pragma once
-// The LocalWorker behind gossamer::Peer (docs/api.md, "How it works"): its "gradient" is the
-// update the user's own optimizer made, handed over by Peer::step().
+// The LocalWorker behind gossamer::Peer (docs/library/api.md, "How it works"): its "gradient" is
+// the update the user's own optimizer made, handed over by Peer::step().
 //
 // Three threads meet here. The driver's compute thread calls compute_gradient(at): it publishes
 // `at` (the point of the next local step) and waits until the user hands over the step taken

@@ -1,4 +1,5 @@
-// Finding a job's checkpoints and the one step every peer resumes from (docs/checkpoint.md).
+// Finding a job's checkpoints and the one step every peer resumes from
+// (docs/operations/checkpoint.md).
 #include "gossamer/peer/checkpoints.hpp"
 
 #include <fmt/format.h>

@@ -18,7 +18,8 @@ DriverOptions options_for(int rank, const std::shared_ptr<const Cluster>& cluste
         return LinkPacing{l.latency, l.bandwidth};
     };
     o.fail_at = compute->failure_time(rank);
-    // A graceful leave at the cluster file's leave_at (docs/elastic.md), on this peer's clock.
+    // A graceful leave at the cluster file's leave_at (docs/operations/elastic.md), on this peer's
+    // clock.
     const double leave_at = cluster->peers[static_cast<std::size_t>(rank)].leave_at;
     if (std::isfinite(leave_at)) o.leave_at = leave_at;
     return o;

@@ -164,8 +164,8 @@ double Loop::now() {
 void Loop::apply(proto::Actions& a) {
     assert(std::this_thread::get_id() == comm_thread_);
     if (auto snap = protocol_.take_snapshot(); snap && options_.on_snapshot)
-        options_.on_snapshot(std::move(*snap));  // docs/checkpoint.md
-    for (const auto& r : a.refused) {            // docs/reliability.md, "Non-finite values"
+        options_.on_snapshot(std::move(*snap));  // docs/operations/checkpoint.md
+    for (const auto& r : a.refused) {  // docs/operations/reliability.md, "Non-finite values"
         const std::string why = fmt::format("it sent a {} (round {}) holding {}",
                                             transport::to_string(r.kind), r.round, r.reason);
         failures_[r.sender] = why;
@@ -483,7 +483,8 @@ DriverResult Loop::run() {
     });
     transport_.on_peer_failed(
         [inbox = inbox_](const Status& s) { inbox->events.push_back(Failed{s}); });
-    // Zero-copy (docs/protocols.md, "Memory"): borrowed sends, payloads placed by the protocol.
+    // Zero-copy (docs/algorithms/protocol-contract.md, "Memory"): borrowed sends, payloads placed
+    // by the protocol.
     protocol_.enable_zero_copy();
     transport_.on_place(
         [&p = protocol_](const Message& h) { return std::as_writable_bytes(p.receive_into(h)); });
@@ -545,7 +546,8 @@ DriverResult Loop::run() {
         if (!held_.empty()) until = std::min(until, held_.top().first);
         // A protocol that acts on its measured edges needs completions stamped when they
         // happen: a transport may not wake the loop for one (UCX over TCP), so while its sends
-        // are in flight the loop looks every 2 ms (docs/protocols.md, "Measured edges").
+        // are in flight the loop looks every 2 ms (docs/algorithms/protocol-contract.md, "Measured
+        // edges").
         if (protocol_.acts_on_edge_speeds() && !inbox_->in_flight.empty())
             until = std::min(until, t + 0.002);
         const double wait = std::clamp(until - t, 0.0, 1.0);

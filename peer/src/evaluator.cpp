@@ -1,4 +1,4 @@
-// The evaluation points of gossamer peer (gossamer/peer/evaluator.hpp, docs/peer.md).
+// The evaluation points of gossamer peer (gossamer/peer/evaluator.hpp, docs/modules/peer.md).
 #include "gossamer/peer/evaluator.hpp"
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// The membership rules for a peer joined over the bootstrap (guard.hpp, docs/peer.md).
+// The membership rules for a peer joined over the bootstrap (guard.hpp, docs/modules/peer.md).
 #include "gossamer/peer/guard.hpp"
 
 #include <fmt/format.h>

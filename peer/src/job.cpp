@@ -84,12 +84,12 @@ JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout,
     o.ucx.local_peers = static_cast<int>(std::count_if(
         b.peers.begin(), b.peers.end(), [&](const auto& e) { return e.host == host; }));
     // Peers that share this machine's cores under other addresses (the network-namespace lab,
-    // docs/lab.md): its launcher says how many, so that UCX blocks instead of spinning.
+    // docs/operations/lab.md): its launcher says how many, so that UCX blocks instead of spinning.
     if (const char* local = std::getenv("GOSSAMER_LOCAL_PEERS")) {
         const int count = std::atoi(local);
         if (count >= 1) o.ucx.local_peers = count;
     }
-    // How large payloads travel (docs/transport.md, "Eager and rendezvous"): the transport
+    // How large payloads travel (docs/modules/transport.md, "Eager and rendezvous"): the transport
     // reads GOSSAMER_UCX_LARGE itself; a bad value is bad input, refused here rather than as a
     // transport failure.
     if (const char* large = std::getenv("GOSSAMER_UCX_LARGE");
@@ -107,7 +107,8 @@ json::Json write_average(const PeerJob& job, Model& model, const PartitionLayout
                          const AverageResult& avg, const std::vector<int>& survivors,
                          const std::vector<int>& lost, std::int64_t steps) {
     // A survivor that sent its own non-finite model (it checks none: not a gossamer peer, or a
-    // fault) makes the average one: no result (docs/reliability.md, "Non-finite values").
+    // fault) makes the average one: no result (docs/operations/reliability.md, "Non-finite
+    // values").
     if (const auto k = first_non_finite(avg.model))
         throw Diverged(fmt::format(
             "the average of ranks {} holds {} at element {}: a member's model was not finite; no "
@@ -204,13 +205,14 @@ int run_peer_job(PeerJob& job) {
         return 1;
     }
     // Ranks outside the view it started in or entered are absent for its protocol (a job
-    // started without them, --min-peers; or lost before it joined: docs/elastic.md).
+    // started without them, --min-peers; or lost before it joined: docs/operations/elastic.md).
     for (const auto& l : me->losses()) job.driver.absent.push_back(l.rank);
     if (job.join_running) {
         job.driver.enter =
             job.protocol->resumed_at() > 0 ? proto::Entry::rejoin : proto::Entry::fresh;
         // A sponsor answers at its next step boundary with one model transfer; a peer that
-        // finished training answers nothing (docs/elastic.md, "Entering as the job ends").
+        // finished training answers nothing (docs/operations/elastic.md, "Entering as the job
+        // ends").
         job.driver.entry_timeout =
             2 * std::chrono::duration_cast<std::chrono::milliseconds>(send_timeout(size));
         say(rank,
@@ -230,8 +232,8 @@ int run_peer_job(PeerJob& job) {
         me->abandon();
         return 1;
     };
-    // The membership rules (docs/peer.md, "Membership"): a peer rank 0 declared lost, or one
-    // paused past its loss that cannot confirm it is still a member, leaves without a result.
+    // The membership rules (docs/modules/peer.md, "Membership"): a peer rank 0 declared lost, or
+    // one paused past its loss that cannot confirm it is still a member, leaves without a result.
     MembershipGuard guard(*me, joined_with);
     guard.say = [rank](const std::string& line) { say(rank, line); };
     auto poll = [&] { guard.check(); };
@@ -252,13 +254,13 @@ int run_peer_job(PeerJob& job) {
         return true;
     };
     bool first_cut_said = false;
-    if (job.checkpoint)  // the protocol's consistent cuts (docs/checkpoint.md)
+    if (job.checkpoint)  // the protocol's consistent cuts (docs/operations/checkpoint.md)
         d.on_snapshot = [&](proto::Snapshot&& s) {
             CheckpointHeader h = *job.checkpoint;
             h.step = s.step;
             save_checkpoint_file(checkpoint_path(job.out, rank, s.step).string(), h, s.state);
             // An entering peer writes from its first cut that all its live edges take part in
-            // (docs/elastic.md, "Checkpoints").
+            // (docs/operations/elastic.md, "Checkpoints").
             if (job.join_running && !first_cut_said)
                 say(rank, fmt::format("first checkpoint since it entered: step {}", s.step));
             first_cut_said = true;

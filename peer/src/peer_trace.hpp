@@ -1,5 +1,5 @@
 #pragma once
-// A real peer's hooks into a trace::Recorder (docs/trace.md), called by the driver's
+// A real peer's hooks into a trace::Recorder (docs/formats/trace.md), called by the driver's
 // communication loop only. Without a trace it still follows what ended each wait (cheap), for
 // the metrics line's "wait" and "waited_for" (gossamer launch's live view); the rest is a no-op.
 //
@@ -28,7 +28,8 @@ struct StepWait {
 class PeerTracer {
   public:
     /// Records into a new recorder when `path` is not empty (the file is written by finish()).
-    /// `clock`: this host's clock against rank 0's, for otherData.clock_offset (docs/trace.md).
+    /// `clock`: this host's clock against rank 0's, for otherData.clock_offset
+    /// (docs/formats/trace.md).
     PeerTracer(int rank, const std::string& path, std::size_t limit_bytes,
                std::chrono::system_clock::time_point origin,
                const std::optional<bootstrap::ClockOffset>& clock = std::nullopt)

@@ -1,6 +1,7 @@
-// gossamer peer's checkpoints and resume (docs/checkpoint.md): the header that ties a checkpoint
-// to its job, the protocol's snapshots switched on, and a resume loaded and checked before the
-// peer joins, so a checkpoint that does not fit is one line and exit 2 with nothing started.
+// gossamer peer's checkpoints and resume (docs/operations/checkpoint.md): the header that ties a
+// checkpoint to its job, the protocol's snapshots switched on, and a resume loaded and checked
+// before the peer joins, so a checkpoint that does not fit is one line and exit 2 with nothing
+// started.
 #include <fmt/format.h>
 
 #include <cstdio>

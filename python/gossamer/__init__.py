@@ -1,4 +1,4 @@
-"""Gossamer from Python: join a gossip job from your own training loop (docs/python.md).
+"""Gossamer from Python: join a gossip job from your own training loop (docs/library/python.md).
 
     import gossamer, gossamer.torch
     flat = gossamer.torch.flatten(model)              # parameters become views into flat.buffer
@@ -65,25 +65,25 @@ def _env_float(name):
 
 
 class Peer:
-    """One peer of a gossip job over a flat float32 buffer (gossamer::Peer, docs/api.md).
+    """One peer of a gossip job over a flat float32 buffer (gossamer::Peer, docs/library/api.md).
 
     params: a 1-D float32 buffer: a NumPy array or a torch tensor (gossamer.torch.flatten's
         buffer), on the CPU or on a CUDA device. The peer writes the first point into it now and
         the next point at every step().
     device: where params live, "cpu" or "cuda" (default: the tensor's own). With "cuda", every
-        algorithm does the round's work on the tensor's GPU (docs/gpu.md); Gossamer's
+        algorithm does the round's work on the tensor's GPU (docs/operations/gpu.md); Gossamer's
         device calls run on the default stream and wait, so synchronize other streams before
         step().
     topology: a topology file path or a gossamer.Topology (default $GOSSAMER_TOPOLOGY).
     rank: this peer's rank (default $GOSSAMER_RANK, else OMPI_COMM_WORLD_RANK, PMI_RANK,
         SLURM_PROCID).
-    algorithm: allreduce, dpsgd, sgp, async, choco, lsgd, gadmm or qallreduce; options: its options (dict, docs/algorithms.md).
+    algorithm: allreduce, dpsgd, sgp, async, choco, lsgd, gadmm or qallreduce; options: its options (dict, docs/algorithms/async.md).
     partitions: per-partition gossip (the training config's "multirate" section as a dict).
     layout: [(name, offset, size), ...] covering the buffer (gossamer.torch.flatten's layout).
     token_file: the job token's file ("": $GOSSAMER_JOB_TOKEN); job_id: default $GOSSAMER_JOB_ID,
         else 1. steps: local steps this peer takes. transport: "ucx" (processes) or "inproc" (threads of
         this process sharing job=gossamer.InprocJob(n)). Timeouts are in seconds.
-    trace: a file for this peer's timeline (Chrome trace / Perfetto JSON, docs/trace.md),
+    trace: a file for this peer's timeline (Chrome trace / Perfetto JSON, docs/formats/trace.md),
         written when the peer finishes; "" for none. trace_limit bounds its events in bytes.
     """
 
@@ -137,7 +137,7 @@ class Peer:
 
     def evaluation_due(self):
         """True once per eval_interval tick (tick 0 first): evaluate your model now and pass the
-        result to record_evaluation() (docs/python.md, "Evaluation points")."""
+        result to record_evaluation() (docs/library/python.md, "Evaluation points")."""
         return self._peer.evaluation_due()
 
     def record_evaluation(self, accuracy, loss):
@@ -209,7 +209,7 @@ def _as_buffer(params, device):
 def load_data(config):
     """Gossamer's data set as NumPy arrays: {"train": {"x", "y", "classes", "name"}, "test":
     {...}}; images are [N, C, H, W]. config: a training config (dict with "data") or only its
-    "data" section, e.g. {"name": "fashion-mnist", "train_limit": 12000} (docs/data.md)."""
+    "data" section, e.g. {"name": "fashion-mnist", "train_limit": 12000} (docs/modules/data.md)."""
     if isinstance(config, dict) and "data" not in config:
         # only the data section: the smallest config around it (model and optimizer unused)
         config = {"data": config, "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.1}}
@@ -236,7 +236,7 @@ def train_builtin(config, topology, algorithm, options=None):
 
 class Launch:
     """What `gossamer launch --script` hands a Python peer through its environment
-    (docs/python.md): rank, topology file, algorithm, output folder, epochs, training config."""
+    (docs/library/python.md): rank, topology file, algorithm, output folder, epochs, training config."""
 
     def __init__(self, env):
         self.rank = int(env["GOSSAMER_RANK"])
@@ -268,7 +268,7 @@ class Launch:
             return False
         bad = [name for name, v in (("loss", loss), ("accuracy", accuracy))
                if v is not None and not _math.isfinite(float(v))]
-        if bad:  # no result from a model that is not one (docs/reliability.md)
+        if bad:  # no result from a model that is not one (docs/operations/reliability.md)
             raise Diverged(f"rank {self.rank}: the average model's {' and '.join(bad)} "
                            f"{'is' if len(bad) == 1 else 'are'} not finite ({loss}, {accuracy}); "
                            "no average.json written")
@@ -287,7 +287,7 @@ class Launch:
 def _exit_5_on_diverged():
     """In a script gossamer launch started: an unhandled gossamer.Diverged ends the process as
     `gossamer peer` does (one line, exit status 5, no goodbye), so the launcher's table counts the
-    peer lost and diverged (docs/reliability.md)."""
+    peer lost and diverged (docs/operations/reliability.md)."""
     previous = _sys.excepthook
     if getattr(previous, "_gossamer", False):
         return

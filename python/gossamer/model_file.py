@@ -1,4 +1,4 @@
-"""Reading Gossamer's model file (docs/model-file.md) in pure Python: OUT/model.bin of
+"""Reading Gossamer's model file (docs/formats/model-file.md) in pure Python: OUT/model.bin of
 `gossamer train` or of a job's peers, and checkpoints, which share the format.
 
     m = gossamer.load_model("out/train/model.bin")

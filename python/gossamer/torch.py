@@ -1,5 +1,5 @@
 """PyTorch integration: a model's parameters as views into one flat buffer that a gossamer.Peer
-mixes in place, and an optimizer wrapper that gossips after each step (docs/python.md)."""
+mixes in place, and an optimizer wrapper that gossips after each step (docs/library/python.md)."""
 
 import fnmatch
 
@@ -228,7 +228,7 @@ def load_model(target, model_file):
         consecutive slices). The built-in dense models (softmax, linear, mlp) store each layer as
         torch.nn.Linear does, weight [out, in] row-major then bias, so an nn.Sequential of Linear
         layers (with ReLUs between them for an mlp) of the same sizes takes their files as they
-        are (docs/python.md).
+        are (docs/library/python.md).
     model_file: a path, or a ModelFile from gossamer.load_model.
     Raises ConfigError naming both counts when the file's parameter count differs from the
     target's, or when a parameter would straddle the end of the file's vector.

@@ -1,6 +1,6 @@
 // gossamer._native data and reference training: Gossamer's data sets and shards as NumPy arrays
 // (the same samples a built-in peer trains on), and the built-in peers of a training config, so
-// Python code can be compared with them step for step (docs/python.md).
+// Python code can be compared with them step for step (docs/library/python.md).
 #include <fmt/format.h>
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>

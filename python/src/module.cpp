@@ -1,4 +1,4 @@
-// gossamer._native: Gossamer's C++ API for Python (docs/python.md). Exceptions keep the C++
+// gossamer._native: Gossamer's C++ API for Python (docs/library/python.md). Exceptions keep the C++
 // one-line messages, so Python users see what the CLI prints after "error: ".
 #include <pybind11/pybind11.h>
 
@@ -19,7 +19,7 @@ py::object from_json(const json::Json& value) {
 void bind_errors(py::module_& m) {
     // The hierarchy: Error (RuntimeError) > ConfigError (also ValueError), PeerFailure (.rank),
     // Timeout (also TimeoutError), TransportError, Diverged (this peer's loss or model became
-    // NaN or infinite: docs/reliability.md).
+    // NaN or infinite: docs/operations/reliability.md).
     static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
     static py::object config = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
         "gossamer.ConfigError", "A file or option is wrong (the CLI exits 2 on it).",

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The cluster file `gossamer sim` should get to predict a `gossamer launch` run on this machine
-(docs/experiments.md, "Real peers beside the simulator").
+(docs/results/experiments.md, "Real peers beside the simulator").
 
 A launched peer's step lasts max(measured, declared) (launch pads each step to the cluster file's
 time), and each send is first paced by the declared link, then carried by the real transport. So

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The preemptible-cluster experiment of docs/elastic.md (issue 24).
+"""The preemptible-cluster experiment of docs/operations/elastic.md (issue 24).
 
 8 peers; each loses its node for 20% of the run once, at a seeded random time (rank 0
 included), and comes back. The run is the same job without churn under all-reduce (its end

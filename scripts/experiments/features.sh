@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The four experiments of docs/experiments.md (issue 5): straggler-aware async gossip against
+# The four experiments of docs/results/experiments.md (issue 5): straggler-aware async gossip against
 # all-reduce (one straggler; jittery peers), CHOCO with top-k 1% against D-PSGD, and multirate
 # partitions against D-PSGD. 16 simulated peers, Fashion-MNIST MLP, one-peer exponential graph.
 #   scripts/experiments/features.sh [--seeds K] [--only 1,2,3,4]
@@ -56,7 +56,7 @@ if want 3; then
     --acc-within 1
 fi
 if want 4; then
-  # The multirate run of scripts/experiments/multirate.sh (its other variants: docs/multirate.md).
+  # The multirate run of scripts/experiments/multirate.sh (its other variants: docs/algorithms/multirate.md).
   GOSSAMER_BIN="$g" RUNS=multirate scripts/experiments/multirate.sh --seeds "$seeds"
   mr="$out/multirate/multirate.json:dpsgd"
   $cmp "4 multirate" bytes "$(s homogeneous dpsgd)" "$mr" --min 2 --acc-within 0.5

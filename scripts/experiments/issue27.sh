@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The simulator experiments of issue 27 (docs/experiments.md, "lsgd and qallreduce"): one
+# The simulator experiments of issue 27 (docs/results/experiments.md, "lsgd and qallreduce"): one
 # gossamer sim per algorithm and cluster, one after the other (each about 2-3 minutes on 2
 # busy cores), seed 1. GOSSAMER=path/to/gossamer to use another build; RUNS="a b" for a subset.
 set -euo pipefail

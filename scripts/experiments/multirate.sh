@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Experiment 4 (docs/multirate.md): 16 peers, Fashion-MNIST MLP, one-peer exponential,
+# Experiment 4 (docs/algorithms/multirate.md): 16 peers, Fashion-MNIST MLP, one-peer exponential,
 # homogeneous cluster, 3 seeds: dpsgd against dpsgd with multirate partitions (fast = fc3,
 # slow = fc1 + fc2 with period 4), with and without an fp16 compressor for the slow partition,
 # plus ablations (slow gossip alone, with and without fp16; k = 2). Prints bytes and backward

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7's experiment (docs/experiments.md, "Real peers beside the simulator"): 8 real local
+# Issue 7's experiment (docs/results/experiments.md, "Real peers beside the simulator"): 8 real local
 # peers (gossamer launch) in the demo setting (peer 0 four times slower) and with two slow peers,
 # beside gossamer sim of the calibrated cluster file. About 12 minutes on 2 cores.
 # Real peers evaluate their own models on the whole test set (10,000 samples) every 2 s, as sim

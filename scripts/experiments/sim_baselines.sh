@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The simulator experiment of docs/simulator.md: 16 peers, Fashion-MNIST MLP, one-peer
+# The simulator experiment of docs/modules/simulator.md: 16 peers, Fashion-MNIST MLP, one-peer
 # exponential topology, the same hyperparameters for every algorithm, 3 seeds, on the
 # homogeneous cluster and on the cluster with peer 0 four times slower.
 #   scripts/experiments/sim_baselines.sh [--seeds K]   (about 10 minutes on 2 cores)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The chaos run (docs/reliability.md, "Chaos run"): jobs of `gossamer peer` processes in the
+"""The chaos run (docs/operations/reliability.md, "Chaos run"): jobs of `gossamer peer` processes in the
 network-namespace lab (`gossamer launch --hosts netns`) under `async`, `dpsgd` and `allreduce`,
 while a seeded schedule kills peers (SIGKILL), pauses them (SIGSTOP, then SIGCONT), takes their
 links down and up (`ip link set`) and throttles their uplinks (`tc class change`). After every job

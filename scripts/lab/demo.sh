@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The lab's demo (docs/lab.md, "The communication-bound job"): 8 `gossamer peer` processes, each
+# The lab's demo (docs/operations/lab.md, "The communication-bound job"): 8 `gossamer peer` processes, each
 # a host of a network-namespace lab, train the Fashion-MNIST MLP widened to [2048, 2048]
 # (5.8 M parameters, 23.3 MB per model in fp32) on a ring, over links the kernel shapes from
 # examples/lab/uneven8.json: 1 Gbit/s up and down for most peers, 100 Mbit/s for ranks 2 and 5,
@@ -9,7 +9,7 @@
 #
 # Needs root and iproute2 (`scripts/deps.sh --lab`); without them it says so in one line and
 # exits 2. Time: one epoch over 8,192 images (16 steps of 64 per peer), every algorithm bounded
-# by --timeout 300 s; on a 2-core machine the whole demo took about 6 minutes (docs/lab.md).
+# by --timeout 300 s; on a 2-core machine the whole demo took about 6 minutes (docs/operations/lab.md).
 #
 #   scripts/lab/demo.sh               builds build/release's gossamer, then runs
 #   GOSSAMER=path/to/gossamer scripts/lab/demo.sh    runs with that binary (no build)
@@ -39,7 +39,7 @@ else
 fi
 # shellcheck source=../blas_env.sh
 . scripts/blas_env.sh  # one BLAS thread per peer, OpenBLAS kernels for this CPU
-out=out/lab-demo       # gossamer launch replaces its own earlier output there (docs/cli.md)
+out=out/lab-demo       # gossamer launch replaces its own earlier output there (docs/operations/cli.md)
 cluster=examples/lab/uneven8.json
 topology=examples/lab/ring8.json
 config=examples/lab/fashion_wide8.json

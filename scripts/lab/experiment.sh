@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 22's experiment (docs/lab.md, "The experiment: gossip against DDP and all-reduce"): on the
+# Issue 22's experiment (docs/operations/lab.md, "The experiment: gossip against DDP and all-reduce"): on the
 # lab's uneven cluster (examples/lab/uneven8.json) and on a homogeneous lab of the same size
 # (examples/lab/homogeneous8.json), 8 `gossamer peer` processes (torch for ddp), each a host of a
 # network-namespace lab, train examples/lab/experiment8.json on a ring with ddp, allreduce, dpsgd,
@@ -19,7 +19,7 @@
 # already in OUT are skipped, so a later call adds what is missing.
 # --seeds N: runs per cluster and algorithm, seeds 1..N (default 3). --quick: a smoke run of a
 # minute or two (a tiny MLP on 2,048 images, one seed; allreduce and async unless --algorithms). Time of the full
-# run: hours on a 2-core machine (docs/lab.md); run one seed first. Needs root and iproute2
+# run: hours on a 2-core machine (docs/operations/lab.md); run one seed first. Needs root and iproute2
 # (`scripts/deps.sh --lab`), and python3-torch for ddp. GOSSAMER=path/to/gossamer picks the
 # binary (default: build the release preset).
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The table and plots of scripts/lab/experiment.sh (docs/lab.md).
+"""The table and plots of scripts/lab/experiment.sh (docs/operations/lab.md).
 
 usage: scripts/lab/experiment_table.py OUT [--seeds N] [--algorithms LIST]
 

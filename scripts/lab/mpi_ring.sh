@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # MPI_Allreduce between the lab's hosts, over the veths the kernel shapes: the like-for-like
-# reference of `gossamer launch --hosts netns --algorithms allreduce` (docs/benchmarks.md, "In the
+# reference of `gossamer launch --hosts netns --algorithms allreduce` (docs/results/benchmarks.md, "In the
 # lab"). Builds a lab from a cluster file (`gossamer lab up`), starts one MPI rank in each peer's
 # namespace, forces OpenMPI onto TCP over the lab's /24 (`--mca pml ob1 --mca btl tcp,self
 # --mca btl_tcp_if_include 10.213.S.0/24`), and emulates the training loop of the lab's job:
@@ -78,7 +78,7 @@ for p in c.get("peers", []):
         if "factor" in p: factor[r] = p["factor"]
 print(n, ",".join("%.3f" % (1000 * b * f) for b, f in zip(base, factor)))
 EOF
-) || die "$cluster: cannot read n, base_time and factor (docs/cluster-format.md)"
+) || die "$cluster: cannot read n, base_time and factor (docs/formats/cluster-format.md)"
 
 tmp=$(mktemp -d)
 lab_pid=""

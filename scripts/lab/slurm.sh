@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A single-node Slurm cluster for trying srun on this machine (docs/cluster-launchers.md).
+# A single-node Slurm cluster for trying srun on this machine (docs/operations/cluster-launchers.md).
 #   scripts/lab/slurm.sh start [DIR] [--owner PID]
 #                                      writes DIR/slurm.conf (default DIR: /tmp/gossamer-slurm),
 #                                      starts slurmctld and slurmd from it, waits until the node

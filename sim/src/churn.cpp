@@ -1,7 +1,7 @@
-// Elastic jobs in the simulator (docs/elastic.md): peers join late (join_at), leave gracefully
-// (leave_at) and come back after a crash (rejoin_at), running the protocols' own join and leave
-// (Protocol::join, Protocol::leave). The simulator plays the agreed membership view: a peer that
-// starts or enters is told which ranks are not live members then (Protocol::peer_absent).
+// Elastic jobs in the simulator (docs/operations/elastic.md): peers join late (join_at), leave
+// gracefully (leave_at) and come back after a crash (rejoin_at), running the protocols' own join
+// and leave (Protocol::join, Protocol::leave). The simulator plays the agreed membership view: a
+// peer that starts or enters is told which ranks are not live members then (Protocol::peer_absent).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,7 +21,7 @@ std::unique_ptr<proto::Protocol> Engine::make(int rank) {
         rank,        n_,
         s_.topology, p.worker.get(),
         steps_,      std::shared_ptr<const Cluster>(std::shared_ptr<void>(), s_.cluster)};
-    if (s_.config) ctx.value_bound = s_.config->value_bound;  // docs/reliability.md
+    if (s_.config) ctx.value_bound = s_.config->value_bound;  // docs/operations/reliability.md
     return s_.protocol_factory
                ? s_.protocol_factory(ctx)
                : proto::make_protocol(s_.algorithm, s_.options ? &*s_.options : nullptr, ctx);
@@ -102,7 +102,7 @@ void Engine::crash(int rank) {
     p.crashed = true;
     p.eval_pending = -1;  // a crashed peer's queued evaluation is lost with it
     // The model it comes back with at rejoin_at: the simulator keeps no checkpoints, so it is
-    // the one it had at the crash (docs/elastic.md).
+    // the one it had at the crash (docs/operations/elastic.md).
     if (p.worker->math() && !p.protocol->joining()) {
         p.crash_model.resize(p.worker->size());
         p.protocol->current_model(p.crash_model);

@@ -1,6 +1,7 @@
 #pragma once
 // The simulator's engine (private to sim/src): events, virtual peers and the Engine class.
-// simulation.cpp runs events; churn.cpp lets peers join, leave and rejoin (docs/elastic.md).
+// simulation.cpp runs events; churn.cpp lets peers join, leave and rejoin
+// (docs/operations/elastic.md).
 
 #include <algorithm>
 #include <cstdint>
@@ -24,7 +25,7 @@
 namespace gossamer::sim::detail {
 
 // Events of a peer carry its incarnation (`life`, Peer::life): after a crash and a rejoin
-// (docs/elastic.md), what the old incarnation started or was sent is dropped.
+// (docs/operations/elastic.md), what the old incarnation started or was sent is dropped.
 struct StepDone {
     int rank;
     double loss;
@@ -108,8 +109,8 @@ struct Peer {
     bool left = false;               // left gracefully (at leave_at)
     std::vector<float> crash_model;  // the model it had at its crash (math mode)
     // The evaluation tick (its index in the result's evals) this peer's own model is still to
-    // be judged for, at its next step boundary, as a real peer does (docs/simulator.md); -1:
-    // none. A later tick replaces an earlier one, as a real peer's evaluator queue does.
+    // be judged for, at its next step boundary, as a real peer does (docs/modules/simulator.md);
+    // -1: none. A later tick replaces an earlier one, as a real peer's evaluator queue does.
     std::int64_t eval_pending = -1;
     std::uint64_t past_sent = 0, past_received = 0, past_messages = 0;  // earlier incarnations
 };
@@ -147,7 +148,7 @@ class Engine {
     void schedule_ready(int rank, Time start, Time end);
     bool active() const;
     /// The one Actions object every event reuses, emptied: its vectors keep their capacity, so
-    /// an event costs no allocation (docs/simulator.md, "Scale").
+    /// an event costs no allocation (docs/modules/simulator.md, "Scale").
     proto::Actions& fresh_actions();
     /// Messages in flight live out of the event queue's slots, which then stay small (a
     /// deadline or a step end does not carry a Message's worth of bytes).

@@ -28,7 +28,7 @@ void FairNetwork::check_rank(int rank) const {
 int FairNetwork::link_resource(int from, int to) {
     // Every flow of a link also crosses the sender's uplink and the receiver's downlink, so a
     // link cap at or above either can never bind: such links need no resource (the lab makes
-    // no htb class for them either, docs/lab.md).
+    // no htb class for them either, docs/operations/lab.md).
     const double cap = cluster_.link(from, to).bandwidth;
     if (cap >= std::min(cluster_.peers[from].uplink, cluster_.peers[to].downlink)) return -1;
     const std::uint64_t key = static_cast<std::uint64_t>(from) * static_cast<std::uint64_t>(n_) +

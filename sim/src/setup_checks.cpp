@@ -58,7 +58,7 @@ void check_dpsgd_churn(const SimSetup& s, const SizeOrigin& origin) {
                                       "running job yet, and the cluster {} has churn",
                                       key, s.cluster->source),
                           fmt::format("drop \"{}\", or the cluster's join_at, leave_at and "
-                                      "rejoin_at (docs/elastic.md)",
+                                      "rejoin_at (docs/operations/elastic.md)",
                                       key));
     if (s.config && json::Node(s.config->doc).has("multirate"))
         throw ConfigError(origin.config_file, "multirate",
@@ -67,7 +67,7 @@ void check_dpsgd_churn(const SimSetup& s, const SizeOrigin& origin) {
                                       "churn",
                                       s.cluster->source),
                           "drop \"multirate\", or the cluster's join_at, leave_at and rejoin_at "
-                          "(docs/elastic.md)");
+                          "(docs/operations/elastic.md)");
 }
 
 // The least latency of any link: the default and every override.
@@ -158,7 +158,7 @@ void check_sizes(const SimSetup& s, std::uint64_t parameters, const SizeOrigin& 
         if (!why.empty())
             throw ConfigError(s.cluster->source, "peers", why,
                               "simulate algorithm async, or drop join_at, leave_at and rejoin_at "
-                              "(docs/elastic.md)");
+                              "(docs/operations/elastic.md)");
         check_dpsgd_churn(s, origin);
     }
     const bool from_flag = !origin.size_flag.empty();

@@ -1,6 +1,6 @@
 #pragma once
-// The simulator's hooks into a trace::Recorder (docs/trace.md): one call per place in the engine,
-// each a no-op without a recorder, so that the engine stays readable.
+// The simulator's hooks into a trace::Recorder (docs/formats/trace.md): one call per place in the
+// engine, each a no-op without a recorder, so that the engine stays readable.
 
 #include <string>
 #include <vector>

@@ -75,7 +75,7 @@ Engine::Engine(const SimSetup& s)
         if (!why.empty())
             throw ConfigError(s.cluster->source, "peers", why,
                               "simulate algorithm async, or drop join_at, leave_at and rejoin_at "
-                              "(docs/elastic.md)");
+                              "(docs/operations/elastic.md)");
     }
     // The fifo network sends each peer's messages through its uplink one after another: the
     // measured edges time each send from its turn in that queue. The fair network shares the
@@ -141,7 +141,7 @@ void Engine::start_flow(const Flowing& f, Time now) {
 void Engine::apply(int rank, Time now, proto::Actions& a) {
     Peer& p = peers_[static_cast<std::size_t>(rank)];
     const bool bounded = p.protocol->one_in_flight_per_edge();
-    for (const auto& r : a.refused) {  // docs/reliability.md, "Non-finite values"
+    for (const auto& r : a.refused) {  // docs/operations/reliability.md, "Non-finite values"
         trace_.peer_failed(rank, now, r.sender);
         log::warn(
             "sim: peer {} refused a {} of peer {} (round {}) at {:.6f} s: {}; treating "
@@ -373,7 +373,8 @@ void Engine::evaluate(Time now, bool final) {
     const auto evaluated = static_cast<double>(std::count(judged.begin(), judged.end(), true));
     std::vector<std::pair<std::size_t, double>> seen;  // (model, accuracy) judged at the end
     // While running, each peer's own model is judged at its next step boundary (as a real peer
-    // copies it, docs/simulator.md "Evaluation points"), for this tick: the sums fill in then.
+    // copies it, docs/formats/metrics.md "Evaluation points"), for this tick: the sums fill in
+    // then.
     const auto tick = static_cast<std::int64_t>(result_.evals.size());
     if (!final) {
         tick_sums_.emplace_back();

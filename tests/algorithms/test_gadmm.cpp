@@ -184,7 +184,7 @@ long rounds_to(const Curve& c, double tol) {
 }  // namespace
 
 TEST_CASE("experiment: gadmm reaches the logistic optimum in fewer rounds than dpsgd") {
-    // GADMM: 5 optimizer steps per primal update (see docs/protocols.md, "gadmm").
+    // GADMM: 5 optimizer steps per primal update (see docs/algorithms/gadmm.md).
     const Curve g = logistic_run(proto::make_gadmm, R"({"rho": 0.5, "local_steps": 5})", "ring",
                                  5 * 400, 5, 0.5);
     const Curve ring = logistic_run(proto::make_dpsgd, "{}", "ring", 1000, 1, 0.5);

@@ -412,7 +412,7 @@ TEST_CASE("staleness counts the receiver's own steps between sending and absorbi
 TEST_CASE("a silent neighbour (stopped) gets no shares until it is heard again, mass stays exact") {
     // Peer 3 of a ring stops for 20 s at t = 30 (a SIGSTOP, a cut link): without the rule its two
     // neighbours push a share to it every other step, mass that a peer declared lost would take
-    // with it (docs/algorithms.md, "Silent neighbours").
+    // with it (docs/algorithms/async.md, "Silent neighbours").
     const auto shares_to_3 = [](const char* opts, double& mass) {
         Network net = async_network(family("ring", 6), 120, opts);
         Driver d = driver(net, {});

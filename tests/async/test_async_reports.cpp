@@ -1,6 +1,6 @@
 // When async sends its rate reports: every in-neighbour at once every report_every steps where
 // the in-degree is small, round robin every ceil(in-degree / targets) steps where it is large
-// (docs/algorithms.md, "Rates, measured from timestamps").
+// (docs/algorithms/async.md, "Rates, measured from timestamps").
 #include <doctest/doctest.h>
 
 #include <map>

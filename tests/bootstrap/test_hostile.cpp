@@ -1,5 +1,5 @@
-// The listener under connections that never shake hands (docs/reliability.md, "Security"):
-// their number is bounded (Options::max_pending), so a slow-loris holding 1,000 idle
+// The listener under connections that never shake hands (docs/operations/reliability.md,
+// "Security"): their number is bounded (Options::max_pending), so a slow-loris holding 1,000 idle
 // connections neither exhausts rank 0's descriptors nor keeps a peer of the job out; a frame
 // that announces more than a handshake can hold is refused before its body is read.
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
-// Joining a running job (docs/bootstrap.md, "Joining a running job"): a peer restarted after a
-// crash, or started late, enters through the coordinator; the view grows once a majority of the
-// previous view acknowledged it, and every member learns the joiner's new blob.
+// Joining a running job (docs/modules/bootstrap.md, "Joining a running job"): a peer restarted
+// after a crash, or started late, enters through the coordinator; the view grows once a majority of
+// the previous view acknowledged it, and every member learns the joiner's new blob.
 #include <doctest/doctest.h>
 
 #include <atomic>

@@ -1,6 +1,6 @@
-// Succession (docs/bootstrap.md, "Succession"): when the coordinator is lost, the lowest live
-// rank of the view takes over, the others follow it, and later losses are relayed and installed
-// as views again. An isolated coordinator expels nobody.
+// Succession (docs/modules/bootstrap.md, "Succession"): when the coordinator is lost, the lowest
+// live rank of the view takes over, the others follow it, and later losses are relayed and
+// installed as views again. An isolated coordinator expels nobody.
 #include <doctest/doctest.h>
 
 #include <string>

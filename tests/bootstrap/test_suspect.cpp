@@ -1,4 +1,4 @@
-// Failures only a transport saw (docs/bootstrap.md, "Transport failures"): a peer reports a
+// Failures only a transport saw (docs/modules/bootstrap.md, "Transport failures"): a peer reports a
 // neighbour its transport failed; rank 0 turns the report into one loss the job agrees on.
 #include <doctest/doctest.h>
 

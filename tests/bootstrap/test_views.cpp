@@ -1,5 +1,6 @@
 // Views: rank 0 installs a membership without its lost peers only once a majority of the
-// previous view acknowledged it, and tells a peer it declared lost (docs/bootstrap.md, "Views").
+// previous view acknowledged it, and tells a peer it declared lost (docs/modules/bootstrap.md,
+// "Views").
 #include <doctest/doctest.h>
 
 #include <string>

@@ -1,9 +1,9 @@
-// gossamer launch following the cluster file's churn with real peers (docs/elastic.md, "Real
-// peers"): a rank that joins late is started at its join_at with --join, a rank at its fail_at
-// again at its rejoin_at, and every peer counts fail_at and leave_at from the job's clock (its
-// first step; --job-start for the ranks started later). 4 peer processes over UCX on loopback, the
-// synthetic job of launch_job.hpp at 100 epochs of 10 ms steps (1000 steps, about 10 s). No ',' in
-// test names (doctest's filter).
+// gossamer launch following the cluster file's churn with real peers (docs/operations/elastic.md,
+// "Real peers"): a rank that joins late is started at its join_at with --join, a rank at its
+// fail_at again at its rejoin_at, and every peer counts fail_at and leave_at from the job's clock
+// (its first step; --job-start for the ranks started later). 4 peer processes over UCX on loopback,
+// the synthetic job of launch_job.hpp at 100 epochs of 10 ms steps (1000 steps, about 10 s). No ','
+// in test names (doctest's filter).
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -177,13 +177,14 @@ TEST_SUITE("integration") {
     TEST_CASE(
         "launch under allreduce with elastic rebuild starts rank 3 at its join_at and restarts "
         "rank 2 at rejoin_at") {
-        // The ring is rebuilt over the live members at each change (docs/elastic.md).
+        // The ring is rebuilt over the live members at each change (docs/operations/elastic.md).
         launch_with_churn("allreduce", R"({"allreduce": {"elastic": "rebuild"}})");
     }
 
     TEST_CASE("launch with checkpoints restarts rank 2 from its own newest checkpoint") {
         // Rank 2 wrote checkpoints every 50 steps before its failure at 3 s: the launcher starts
-        // it again with --join --resume, and it takes its model from there (docs/elastic.md).
+        // it again with --join --resume, and it takes its model from there
+        // (docs/operations/elastic.md).
         const double mass =
             launch_with_churn("async", "", " --checkpoint-every 50")["total_mass"].get<double>();
         CHECK(mass < 3.0 - 1e-3);

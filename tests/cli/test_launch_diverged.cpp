@@ -1,7 +1,8 @@
-// A built-in job whose learning rate diverges, under gossamer launch (docs/reliability.md,
-// "Non-finite values"): every peer stops with one line and exit status 5 at the step its loss
-// becomes NaN or infinite, nothing is averaged or written as a result, the table counts the
-// peers lost and diverged, and launch exits 3, as `gossamer train` does on the same config.
+// A built-in job whose learning rate diverges, under gossamer launch
+// (docs/operations/reliability.md, "Non-finite values"): every peer stops with one line and exit
+// status 5 at the step its loss becomes NaN or infinite, nothing is averaged or written as a
+// result, the table counts the peers lost and diverged, and launch exits 3, as `gossamer train`
+// does on the same config.
 #include <doctest/doctest.h>
 
 #include <filesystem>

@@ -1,5 +1,5 @@
-// gossamer launch --resume OUT (docs/checkpoint.md): a launch interrupted after its peers'
-// checkpoints restarts every algorithm from the newest step all its peers hold and finishes;
+// gossamer launch --resume OUT (docs/operations/checkpoint.md): a launch interrupted after its
+// peers' checkpoints restarts every algorithm from the newest step all its peers hold and finishes;
 // a folder it cannot resume is one line and exit 2.
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
-// gossamer report as a user runs it (docs/report.md): the page of a sim run and of a launch run
-// parses as HTML, holds the table and the plots and references nothing outside itself; bad
-// folders are refused with one line and exit 2; in headless Chromium (component chromium) the
+// gossamer report as a user runs it (docs/operations/report.md): the page of a sim run and of a
+// launch run parses as HTML, holds the table and the plots and references nothing outside itself;
+// bad folders are refused with one line and exit 2; in headless Chromium (component chromium) the
 // page loads without a console message and draws its table and charts.
 #include <doctest/doctest.h>
 

@@ -265,7 +265,7 @@ TEST_CASE("sim reports the mean of the peers' own accuracies and when it reaches
 // A real peer copies its model for a tick at its first step boundary after it (before that
 // step's update reaches the protocol); the simulator judges the same model, not the one a
 // dpsgd peer holds while it waits for its neighbours (its own step applied, not yet mixed),
-// which made the sim's peer mean lag the lab's (docs/simulator.md, "Evaluation points").
+// which made the sim's peer mean lag the lab's (docs/formats/metrics.md, "Evaluation points").
 TEST_CASE("sim judges each peer's own model at its first step boundary after the tick") {
     Job job;
     const auto out = (job.dir.path() / "b").string();
@@ -347,7 +347,7 @@ TEST_CASE("sim: the messages of one edge go one after another under the fair net
     // A ring all-reduce on uneven8 (two 100 Mbit/s peers): the fast peers run a step ahead and
     // queue a second message on an edge into a slow peer. Shared fairly with the first, as
     // separate flows, it stretched every step to 5.5 s; the lab measured 3.46 s, what one TCP
-    // connection per edge gives (3.3 s, as under fifo). docs/simulator.md.
+    // connection per edge gives (3.3 s, as under fifo). docs/modules/simulator.md.
     auto end_time = [](const std::string& network) {
         const auto r =
             run(kBin + " sim --mode cost --steps 10 --algorithms allreduce --json --network " +
@@ -668,7 +668,8 @@ TEST_CASE("sim: in math mode \"sample K\" evaluates K peers on their own, the av
 }
 
 TEST_CASE(
-    "churn (docs/elastic.md): same seed, same bytes, and a bad schedule or algorithm is one line") {
+    "churn (docs/operations/elastic.md): same seed, same bytes, and a bad schedule or algorithm is "
+    "one line") {
     Job job;
     // 4 peers on a ring of 10 ms steps (30 steps, 0.3 s): 1 leaves, 2 crashes and rejoins, 3
     // joins late.

@@ -1,6 +1,6 @@
-// --trace as a user runs it (docs/trace.md): gossamer sim and gossamer launch (peers as threads)
-// write Chrome-trace JSON with one track per peer whose step and wait durations add up to the
-// metrics' busy and idle times; bad values are refused with one line and exit 2.
+// --trace as a user runs it (docs/formats/trace.md): gossamer sim and gossamer launch (peers as
+// threads) write Chrome-trace JSON with one track per peer whose step and wait durations add up to
+// the metrics' busy and idle times; bad values are refused with one line and exit 2.
 #include <doctest/doctest.h>
 
 #include <cmath>

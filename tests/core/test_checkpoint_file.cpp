@@ -1,5 +1,6 @@
-// The checkpoint file (docs/checkpoint.md): it round-trips its header and state; a truncated,
-// corrupt or foreign file is refused with one ConfigError naming it; a write never tears.
+// The checkpoint file (docs/operations/checkpoint.md): it round-trips its header and state; a
+// truncated, corrupt or foreign file is refused with one ConfigError naming it; a write never
+// tears.
 #include <doctest/doctest.h>
 
 #include <filesystem>

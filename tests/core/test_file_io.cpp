@@ -86,7 +86,7 @@ TEST_CASE("file_io: an input over its size bound names the bound, before it is r
     CHECK(config_error([&] { gossamer::read_input_file(path, kind); }) ==
           path +
               ": the file is 11 B, more than the 10 B bound on test inputs; give a smaller "
-              "file (docs/errors.md, \"Files\")");
+              "file (docs/operations/errors.md, \"Files\")");
     CHECK(gossamer::read_input_file(dir.write("u.json", "1234567890"), kind) == "1234567890");
     // A sparse JSON file of 300 MiB is refused from its size alone.
     const auto big = dir.path() / "big.json";

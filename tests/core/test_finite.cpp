@@ -1,5 +1,5 @@
-// The finiteness check that guards what peers send and take in (docs/reliability.md): it finds
-// the first NaN or infinity wherever it sits (SIMD body, masked tail, block boundaries) and
+// The finiteness check that guards what peers send and take in (docs/operations/reliability.md): it
+// finds the first NaN or infinity wherever it sits (SIMD body, masked tail, block boundaries) and
 // never reports a finite value, however large or small.
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // Output folders are locked while a run uses them, and a folder that would be replaced but holds
-// an input of the run is refused before anything is removed (issue 37; docs/cli.md).
+// an input of the run is refused before anything is removed (issue 37; docs/operations/cli.md).
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/file.h>

@@ -60,7 +60,7 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
 }
 
 /// int8 wire bytes of n values in blocks of `block` against the CPU's: identical scales, codes
-/// within one step (the stochastic-rounding draws differ; docs/gpu.md, "Tolerances").
+/// within one step (the stochastic-rounding draws differ; docs/operations/gpu.md, "Tolerances").
 inline void check_int8_wire(const std::vector<std::byte>& got, const std::vector<std::byte>& ref,
                             std::size_t n, std::size_t block) {
     REQUIRE(got.size() == ref.size());

@@ -73,7 +73,8 @@ TEST_CASE("cuda device edges send the host's messages and both ends keep one rep
             d->upload(dx.data(), x);
             const auto hm = htx.encode(x, round);
             auto dm = dtx.encode(dx.span(), round);
-            // int8's stochastic rounding draws differ on the GPU (docs/gpu.md, Tolerances).
+            // int8's stochastic rounding draws differ on the GPU (docs/operations/gpu.md,
+            // Tolerances).
             if (!int8) CHECK(same_payload(hm.payload, dm.payload));
             drx.accept(std::move(dm));
             drx.advance(round);

@@ -1,6 +1,6 @@
 // Device compressors against the CPU ones (gossamer/optimizers/compressor.hpp) on the same
 // inputs: the same wire bytes (int8: the same scales, codes within one step), and device
-// decoding of CPU bytes equal to CPU decoding (docs/gpu.md, "Tolerances").
+// decoding of CPU bytes equal to CPU decoding (docs/operations/gpu.md, "Tolerances").
 #include <doctest/doctest.h>
 
 #include <cmath>

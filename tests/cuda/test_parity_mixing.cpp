@@ -1,5 +1,5 @@
 // Device mixing kernels against the CPU ones on the same inputs: bit-identical to the CPU FMA
-// paths (AVX2, AVX-512), within one rounding per term of the scalar path (docs/gpu.md).
+// paths (AVX2, AVX-512), within one rounding per term of the scalar path (docs/operations/gpu.md).
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// The bootstrap's frames (transport/bootstrap/src/wire.hpp, docs/bootstrap.md): the frame
+// The bootstrap's frames (transport/bootstrap/src/wire.hpp, docs/modules/bootstrap.md): the frame
 // header, the handshake (hello), notices (refuse, abort, peer_gone, views) and the table of
 // address blobs. Bytes decode or throw wire::Malformed; what decodes encodes back to the same
 // bytes.

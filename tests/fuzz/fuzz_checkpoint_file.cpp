@@ -1,4 +1,5 @@
-// The checkpoint reader (docs/checkpoint.md): a checked header and state, or one ConfigError.
+// The checkpoint reader (docs/operations/checkpoint.md): a checked header and state, or one
+// ConfigError.
 #include "fuzz_support.hpp"
 #include "gossamer/core/checkpoint_file.hpp"
 #include "gossamer/core/error.hpp"

@@ -1,6 +1,6 @@
 // The state inside a checkpoint as the protocols read it back (Protocol::restore,
-// docs/checkpoint.md): rank 1 of 4 on a ring, cost-only, 100 steps; the first byte picks dpsgd,
-// allreduce, sgp or async. A restored protocol or one ConfigError, never a crash.
+// docs/operations/checkpoint.md): rank 1 of 4 on a ring, cost-only, 100 steps; the first byte picks
+// dpsgd, allreduce, sgp or async. A restored protocol or one ConfigError, never a crash.
 #include <memory>
 
 #include "fuzz_support.hpp"

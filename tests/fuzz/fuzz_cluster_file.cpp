@@ -1,5 +1,5 @@
-// The cluster file loader (docs/cluster-format.md), for a topology of 1 to 16 peers: a valid
-// cluster or one ConfigError.
+// The cluster file loader (docs/formats/cluster-format.md), for a topology of 1 to 16 peers: a
+// valid cluster or one ConfigError.
 #include "fuzz_support.hpp"
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"

@@ -1,5 +1,5 @@
-// The model file and checkpoint reader (docs/model-file.md; a checkpoint is a model file): a
-// checked model or one ConfigError.
+// The model file and checkpoint reader (docs/formats/model-file.md; a checkpoint is a model file):
+// a checked model or one ConfigError.
 #include "fuzz_support.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/model_file.hpp"

@@ -1,4 +1,4 @@
-// What the fuzz targets share (docs/reliability.md, "Fuzzing"): a reader that splits the
+// What the fuzz targets share (docs/operations/reliability.md, "Fuzzing"): a reader that splits the
 // fuzzer's bytes into the parameters a decoder needs, and check(), which aborts with a line when
 // a decoder breaks an invariant (libFuzzer and the replay driver both report the abort).
 #pragma once

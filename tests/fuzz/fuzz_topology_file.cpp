@@ -1,4 +1,4 @@
-// The topology file loader (docs/topology-format.md): any text is a valid topology or one
+// The topology file loader (docs/formats/topology-format.md): any text is a valid topology or one
 // ConfigError; anything else (another exception, a crash, a hang) is a bug.
 #include "fuzz_support.hpp"
 #include "gossamer/core/error.hpp"

@@ -1,4 +1,4 @@
-// The training config loader (docs/train-config.md): a valid config or one ConfigError.
+// The training config loader (docs/formats/train-config.md): a valid config or one ConfigError.
 #include "fuzz_support.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"

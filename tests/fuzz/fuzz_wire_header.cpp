@@ -1,6 +1,6 @@
-// The wire header every payload comes behind (transport/wire.hpp, docs/transport.md): a header
-// is admitted or dropped with a reason; an admitted one decodes to fields that encode back to
-// the very same bytes.
+// The wire header every payload comes behind (transport/wire.hpp, docs/modules/transport.md): a
+// header is admitted or dropped with a reason; an admitted one decodes to fields that encode back
+// to the very same bytes.
 //
 // Input: one byte of flags (bit 0: the receiver knows the sender, rank 0; bit 1: it knows the
 // payload bytes that arrived, the input's length past the header), the header, payload bytes.

@@ -1,5 +1,5 @@
-// The replay driver (docs/reliability.md, "Fuzzing"): feeds every file of the folders (or the
-// files) it is given to the same LLVMFuzzerTestOneInput that libFuzzer drives, so that an
+// The replay driver (docs/operations/reliability.md, "Fuzzing"): feeds every file of the folders
+// (or the files) it is given to the same LLVMFuzzerTestOneInput that libFuzzer drives, so that an
 // ordinary build without clang replays the seed corpus and every regression input. A crash or a
 // broken invariant aborts with the input's name on stderr; a folder that is missing or holds no
 // input fails, so a test cannot pass on nothing.

@@ -192,9 +192,9 @@ TEST_CASE("a message held back behind later ones is buffered until the gap fills
 }
 
 TEST_CASE("a slow message still in flight is asked for but not sent again") {
-    // docs/lab.md, uneven8: behind a 100 Mbit/s link a model posted resync_timeout ago was
-    // often still being sent, and answering the ask with another full model queued more
-    // behind it (2.5x the bytes). Now only a send that completed a timeout ago is answered.
+    // docs/operations/lab.md, uneven8: behind a 100 Mbit/s link a model posted resync_timeout ago
+    // was often still being sent, and answering the ask with another full model queued more behind
+    // it (2.5x the bytes). Now only a send that completed a timeout ago is answered.
     const auto ring = family("ring", 6);
     Network base = consensus(ring, 20, R"({"resync_timeout": 100})");
     REQUIRE(base.harness().run());

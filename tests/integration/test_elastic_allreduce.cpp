@@ -1,6 +1,6 @@
-// The all-reduce baseline in an elastic job of real peers (docs/elastic.md, "All-reduce"): with
-// "elastic": "rebuild" a peer killed and restarted with --join is back in the ring, a peer sent
-// SIGTERM leaves, and the others finish.
+// The all-reduce baseline in an elastic job of real peers (docs/algorithms/allreduce.md, "Elastic
+// jobs"): with "elastic": "rebuild" a peer killed and restarted with --join is back in the ring, a
+// peer sent SIGTERM leaves, and the others finish.
 #include <doctest/doctest.h>
 
 #include "cluster.hpp"

@@ -1,6 +1,6 @@
-// Elastic jobs of real peers (docs/elastic.md): a peer killed and restarted with --join enters
-// the running job again and is in its result; a peer sent SIGTERM leaves gracefully with
-// its mass handed over, and the others finish with all of it; dpsgd rejoins and leaves too.
+// Elastic jobs of real peers (docs/operations/elastic.md): a peer killed and restarted with --join
+// enters the running job again and is in its result; a peer sent SIGTERM leaves gracefully with its
+// mass handed over, and the others finish with all of it; dpsgd rejoins and leaves too.
 #include <doctest/doctest.h>
 
 #include "cluster.hpp"

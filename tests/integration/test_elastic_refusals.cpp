@@ -1,5 +1,6 @@
-// Joins an elastic job refuses (docs/elastic.md, "Real peers"): a peer whose settings differ from
-// the running job's, and a --join to a job whose result is written, are one line and exit 2.
+// Joins an elastic job refuses (docs/operations/elastic.md, "Real peers"): a peer whose settings
+// differ from the running job's, and a --join to a job whose result is written, are one line and
+// exit 2.
 #include <doctest/doctest.h>
 
 #include "cluster.hpp"

@@ -1,6 +1,6 @@
 // A job of real peers that takes checkpoints, with a crashed peer that rejoins from its own
-// checkpoint (docs/elastic.md, "Checkpoints"): `gossamer peer --join --resume DIR` takes its
-// model from its newest checkpoint and its mass from a sponsor, the job's cuts go on without a
+// checkpoint (docs/operations/elastic.md, "Checkpoints"): `gossamer peer --join --resume DIR` takes
+// its model from its newest checkpoint and its mass from a sponsor, the job's cuts go on without a
 // deadlock, the rejoined peer writes checkpoints again from its first cut, and the whole job can
 // be resumed from the checkpoints written after the rejoin.
 #include <doctest/doctest.h>

@@ -108,7 +108,7 @@ TEST_SUITE("integration") {
     }
 
     TEST_CASE("a peer with the wrong job token is refused while the right peers train on") {
-        // Security (docs/reliability.md): the token travels in the environment or a file
+        // Security (docs/operations/reliability.md): the token travels in the environment or a file
         // (rank 1: --token-file), and shows in no command line (ps), log, metric or output.
         Job job;
         const std::string token_file = job.dir.write("token", kToken + "\n");
@@ -275,9 +275,9 @@ TEST_SUITE("integration") {
     TEST_CASE(
         "rank 0 killed, then a peer hung: the new coordinator relays the second loss and "
         "the job writes one result") {
-        // Chaos seed 1 job 15 and seed 2 job 0 (docs/reliability.md): with rank 0 gone nobody
-        // relayed the next loss, and the survivors waited for the hung peer in the final
-        // average. Now rank 1 takes over (docs/bootstrap.md, "Succession").
+        // Chaos seed 1 job 15 and seed 2 job 0 (docs/operations/reliability.md): with rank 0 gone
+        // nobody relayed the next loss, and the survivors waited for the hung peer in the final
+        // average. Now rank 1 takes over (docs/modules/bootstrap.md, "Succession").
         for (const std::string algo : {"async", "dpsgd"}) {
             CAPTURE(algo);
             Job job(40, 0.01);  // 400 steps of 10 ms

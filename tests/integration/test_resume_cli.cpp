@@ -1,7 +1,8 @@
-// Whole-job resume with gossamer peer processes over UCX on 127.0.0.1 (docs/checkpoint.md): a
-// job killed (SIGKILL, every peer) after its checkpoints restarts with --resume from the newest
-// step all peers hold and ends as the unbroken job did (dpsgd, allreduce: the same model.bin
-// bytes; async: total mass 4); a resume that cannot be is one line and exit 2.
+// Whole-job resume with gossamer peer processes over UCX on 127.0.0.1
+// (docs/operations/checkpoint.md): a job killed (SIGKILL, every peer) after its checkpoints
+// restarts with --resume from the newest step all peers hold and ends as the unbroken job did
+// (dpsgd, allreduce: the same model.bin bytes; async: total mass 4); a resume that cannot be is one
+// line and exit 2.
 #include <doctest/doctest.h>
 
 #include "cluster.hpp"

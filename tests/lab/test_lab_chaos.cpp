@@ -1,6 +1,6 @@
-// The chaos run (docs/reliability.md, "Chaos run"): scripts/chaos.sh's bad input, and its short
-// CI version: 2 minutes of jobs of real peers in the lab under async, dpsgd and allreduce while a
-// seeded schedule kills, pauses, cuts and throttles them, every invariant checked per job.
+// The chaos run (docs/operations/reliability.md, "Chaos run"): scripts/chaos.sh's bad input, and
+// its short CI version: 2 minutes of jobs of real peers in the lab under async, dpsgd and allreduce
+// while a seeded schedule kills, pauses, cuts and throttles them, every invariant checked per job.
 #include <doctest/doctest.h>
 #include <unistd.h>
 

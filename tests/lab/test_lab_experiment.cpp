@@ -1,5 +1,5 @@
-// scripts/lab/experiment.sh (docs/lab.md, "The experiment"): its --quick smoke run in a real
-// lab (real peers and gossamer sim side by side, the table and the plots), and its bad flags.
+// scripts/lab/experiment.sh (docs/operations/lab.md, "The experiment"): its --quick smoke run in a
+// real lab (real peers and gossamer sim side by side, the table and the plots), and its bad flags.
 #include <doctest/doctest.h>
 
 #include <filesystem>

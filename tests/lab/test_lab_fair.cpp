@@ -1,8 +1,8 @@
 // The simulator's fair-share network model against the lab: k TCP flows through one htb-shaped
 // link take what sim::FairNetwork predicts for them: the mean time per message and the last
 // message's end within 10%, every single flow within 25% (TCP flows sharing one FIFO queue are
-// fair on average, not flow by flow), and closer than the FIFO model (docs/simulator.md, "The
-// network model against the lab").
+// fair on average, not flow by flow), and closer than the FIFO model (docs/modules/simulator.md,
+// "The network model against the lab").
 #include <doctest/doctest.h>
 
 #include <algorithm>

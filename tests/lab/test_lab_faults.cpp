@@ -1,7 +1,7 @@
 // Real `gossamer peer` processes in the lab, one per namespace, and faults of the network
 // between them: the final loss against `gossamer sim`, and one edge cut mid-run by a blackhole
-// route inside one peer's namespace (docs/lab.md, "Fault tests"). The cut is on the edge between
-// rank 1 and rank 0: the bootstrap's heartbeats run between rank 0 and every other peer (a
+// route inside one peer's namespace (docs/operations/lab.md, "Fault tests"). The cut is on the edge
+// between rank 1 and rank 0: the bootstrap's heartbeats run between rank 0 and every other peer (a
 // star), so only an edge to rank 0 is one the heartbeats can judge.
 #include <doctest/doctest.h>
 
@@ -223,7 +223,7 @@ TEST_SUITE("lab") {
         "timeout is reported, rank 0 declares one end lost, and the job writes one result") {
         // Heartbeats cannot see this cut (both ends still reach rank 0); before failures seen
         // only by a transport were reported, the two ends failed each other, the survivor sets
-        // differed and the exact average never completed (docs/bootstrap.md, "Transport
+        // differed and the exact average never completed (docs/modules/bootstrap.md, "Transport
         // failures").
         if (!have_netns()) return;
         // Silent neighbours off: async keeps pushing into the cut edge until its sends pend
@@ -273,8 +273,9 @@ TEST_SUITE("lab") {
         "faults: an edge cut for 15 s between two peers other than rank 0 under async, silent "
         "neighbours skipped: nobody is lost and all four finish") {
         // The ends of the cut stop pushing to each other once the other is silent (a few steps),
-        // so no send pends past its timeout and no mass goes into the cut (docs/algorithms.md,
-        // "Silent neighbours"); after the cut the edge carries shares again.
+        // so no send pends past its timeout and no mass goes into the cut
+        // (docs/algorithms/async.md, "Silent neighbours"); after the cut the edge carries shares
+        // again.
         if (!have_netns()) return;
         LabJob job(R"({"name": "mlp", "hidden": [32]})", 60, 0.02);
         auto peers = job.start_all("async");

@@ -1,8 +1,8 @@
-// Measured edges in the lab (docs/protocols.md, "Measured edges"): two gossamer peer processes
-// in their namespaces, peer 0's uplink shaped by the kernel to 100 Mbit/s, link-aware async.
-// The throughput peer 0 measures from its own send completions on its edge to peer 1 is at
-// most 110% of what the kernel's qdisc counted on that uplink while the edge was busy (as TCP
-// payload), and at least 40% of it (10% when the machine is quiet; see below).
+// Measured edges in the lab (docs/algorithms/protocol-contract.md, "Measured edges"): two gossamer
+// peer processes in their namespaces, peer 0's uplink shaped by the kernel to 100 Mbit/s,
+// link-aware async. The throughput peer 0 measures from its own send completions on its edge to
+// peer 1 is at most 110% of what the kernel's qdisc counted on that uplink while the edge was busy
+// (as TCP payload), and at least 40% of it (10% when the machine is quiet; see below).
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -54,8 +54,8 @@ TEST_SUITE("lab") {
         // An MLP of about 345k parameters: a share is 1.4 MB, 0.11 s at 100 Mbit/s, while a
         // step is padded to 20 ms: the outbox keeps the edge busy (one share in flight, the
         // next adding up), so a completion means the link took the bytes (an idle edge's send
-        // completes once the kernel's socket buffer holds it: docs/protocols.md). 400 steps:
-        // about 8 s, the edge busy throughout.
+        // completes once the kernel's socket buffer holds it:
+        // docs/algorithms/protocol-contract.md). 400 steps: about 8 s, the edge busy throughout.
         const auto config = dir.write(
             "config.json",
             R"({"seed": 1, "data": {"name": "logreg_synthetic", "samples": 2000, "test_samples": 200,

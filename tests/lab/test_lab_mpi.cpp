@@ -1,5 +1,6 @@
 // scripts/lab/mpi_ring.sh: OpenMPI's MPI_Allreduce between the lab's namespaces, over the veths
-// the kernel shapes (the like-for-like reference of the lab's allreduce, docs/benchmarks.md).
+// the kernel shapes (the like-for-like reference of the lab's allreduce,
+// docs/results/benchmarks.md).
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
-// Per-edge compression (edge_codec.hpp, docs/compression.md "Per-edge compression"): the tier
-// choice, its options, and choco with a codec per edge from measured throughput, in the
+// Per-edge compression (edge_codec.hpp, docs/algorithms/compression.md "Per-edge compression"): the
+// tier choice, its options, and choco with a codec per edge from measured throughput, in the
 // simulator and with inproc peers on a paced slow link: raw floats on fast edges, the tier's
 // compressor on slow ones, the codec in each header, replicas bit-identical at both ends.
 #include <doctest/doctest.h>

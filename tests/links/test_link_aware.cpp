@@ -1,6 +1,6 @@
-// Link-aware async ("links": "aware"; docs/algorithms.md, "Link-aware async"): the link factor,
-// its options, and 16 peers in the simulator on Dirichlet shards with two slow-linked peers:
-// mass exact, every base edge used within the bound, w within 0.5-2, slow edges used less.
+// Link-aware async ("links": "aware"; docs/algorithms/async.md, "Link-aware async"): the link
+// factor, its options, and 16 peers in the simulator on Dirichlet shards with two slow-linked
+// peers: mass exact, every base edge used within the bound, w within 0.5-2, slow edges used less.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -156,7 +156,7 @@ TEST_CASE("link-aware async on Dirichlet shards (alpha 0.5, 16 peers, sim): exac
         o.link_aware = links;
         // B = 16: the edge bound forces a peer of out-degree d to push on each edge once per
         // A = B - d + 1 steps; a slow peer can only carry one share per 2 steps, so a smaller
-        // B would force more shares into its queue than it drains (docs/algorithms.md).
+        // B would force more shares into its queue than it drains (docs/algorithms/async.md).
         o.edge_bound = 16;
         sim::SimSetup s;
         s.algorithm = "async";

@@ -1,7 +1,7 @@
 // Mixing kernels: every dispatch path and store policy against a double-precision reference.
 //
-// Tolerance (docs/mixing.md): a result of k terms plus the self term is a float dot product of
-// length m = k + 1, so |float - exact| <= m * u * sum_j |w_j * b_j| with u = 2^-24 (Higham's
+// Tolerance (docs/modules/mixing.md): a result of k terms plus the self term is a float dot product
+// of length m = k + 1, so |float - exact| <= m * u * sum_j |w_j * b_j| with u = 2^-24 (Higham's
 // gamma_m, first order). The tests allow twice that: (k + 2) * FLT_EPSILON * sum_j |w_j * b_j|.
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
-// "chunk_bytes": "auto" (docs/protocols.md, "chunk_bytes: auto"): chunks sized from the link of
-// the cluster file (latency at most 10% of a chunk's time, within [64 KiB, 64 MiB]; 1 MiB with
-// no cluster), per edge for push-sum and one size for the job for dpsgd and choco, in the
-// simulator and for inproc peers started as `gossamer launch` starts them.
+// "chunk_bytes": "auto" (docs/algorithms/protocol-contract.md, "chunk_bytes: auto"): chunks sized
+// from the link of the cluster file (latency at most 10% of a chunk's time, within [64 KiB, 64
+// MiB]; 1 MiB with no cluster), per edge for push-sum and one size for the job for dpsgd and choco,
+// in the simulator and for inproc peers started as `gossamer launch` starts them.
 #include <doctest/doctest.h>
 
 #include <string>

@@ -1,9 +1,9 @@
-// Chunked push-sum (docs/protocols.md, "Chunked sends"): sgp and async cut each share into
-// chunks of chunk_bytes, the weight w travelling with the last, and a receiver moves mass only
-// once every chunk of a share has come. The mass stays exact (sum of w = n to 1e-9) under a
-// straggler and a slow link, with and without the outbox, in the simulator and with inproc
-// peers; where the order of events does not depend on message sizes the chunked job is the
-// unchunked one bit for bit, and the simulator's is the inproc peers'.
+// Chunked push-sum (docs/algorithms/protocol-contract.md, "Chunked sends"): sgp and async cut each
+// share into chunks of chunk_bytes, the weight w travelling with the last, and a receiver moves
+// mass only once every chunk of a share has come. The mass stays exact (sum of w = n to 1e-9) under
+// a straggler and a slow link, with and without the outbox, in the simulator and with inproc peers;
+// where the order of events does not depend on message sizes the chunked job is the unchunked one
+// bit for bit, and the simulator's is the inproc peers'.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// The one-step-delayed rules of dpsgd atc and choco (docs/protocols.md, "Delayed mixing"):
+// The one-step-delayed rules of dpsgd atc and choco (docs/algorithms/dpsgd.md, "Delayed mixing"):
 // what each computes, checked against the formula on quadratic workers, the ownership rule
 // (the harness checks that x and the compute point never change while a step runs), and the
 // refusal of bad option values.

@@ -1,7 +1,7 @@
-// Push-sum's outbox (docs/protocols.md, "The outbox"): at most one share in flight per edge,
-// later shares adding up while it is, and the mass exact (sum of w = n to 1e-9 once every
-// message is delivered) under a straggler and a slow link, in the simulator and with inproc
-// peers; and the drivers' check that fails a protocol with two in flight on one edge.
+// Push-sum's outbox (docs/algorithms/protocol-contract.md, "The outbox"): at most one share in
+// flight per edge, later shares adding up while it is, and the mass exact (sum of w = n to 1e-9
+// once every message is delivered) under a straggler and a slow link, in the simulator and with
+// inproc peers; and the drivers' check that fails a protocol with two in flight on one edge.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,7 +1,7 @@
-// The partition-ready event (docs/protocols.md, "Partition-ready"): a compute side declares a
-// partition of the running step final, the protocol owns it from then on (a gradient changed
-// after all stops the step with the partition named), and dpsgd (cta, atc, delayed atc) and
-// choco (plain, delayed) mix, step and send the ready partitions' channels before the step
+// The partition-ready event (docs/algorithms/protocol-contract.md, "Partition-ready"): a compute
+// side declares a partition of the running step final, the protocol owns it from then on (a
+// gradient changed after all stops the step with the partition named), and dpsgd (cta, atc, delayed
+// atc) and choco (plain, delayed) mix, step and send the ready partitions' channels before the step
 // ends: the same model bit for bit as without the event, in the simulator and with inproc
 // peers, and sooner on a slow network.
 #include <doctest/doctest.h>
@@ -140,7 +140,7 @@ TEST_CASE("partition ready: dpsgd and choco send early, the same model, sim = in
     for (auto& p : cluster.peers) p.jitter = {JitterKind::uniform, 0, 0.5};
     // The gain is measured where each uplink serialises its messages (fifo). Under fair sharing
     // an early channel shares the uplink with the rest of the step's sends instead of going
-    // first, and dpsgd's end moved from 0.753 s to 0.778 s (docs/protocols.md).
+    // first, and dpsgd's end moved from 0.753 s to 0.778 s (docs/algorithms/protocol-contract.md).
     cluster.network_model = NetworkModel::fifo;
     // Real peers (the driver declares partitions while it pads a step to its declared time):
     // the simulator's model. `early` counts steps after which channels had left early,

@@ -1,9 +1,9 @@
-// Defaults are the safe, bounded choice (issue 37, docs/protocols.md "Defaults"): on the issue's
-// cluster (a ring of 8, rank 1's uplink at 100 Mbit/s, the lab's 23 MB model, 50 ms steps) every
-// protocol with its default options sends no more than its link carries plus a bounded backlog,
-// and async's shares arrive at most a few transfers stale, however long the run. Before, async
-// queued every share in the transport: rank 1 "sent" 200 shares in 10 s while its link carried
-// seven, and the stalest share was as old as the run.
+// Defaults are the safe, bounded choice (issue 37, docs/algorithms/protocol-contract.md
+// "Defaults"): on the issue's cluster (a ring of 8, rank 1's uplink at 100 Mbit/s, the lab's 23 MB
+// model, 50 ms steps) every protocol with its default options sends no more than its link carries
+// plus a bounded backlog, and async's shares arrive at most a few transfers stale, however long the
+// run. Before, async queued every share in the transport: rank 1 "sent" 200 shares in 10 s while
+// its link carried seven, and the stalest share was as old as the run.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -80,7 +80,8 @@ TEST_CASE("defaults: async's shares over a slow uplink are boundedly stale, howe
         CAPTURE(r.peers[1].mass);
         CHECK(r.peers[1].mass > 0.1);
     }
-    // The unbounded variant is still there when asked for (docs/protocols.md, "Defaults").
+    // The unbounded variant is still there when asked for (docs/algorithms/protocol-contract.md,
+    // "Defaults").
     const auto old = run("async", 600, R"({"outbox": false})");
     std::int64_t stalest = 0;
     for (const auto& p : old.peers) stalest = std::max(stalest, p.staleness_max);

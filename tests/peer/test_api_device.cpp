@@ -1,6 +1,6 @@
-// gossamer::Peer with its parameters on a device (PeerOptions::device, docs/gpu.md). Without a
-// GPU the emulated device stands in: its memory is unreachable from the host outside its own
-// calls, so a device path that reads parameters on the host crashes here. dpsgd on it must end
+// gossamer::Peer with its parameters on a device (PeerOptions::device, docs/operations/gpu.md).
+// Without a GPU the emulated device stands in: its memory is unreachable from the host outside its
+// own calls, so a device path that reads parameters on the host crashes here. dpsgd on it must end
 // with exactly the parameters of the host path, with partitions and a compressor too.
 #include <doctest/doctest.h>
 #include <fmt/format.h>

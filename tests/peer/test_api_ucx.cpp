@@ -124,7 +124,7 @@ TEST_SUITE("integration") {
     TEST_CASE(
         "examples/custom_loop over UCX: a peer paused past its loss is told it is no longer a "
         "member") {
-        // gossamer::Peer applies gossamer peer's membership rules (docs/peer.md): rank 2,
+        // gossamer::Peer applies gossamer peer's membership rules (docs/modules/peer.md): rank 2,
         // stopped for 8 s, was declared lost; resumed, its step() throws NotMember and it exits
         // 1, while the others average without it.
         const int n = 4, paused = 2;

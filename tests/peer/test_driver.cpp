@@ -152,7 +152,7 @@ TEST_CASE("async: a peer padded 4x slower does not hold the fast peers back") {
 
 TEST_CASE("async: finished peers absorb a straggler's last shares, so the total mass is n") {
     // A fast peer that finished keeps taking the shares already on their way to it until every
-    // in-neighbour said how many it sent in all (docs/peer.md, "Leaving").
+    // in-neighbour said how many it sent in all (docs/modules/peer.md, "Leaving").
     auto net = async_network();
     const auto out = run_peers(net.protocols(), locals(net), straggler_options(3));
     for (const auto& o : out) {

@@ -1,6 +1,7 @@
-// A peer entering a running job after the others finished training (docs/elastic.md, "Entering
-// as the job ends"): no sponsor answers, so it gives up after DriverOptions::entry_timeout
-// instead of holding the others' exact average until its stall timeout.
+// A peer entering a running job after the others finished training (docs/operations/elastic.md,
+// "Entering as the job ends"): no sponsor answers, so it gives up after
+// DriverOptions::entry_timeout instead of holding the others' exact average until its stall
+// timeout.
 #include <doctest/doctest.h>
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// One diverging peer does not poison the job with real drivers (docs/reliability.md,
+// One diverging peer does not poison the job with real drivers (docs/operations/reliability.md,
 // "Non-finite values"): four peers as threads over the in-process transport; rank 2's update
 // of its step 20 of 60 holds a NaN (its loss is finite), so its model becomes NaN. It stops at
 // once with one line (Diverged) and leaves as a crash does; gossip carries on without it and

@@ -1,7 +1,7 @@
-// Whole-job resume on the library path (docs/checkpoint.md): real-time peers as threads over the
-// in-process transport take consistent-cut snapshots; a job restored from the snapshots of step
-// k ends with the same models, bit for bit, as the run that went on (dpsgd, allreduce), and the
-// push-sum protocols (sgp, async) quiesce so that the masses saved at a cut add up to n.
+// Whole-job resume on the library path (docs/operations/checkpoint.md): real-time peers as threads
+// over the in-process transport take consistent-cut snapshots; a job restored from the snapshots of
+// step k ends with the same models, bit for bit, as the run that went on (dpsgd, allreduce), and
+// the push-sum protocols (sgp, async) quiesce so that the masses saved at a cut add up to n.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -189,7 +189,7 @@ TEST_CASE(
     "a cut every rank holds is exact") {
     // Rank 3 is absent when the others start (as after --min-peers 3) and enters at once; its
     // neighbours neither wait for it nor count it at a cut until it is admitted and the edges
-    // agreed their first cut (docs/elastic.md, "Checkpoints in an elastic job").
+    // agreed their first cut (docs/operations/elastic.md, "Checkpoints in an elastic job").
     const auto cfg = config(R"({"name": "sgd", "lr": 0.2})");
     const auto data = optim::load_training_data(cfg);
     const int n = 4;

@@ -1,7 +1,7 @@
-// One diverging peer must not poison the job (docs/reliability.md, "Non-finite values"): a
-// message holding a NaN or an infinity is refused before it is mixed in, its sender is named
-// and treated as failed, and a peer whose own model or loss is not finite stops (Diverged)
-// before it sends anything. For every gossip algorithm and the all-reduce baseline.
+// One diverging peer must not poison the job (docs/operations/reliability.md, "Non-finite values"):
+// a message holding a NaN or an infinity is refused before it is mixed in, its sender is named and
+// treated as failed, and a peer whose own model or loss is not finite stops (Diverged) before it
+// sends anything. For every gossip algorithm and the all-reduce baseline.
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -38,7 +38,7 @@ def run_threads(n, body, timeout=60):
 
 
 def need(component, missing):
-    """Optional components (docs/testing.md): returns when `missing` is empty; otherwise skips the
+    """Optional components (docs/operations/testing.md): returns when `missing` is empty; otherwise skips the
     test with "skipped (optional): COMPONENT: REASON" (ctest then reports the file skipped), or
     fails it when GOSSAMER_REQUIRE names the component."""
     if not missing:

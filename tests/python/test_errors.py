@@ -62,7 +62,7 @@ def test_different_parameter_layouts_on_two_peers_are_refused(tmp_path):
     for e in errors:
         assert isinstance(e, gossamer.ConfigError), repr(e)
         assert "\n" not in str(e)
-    # the C++ API's handshake line (docs/api.md), on both peers
+    # the C++ API's handshake line (docs/library/api.md), on both peers
     assert [str(e) for e in errors] == [
         "params: rank 1 hands over 15 parameters, rank 0 hands over 10; every peer must hand "
         "over the same parameter vector"] * 2

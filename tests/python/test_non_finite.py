@@ -1,4 +1,4 @@
-"""One diverging peer does not poison the job (docs/reliability.md, "Non-finite values"): the
+"""One diverging peer does not poison the job (docs/operations/reliability.md, "Non-finite values"): the
 issue's case, four peers on a ring in one process, rank 2 writes NaN into its own parameter
 buffer at step 20 of 60. Rank 2 stops with gossamer.Diverged; gossip carries on without it and
 nobody else ends with a NaN; the all-reduce stops naming rank 2."""
@@ -23,7 +23,7 @@ def poisoned_job(topology, algorithm):
     # The others take their last step only once rank 2 has stopped: under async a fast peer
     # could otherwise finish all 60 steps first, and the case is a peer lost mid-run. (A peer
     # lost while another already waits in gossamer.Peer's end barrier is a separate gap:
-    # docs/reliability.md.)
+    # docs/operations/reliability.md.)
     stopped = threading.Event()
 
     def peer(rank):

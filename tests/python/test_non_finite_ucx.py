@@ -1,4 +1,4 @@
-"""One diverging peer over UCX (docs/reliability.md, "Non-finite values"): gossamer launch --script
+"""One diverging peer over UCX (docs/operations/reliability.md, "Non-finite values"): gossamer launch --script
 runs four Python peers; rank 2's own loop writes NaN into its buffer at step 20 of 60. It exits 5,
 the launcher counts it lost and diverged and exits 3, and the survivors' average.json is strict,
 finite JSON without rank 2 (the all-reduce stops naming rank 2 and writes none)."""
@@ -22,7 +22,7 @@ import gossamer
 launch = gossamer.launched()
 # async: no exact average. A gossamer.Peer job over UCX whose async peer crashes hangs in the
 # final average until the step timeout, NaN or not (a crash by os._exit does the same); found
-# here, not fixed by the non-finite work (docs/reliability.md).
+# here, not fixed by the non-finite work (docs/operations/reliability.md).
 exact = launch.algorithm != "async"
 buf = torch.zeros(40)
 target = torch.full((40,), float(launch.rank + 1))
@@ -39,7 +39,7 @@ while more:
     if launch.rank != 2 and step == 59:
         # The case is a peer lost mid-run: the others take their last step once rank 2 is gone
         # (a fast async peer could otherwise be in its end barrier first, a separate gap of
-        # gossamer.Peer: docs/reliability.md).
+        # gossamer.Peer: docs/operations/reliability.md).
         for _ in range(600):
             if os.path.exists(os.path.join(launch.out, "rank2-diverging")):
                 break

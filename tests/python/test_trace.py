@@ -1,4 +1,4 @@
-"""gossamer.Peer(..., trace=PATH) writes the peer's timeline (docs/trace.md, docs/python.md)."""
+"""gossamer.Peer(..., trace=PATH) writes the peer's timeline (docs/formats/trace.md, docs/library/python.md)."""
 
 import json
 

@@ -1,5 +1,5 @@
-// Elastic jobs in the simulator (docs/elastic.md): peers join late, leave gracefully, crash and
-// rejoin, under async, with the push-sum mass exact but for what the crash took.
+// Elastic jobs in the simulator (docs/operations/elastic.md): peers join late, leave gracefully,
+// crash and rejoin, under async, with the push-sum mass exact but for what the crash took.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -193,7 +193,7 @@ TEST_CASE(
                          "train.json: algorithms.dpsgd.delay: algorithm dpsgd with delay cannot "
                          "join, leave or rejoin a running job yet, and the cluster churn.json has "
                          "churn; drop \"delay\", or the cluster's join_at, leave_at and rejoin_at "
-                         "(docs/elastic.md)",
+                         "(docs/operations/elastic.md)",
                          ConfigError);
     CHECK_THROWS_WITH_AS(sim::simulate(delayed),
                          doctest::Contains("algorithm dpsgd with delay 1 cannot join, leave or "

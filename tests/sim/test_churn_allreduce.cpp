@@ -1,5 +1,5 @@
-// The all-reduce baseline in an elastic job (docs/elastic.md, "All-reduce"): the ring rebuilt
-// over the live members ("elastic": "rebuild") or every member restarted from its last
+// The all-reduce baseline in an elastic job (docs/algorithms/allreduce.md, "Elastic jobs"): the
+// ring rebuilt over the live members ("elastic": "rebuild") or every member restarted from its last
 // checkpoint ("restart"), in the simulator with the protocol's own code.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -88,8 +88,8 @@ TEST_CASE(
     CHECK(r.evals.back().consensus == 0.0);
     for (int leaver : {3, 9}) CHECK(r.peers[leaver].left);
     CHECK(r.peers[0].failed);
-    // Each membership is a topology version, analysed (docs/elastic.md): the 14 peers of t = 0,
-    // then 5 crashes, 3 leaves, 14 joins, 0 crashes, 15 joins, 5 is back, 9 leaves.
+    // Each membership is a topology version, analysed (docs/operations/elastic.md): the 14 peers of
+    // t = 0, then 5 crashes, 3 leaves, 14 joins, 0 crashes, 15 joins, 5 is back, 9 leaves.
     REQUIRE(r.topology_versions.size() == 8);
     CHECK(r.topology_versions[0].live.size() == kPeers - 2);
     CHECK(r.topology_versions[0].time == 0.0);

@@ -148,11 +148,12 @@ TEST_CASE("bad input: wrong types") {
     CHECK(
         error_of(R"({"network": {"latency": 1e-5, "bandwidth": "10G"}, "defaults":
         {"base_time": 0.1}})") ==
-        R"(F: network.bandwidth: expected a number, found the string "10G"; see docs/cluster-format.md)");
+        R"(F: network.bandwidth: expected a number, found the string "10G"; see docs/formats/cluster-format.md)");
     CHECK(error_of(with(R"("peers": [{"rank": 1.5, "factor": 2}])")) ==
-          "F: peers[0].rank: expected an integer, found a number; see docs/cluster-format.md");
+          "F: peers[0].rank: expected an integer, found a number; see "
+          "docs/formats/cluster-format.md");
     CHECK(error_of(with(R"("peers": {"rank": 1})")) ==
-          "F: peers: expected an array, found an object; see docs/cluster-format.md");
+          "F: peers: expected an array, found an object; see docs/formats/cluster-format.md");
     CHECK(error_of(with(R"("peers": [{"rank": 1, "jitter": "lognormal"}])"))
               .rfind("F: peers[0].jitter: expected an object such as", 0) == 0);
 }
@@ -298,7 +299,7 @@ TEST_CASE("bad input: times, factors and rates past their ranges name the range 
     CHECK(error_of(R"({"network": {"latency": 1e-5, "bandwidth": 1e9},
         "defaults": {"base_time": 1e300}})") ==
           "F: defaults.base_time: base_time 1e+300 seconds is out of range; it must lie in (0, "
-          "86400] seconds; use at most 86400 seconds (docs/cluster-format.md, \"Ranges\")");
+          "86400] seconds; use at most 86400 seconds (docs/formats/cluster-format.md, \"Ranges\")");
     CHECK(error_of(with(R"("peers": [{"rank": 1, "base_time": 1e10}])"))
               .rfind("F: peers[0].base_time: base_time 1e+10 seconds is out of range", 0) == 0);
     CHECK(error_of(with(R"("peers": [{"rank": 1, "factor": 1e5}])"))
@@ -309,7 +310,7 @@ TEST_CASE("bad input: times, factors and rates past their ranges name the range 
     CHECK(error_of(with(R"("peers": [{"rank": 1, "base_time": 100, "factor": 1000}])")) ==
           "F: peers[0].factor: rank 1's steps take base_time x factor = 100 x 1000 = 100000 s; "
           "a declared step time must lie in (0, 86400] seconds (a day); lower base_time or "
-          "factor (docs/cluster-format.md, \"Ranges\")");
+          "factor (docs/formats/cluster-format.md, \"Ranges\")");
     CHECK(error_of(R"({"network": {"latency": 0, "bandwidth": 1e9},
         "defaults": {"base_time": 10, "factor": 9000}})")
               .rfind("F: defaults.factor: the default steps take base_time x factor", 0) == 0);
@@ -436,5 +437,5 @@ TEST_CASE("churn: each bad combination is one line naming the file, the rank and
     CHECK(
         error_of(R"({"network": {"latency": 1e-5, "bandwidth": 1e9},
                        "defaults": {"base_time": 0.1, "join_at": 3}})") ==
-        R"(F: defaults.join_at: "join_at" in "defaults" would apply to every peer; set "join_at" per peer under "peers" (docs/elastic.md))");
+        R"(F: defaults.join_at: "join_at" in "defaults" would apply to every peer; set "join_at" per peer under "peers" (docs/operations/elastic.md))");
 }

@@ -1,5 +1,5 @@
 // The fair-share network model: max-min fair sharing of uplinks, downlinks and link caps among
-// the flows in flight (docs/cluster-format.md, "Timing"), alone and inside the simulator.
+// the flows in flight (docs/formats/cluster-format.md, "Timing"), alone and inside the simulator.
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 #pragma once
-// Optional components (docs/testing.md). A test that needs one asks here, with the same condition
-// the build or the program checks. When the component is absent the test prints
-// "skipped (optional): COMPONENT: REASON", which ctest reports as a skip (never a pass), unless
+// Optional components (docs/operations/testing.md). A test that needs one asks here, with the same
+// condition the build or the program checks. When the component is absent the test prints "skipped
+// (optional): COMPONENT: REASON", which ctest reports as a skip (never a pass), unless
 // GOSSAMER_REQUIRE (a comma-separated list) names the component: then its absence fails the test.
 
 #include <doctest/doctest.h>

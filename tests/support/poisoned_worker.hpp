@@ -1,6 +1,6 @@
 #pragma once
-// A LocalWorker for the non-finite tests (docs/reliability.md): x_r moves towards its own
-// target r + 1 with gradient x - target and loss 0.5 |x - target|^2; `poison(rank, step, g)`
+// A LocalWorker for the non-finite tests (docs/operations/reliability.md): x_r moves towards its
+// own target r + 1 with gradient x - target and loss 0.5 |x - target|^2; `poison(rank, step, g)`
 // may write into the gradient of a step after its loss was computed (an overflow in a backward
 // pass, or a user loop that hands over a NaN update): the loss stays finite, the model does not.
 

@@ -1,7 +1,7 @@
 #pragma once
 // A small, nearly full file system for the full-disk tests: a tmpfs mounted in a private mount
 // namespace (`unshare -m`, root), seen only by the command run in it. Optional component
-// `tmpfs` (docs/testing.md): where it cannot be mounted, the test skips.
+// `tmpfs` (docs/operations/testing.md): where it cannot be mounted, the test skips.
 
 #include <cstdlib>
 #include <fstream>

@@ -1,5 +1,5 @@
-// Timelines (docs/trace.md): the recorder's file, its size bound and sampling, merging, and the
-// simulator's trace against its own busy and idle times.
+// Timelines (docs/formats/trace.md): the recorder's file, its size bound and sampling, merging, and
+// the simulator's trace against its own busy and idle times.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 

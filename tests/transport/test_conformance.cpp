@@ -257,8 +257,8 @@ TEST_CASE_TEMPLATE("messages from a peer this one failed are dropped and counted
 
 TEST_CASE_TEMPLATE("a message above the payload limit or from a rank outside the job is dropped", B,
                    TRANSPORT_BACKENDS) {
-    // Security (docs/reliability.md): a joined peer's limit is the model's largest message
-    // (largest_payload_bytes); a longer one is dropped on its header, before its payload is
+    // Security (docs/operations/reliability.md): a joined peer's limit is the model's largest
+    // message (largest_payload_bytes); a longer one is dropped on its header, before its payload is
     // received or allocated. A sender field that names no other rank of the job is dropped too.
     const std::uint64_t limit = tr::largest_payload_bytes(16);  // 192 bytes
     auto peers = B::make(2, 5000ms, limit);

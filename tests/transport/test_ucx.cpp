@@ -120,8 +120,8 @@ TEST_CASE("ucx: 64 recycled receive buffers of one length all serve the next 64 
     CHECK(reused == count);
 }
 
-// A peer restarted after a crash joins again with a new worker (docs/bootstrap.md, "Joining a
-// running job"): the survivor replaces its endpoint and forgets the failure.
+// A peer restarted after a crash joins again with a new worker (docs/modules/bootstrap.md, "Joining
+// a running job"): the survivor replaces its endpoint and forgets the failure.
 TEST_CASE("ucx: a failed peer readmitted with a new address sends and receives again") {
     auto a = make(0, 2);
     auto b = make(1, 2);
@@ -159,7 +159,8 @@ TEST_CASE("ucx: a failed peer readmitted with a new address sends and receives a
     CHECK_THROWS_AS(a->readmit(1, a->address()), gossamer::TransportError);
 }
 
-// -- eager or rendezvous for large payloads (docs/transport.md, "Eager and rendezvous") -------
+// -- eager or rendezvous for large payloads (docs/modules/transport.md, "Eager and rendezvous")
+// -------
 
 TEST_CASE("ucx: the transports are read from ucp_context_print_info's resource lines, once each") {
     const std::string info =

@@ -1,4 +1,4 @@
-// The live part of a topology (docs/elastic.md, "Weights over the live graph").
+// The live part of a topology (docs/algorithms/dpsgd.md, "Weights over the live graph").
 #include "gossamer/topology/live.hpp"
 
 #include <fmt/format.h>

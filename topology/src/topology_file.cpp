@@ -273,7 +273,7 @@ Topology parse_topology(const json::Document& doc) {
     const int forms = graph.has("family") + graph.has("edges") + graph.has("schedule");
     if (forms != 1)
         graph.fail("give exactly one of \"family\", \"edges\" or \"schedule\"",
-                   "see docs/topology-format.md");
+                   "see docs/formats/topology-format.md");
     if (graph.has("family")) {
         if (explicit_w)
             root.at("weights").fail("a generated family cannot have explicit weights",

@@ -8,7 +8,7 @@
 namespace gossamer::transport {
 namespace {
 
-// Offsets of the fields; docs/transport.md has the same table.
+// Offsets of the fields; docs/modules/transport.md has the same table.
 constexpr std::size_t kMagic = 0, kVersion = 4, kKind = 6, kCodec = 7, kJob = 8, kSender = 16,
                       kReceiver = 20, kPartition = 24, kChunk = 28, kEdgeSeq = 32, kRound = 40,
                       kOffset = 48, kElements = 56, kPayload = 64, kWeight = 72, kSentAt = 80;

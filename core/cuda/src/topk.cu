@@ -1,5 +1,5 @@
 // Top-k on the device: radix select of the k-th largest magnitude, then an order-preserving
-// compaction (docs/gpu.md, "Top-k").
+// compaction (docs/operations/gpu.md, "Top-k").
 //
 // Keys are the magnitude's float bits (sign cleared; NaN mapped to +inf's bits), whose unsigned
 // order is the order of magnitudes. Four passes of 8 bits each build a 256-bin histogram of the

@@ -1,6 +1,7 @@
 // Whether the UCX build here moves CUDA memory, from `ucx_info -d`: the manual check of
-// docs/gpu.md, for builds without the UCX backend. Where Gossamer links UCX, UCP's own answer
-// decides (transport::query_ucx_memory_types(); no UCX header outside transport/ucx/, DESIGN.md).
+// docs/operations/gpu.md, for builds without the UCX backend. Where Gossamer links UCX, UCP's own
+// answer decides (transport::query_ucx_memory_types(); no UCX header outside transport/ucx/,
+// DESIGN.md).
 #include <sys/wait.h>
 
 #include <array>

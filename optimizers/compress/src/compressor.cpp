@@ -116,7 +116,8 @@ class Int8 final : public Compressor {
                     float r = down + (rng.uniform() < static_cast<double>(v - down) ? 1.0f : 0.0f);
                     // fmin/fmax, not std::clamp: a NaN (a diverged x - x_hat) becomes -127
                     // as on the device (core/cuda/src/compress.cu) instead of reaching the
-                    // cast, where it is undefined (found by fuzzing, docs/reliability.md).
+                    // cast, where it is undefined (found by fuzzing,
+                    // docs/operations/reliability.md).
                     r = std::fmin(std::fmax(r, -127.0f), 127.0f);
                     q = static_cast<std::int8_t>(r);
                 }

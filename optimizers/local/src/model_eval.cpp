@@ -35,7 +35,7 @@ ModelEvaluation evaluate_model_file(const std::string& path, const TrainingConfi
         file = load_model_file(path);  // first: a bad file is refused before the data loads
     }
     // A model with NaN or infinite parameters is no model: its "accuracy" (argmax over NaN
-    // logits) would be a number that means nothing (docs/reliability.md).
+    // logits) would be a number that means nothing (docs/operations/reliability.md).
     if (const auto k = first_non_finite(file.params.span()))
         throw ConfigError(
             path, "parameters",

@@ -1,7 +1,7 @@
-// Checkpoints of the local computation (docs/checkpoint.md): a LocalTrainer's parameters, step
-// count, per-partition work and each partition's optimizer state. The batch order and the
-// learning rate are functions of the step count (BatchLoader::at_step, LrSchedule::at), so the
-// step count is the whole of the data-shuffling state.
+// Checkpoints of the local computation (docs/operations/checkpoint.md): a LocalTrainer's
+// parameters, step count, per-partition work and each partition's optimizer state. The batch order
+// and the learning rate are functions of the step count (BatchLoader::at_step, LrSchedule::at), so
+// the step count is the whole of the data-shuffling state.
 #include <fmt/format.h>
 
 #include "gossamer/optimizers/local/local_trainer.hpp"

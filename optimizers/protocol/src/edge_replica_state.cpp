@@ -1,5 +1,5 @@
-// Checkpoints of both ends of a replica edge (docs/checkpoint.md). Replicas are saved, never
-// rebuilt: x_hat + (x - x_hat) is not x in floating point, so a rebuilt replica would drift
+// Checkpoints of both ends of a replica edge (docs/operations/checkpoint.md). Replicas are saved,
+// never rebuilt: x_hat + (x - x_hat) is not x in floating point, so a rebuilt replica would drift
 // from the other end's copy.
 #include <fmt/format.h>
 

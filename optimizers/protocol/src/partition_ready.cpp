@@ -1,6 +1,6 @@
-// The partition-ready event of the protocol interface (docs/protocols.md, "Partition-ready"):
-// which partitions of the running step the compute side has declared final, the ranges that
-// makes the protocol's, and the ownership check of their gradients.
+// The partition-ready event of the protocol interface (docs/algorithms/protocol-contract.md,
+// "Partition-ready"): which partitions of the running step the compute side has declared final, the
+// ranges that makes the protocol's, and the ownership check of their gradients.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -63,7 +63,7 @@ void Protocol::check_ready_unchanged() const {
             throw Error(fmt::format(
                 "{}: rank {}: the gradient of partition {} ('{}') changed after it was declared "
                 "ready; from partition_ready until the step ends the partition belongs to the "
-                "protocol (docs/protocols.md, \"Partition-ready\")",
+                "protocol (docs/algorithms/protocol-contract.md, \"Partition-ready\")",
                 name(), ctx_.rank, id, parts[id].name));
 }
 

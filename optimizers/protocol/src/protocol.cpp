@@ -155,7 +155,7 @@ std::string elastic_refusal(std::string_view name) {
     if (name == "async" || name == "dpsgd" || name == "allreduce") return "";
     return fmt::format(
         "algorithm {} cannot join, leave or rejoin a running job yet (async, dpsgd and allreduce "
-        "with \"elastic\" can: docs/elastic.md)",
+        "with \"elastic\" can: docs/operations/elastic.md)",
         name);
 }
 

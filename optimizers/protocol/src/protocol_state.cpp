@@ -1,5 +1,5 @@
-// Checkpoints and resume at a protocol's consistent cut (docs/checkpoint.md): the base class's
-// part. Each protocol that resumes says where its cut is (cut()) and what its state holds
+// Checkpoints and resume at a protocol's consistent cut (docs/operations/checkpoint.md): the base
+// class's part. Each protocol that resumes says where its cut is (cut()) and what its state holds
 // (save_state / restore_state, in <name>_state.cpp).
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-/// gossamer::Peer: join a gossip job from a training loop you own (docs/api.md).
+/// gossamer::Peer: join a gossip job from a training loop you own (docs/library/api.md).
 ///
 /// Your program keeps its model, its data and its optimizer. It hands Gossamer a flat fp32
 /// parameter vector P (and optionally its partitions); after each local step of its own optimizer
@@ -53,10 +53,10 @@ enum class PeerTransport {
 };
 
 struct PeerOptions {
-    std::string topology;             ///< topology file (docs/topology-format.md): peers and graph
-    std::optional<int> rank;          ///< nullopt: OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID
+    std::string topology;     ///< topology file (docs/formats/topology-format.md): peers and graph
+    std::optional<int> rank;  ///< nullopt: OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID
     std::string algorithm = "dpsgd";  ///< allreduce, dpsgd, sgp, async, choco
-    /// The algorithm's options as JSON object text (docs/algorithms.md), "" for the defaults.
+    /// The algorithm's options as JSON object text (docs/algorithms/async.md), "" for the defaults.
     std::string algorithm_options;
     /// Per-partition gossip, as the training config's "multirate" section (JSON object text;
     /// dpsgd and choco): {"partitions": {"head": {"gossip_period": 4}}}. "" for none.
@@ -66,10 +66,10 @@ struct PeerOptions {
     std::string token_file;  ///< ucx: the job token's file; "" for $GOSSAMER_JOB_TOKEN
     std::uint64_t job_id = 1;
     PeerTransport transport = PeerTransport::ucx;
-    /// Where `params` live (docs/gpu.md, "Parameters on the device"): "cpu" (host memory);
-    /// "cuda" (a pointer to memory of the CUDA device current on the thread that constructs the
-    /// Peer: the round's work runs on that GPU and only message payloads are staged through
-    /// host memory; every algorithm; needs a build with CUDA); "emulated" (for tests
+    /// Where `params` live (docs/operations/gpu.md, "Parameters on the device"): "cpu" (host
+    /// memory); "cuda" (a pointer to memory of the CUDA device current on the thread that
+    /// constructs the Peer: the round's work runs on that GPU and only message payloads are staged
+    /// through host memory; every algorithm; needs a build with CUDA); "emulated" (for tests
     /// without a GPU: host pages that only Gossamer's device calls can touch; allocate `params`
     /// from gossamer::proto::emulated_device()).
     std::string device = "cpu";
@@ -85,17 +85,20 @@ struct PeerOptions {
     std::chrono::milliseconds stall_timeout{120'000};
     /// The whole job, and finish() waiting for the others to finish.
     std::chrono::milliseconds run_timeout{std::chrono::hours(24)};
-    /// JSON-lines metrics per step and a summary at the end (docs/peer.md, "Metrics"); "" none.
+    /// JSON-lines metrics per step and a summary at the end (docs/modules/peer.md, "Metrics"); ""
+    /// none.
     std::string metrics_path;
-    /// The peer's timeline (Chrome trace / Perfetto JSON, docs/trace.md), written when the
+    /// The peer's timeline (Chrome trace / Perfetto JSON, docs/formats/trace.md), written when the
     /// communication side ends; "" none. trace_limit bounds its events in bytes (at least
     /// 10,000).
     std::string trace_path;
     std::size_t trace_limit = 64'000'000;
     /// After the last step, every surviving peer ends with the exact average of the survivors'
-    /// models (push-sum mass weighted; one ring all-reduce, docs/peer.md): step() waits for it.
+    /// models (push-sum mass weighted; one ring all-reduce, docs/modules/peer.md): step() waits for
+    /// it.
     bool exact_average = false;
-    /// Seconds between evaluation points of your model (evaluation_due(), docs/api.md); 0: none.
+    /// Seconds between evaluation points of your model (evaluation_due(), docs/library/api.md); 0:
+    /// none.
     double eval_interval = 0;
 };
 
@@ -147,7 +150,7 @@ class Peer {
     /// Any thread.
     PeerMetrics metrics() const;
 
-    /// Evaluation points (docs/api.md), as `gossamer peer` writes them: true once per tick
+    /// Evaluation points (docs/library/api.md), as `gossamer peer` writes them: true once per tick
     /// k * PeerOptions::eval_interval seconds since the first point (tick 0 at the first call),
     /// when a tick has passed since the last point; then evaluate your model and hand the
     /// result to record_evaluation() before the next step(). Your thread; false without an

@@ -58,7 +58,7 @@ void Bootstrap::Impl::beat() {
     // This thread wakes at least once a heartbeat interval. A longer gap means this process (or
     // its host) was stopped: the others' silence over the gap is this peer's own, so it judges
     // nobody by it and gives every peer a fresh timeout (a peer really gone is noticed one
-    // timeout later, or at once by its reset connection). docs/bootstrap.md, "Views".
+    // timeout later, or at once by its reset connection). docs/modules/bootstrap.md, "Views".
     if (now - last_tick > opt.heartbeat_timeout - opt.heartbeat_interval) {
         log::info(
             "{}: this peer's bootstrap thread did not run for {:.1f} s (the process was "

@@ -41,8 +41,8 @@ struct Bootstrap::Impl {
     std::optional<std::string> expelled_line;  // rank 0 declared this peer lost
     std::uint64_t view_answers = 0;            // view_install frames received
     bool root_lost = false;  // others: no coordinator connected (lost, the next not reached yet)
-    /// The job's coordinator (docs/bootstrap.md, "Succession"): rank 0 until it is lost, then
-    /// the lowest rank of the installed view this peer has not lost. Written on the bootstrap
+    /// The job's coordinator (docs/modules/bootstrap.md, "Succession"): rank 0 until it is lost,
+    /// then the lowest rank of the installed view this peer has not lost. Written on the bootstrap
     /// thread under mu.
     int coord = 0;
     ClockOffset clock;  // others: set before finish() releases the caller

@@ -1,5 +1,5 @@
-// Joining a running job (docs/bootstrap.md, "Joining a running job"): a peer started after the
-// barrier (a late one, or one restarted after a crash) sends `join` to the coordinator, which
+// Joining a running job (docs/modules/bootstrap.md, "Joining a running job"): a peer started after
+// the barrier (a late one, or one restarted after a crash) sends `join` to the coordinator, which
 // checks it like a hello, sends it the table, and proposes the view with it. Once that view is
 // installed (a majority of the previous view acknowledged it) every member gets the new table
 // and a peer_joined notice, and the joiner's Bootstrap::join returns. Bootstrap thread, except

@@ -1,6 +1,6 @@
 // The listener: accepting connections, bounding those that have not shaken hands yet
-// (Options::max_pending, docs/reliability.md "Security"), refusing garbage, and warning about
-// it without flooding the log.
+// (Options::max_pending, docs/operations/reliability.md "Security"), refusing garbage, and warning
+// about it without flooding the log.
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
-// Succession (docs/bootstrap.md, "Succession"): the coordinator (rank 0 at the start) watches
-// liveness, relays losses and installs views. When a member loses it, the member turns to the
-// lowest rank of its installed view that it has not lost: that peer takes over, the others
+// Succession (docs/modules/bootstrap.md, "Succession"): the coordinator (rank 0 at the start)
+// watches liveness, relays losses and installs views. When a member loses it, the member turns to
+// the lowest rank of its installed view that it has not lost: that peer takes over, the others
 // follow it with a rejoin frame, and the new coordinator proposes the view without the old one
 // (installed once a majority of the previous view acknowledged it, as before). A member that the
 // next coordinator refuses because it still follows the old one is the one cut off. Bootstrap

@@ -1,7 +1,7 @@
-// Failures only a transport saw (docs/bootstrap.md, "Transport failures"): a peer whose transport
-// failed a neighbour on its own (a send that timed out on a cut edge, an endpoint that broke)
-// tells rank 0, which turns the report into a loss every member agrees on. Without it the two
-// ends of a cut edge fail each other while rank 0, whose heartbeats still reach both, declares
+// Failures only a transport saw (docs/modules/bootstrap.md, "Transport failures"): a peer whose
+// transport failed a neighbour on its own (a send that timed out on a cut edge, an endpoint that
+// broke) tells rank 0, which turns the report into a loss every member agrees on. Without it the
+// two ends of a cut edge fail each other while rank 0, whose heartbeats still reach both, declares
 // nobody lost, and the survivors' sets differ. Bootstrap thread, except report_failure().
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
-// Views (docs/bootstrap.md, "Views"): rank 0 proposes the membership without the peers it lost,
-// installs it once a strict majority of the previous view acknowledged it, and tells a peer it
-// declared lost so. Bootstrap thread, except the public accessors at the end.
+// Views (docs/modules/bootstrap.md, "Views"): rank 0 proposes the membership without the peers it
+// lost, installs it once a strict majority of the previous view acknowledged it, and tells a peer
+// it declared lost so. Bootstrap thread, except the public accessors at the end.
 #include <fmt/format.h>
 
 #include <algorithm>

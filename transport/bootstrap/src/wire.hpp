@@ -1,7 +1,7 @@
 #pragma once
-// The bootstrap's frames (docs/bootstrap.md, "Frames"): a 12-byte header (magic, version, kind,
-// body length) and a little-endian body. Decoding checks every length against the bytes present
-// and the limits below, and throws Malformed instead of reading past them.
+// The bootstrap's frames (docs/modules/bootstrap.md, "Frames"): a 12-byte header (magic, version,
+// kind, body length) and a little-endian body. Decoding checks every length against the bytes
+// present and the limits below, and throws Malformed instead of reading past them.
 
 #include <cstdint>
 #include <span>
@@ -48,7 +48,8 @@ enum class Kind : std::uint8_t {
     heartbeat = 6,  // both ways, every heartbeat_interval
     peer_gone = 7,  // rank 0 -> all: rank r vanished (rank and text)
     bye = 8,        // either way: this side closes on purpose
-    // Views (docs/bootstrap.md, "Views"); bodies are Notices: code = view number, ranks = members.
+    // Views (docs/modules/bootstrap.md, "Views"); bodies are Notices: code = view number, ranks =
+    // members.
     view_propose = 9,   // rank 0 -> the proposed view's members
     view_ack = 10,      // member -> rank 0: code = the number it acknowledges
     view_install = 11,  // rank 0 -> members: installed (also the answer to a query)
@@ -57,7 +58,8 @@ enum class Kind : std::uint8_t {
     clock_query = 14,   // joiner -> rank 0, after the welcome: a ClockReading (its own clock)
     clock_reply = 15,   // rank 0 -> joiner: the query's sequence number and rank 0's clock
     // A failure only a peer's transport saw (a send timeout on a cut edge): code = the rank it
-    // failed, text = why. Rank 0 turns it into a loss (docs/bootstrap.md, "Transport failures").
+    // failed, text = why. Rank 0 turns it into a loss (docs/modules/bootstrap.md, "Transport
+    // failures").
     suspect = 16,  // member -> rank 0
     // A member that lost its coordinator, to the lowest live rank of its view (a Hello without
     // blob or settings: rank, job, peer list, token). Answered by welcome, or by a refuse whose
@@ -146,7 +148,7 @@ std::vector<Blob> decode_table(std::span<const std::uint8_t> body, std::uint32_t
 std::uint64_t peers_fingerprint(const std::vector<Endpoint>& peers);
 /// The fingerprint of a count-only job of n peers.
 std::uint64_t count_only_fingerprint(std::size_t n);
-/// Whether `peers` is a count-only job's list: some port is 0 (docs/bootstrap.md).
+/// Whether `peers` is a count-only job's list: some port is 0 (docs/modules/bootstrap.md).
 bool count_only(const std::vector<Endpoint>& peers);
 
 }  // namespace gossamer::bootstrap::wire

@@ -1,4 +1,5 @@
-// Eager or rendezvous for large payloads (ucx.hpp, docs/transport.md "Eager and rendezvous").
+// Eager or rendezvous for large payloads (ucx.hpp, docs/modules/transport.md "Eager and
+// rendezvous").
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

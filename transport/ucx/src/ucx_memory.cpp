@@ -1,5 +1,5 @@
 // Which memory types UCX moves, from UCP itself (ucp_context_query), and the device transfer
-// path that follows (docs/gpu.md, "Which transfer path runs").
+// path that follows (docs/operations/gpu.md, "Which transfer path runs").
 #include <fmt/format.h>
 
 #include "gossamer/core/error.hpp"

@@ -1,5 +1,5 @@
 // UCP active messages: the 88-byte wire header travels as the AM header, the payload as AM data.
-// Why AM and not tags: docs/transport.md. Everything here runs on the communication thread
+// Why AM and not tags: docs/modules/transport.md. Everything here runs on the communication thread
 // (UCS_THREAD_MODE_SINGLE), except wake(), which uses the thread-safe ucp_worker_signal.
 #include <fmt/format.h>
 #include <poll.h>

@@ -1,9 +1,9 @@
 #pragma once
-/// The checkpoint file of one peer of a job (docs/checkpoint.md): which job, peer and step it
-/// belongs to, the model's layout, and the peer's whole state at a consistent cut (its model,
-/// optimizer state, step counters and the protocol's state) as an opaque blob that the worker
-/// and protocol read back (state_io.hpp). Little-endian, with a CRC-32 of every byte before it;
-/// written to a temporary file, flushed, then renamed, so a reader never sees half of one.
+/// The checkpoint file of one peer of a job (docs/operations/checkpoint.md): which job, peer and
+/// step it belongs to, the model's layout, and the peer's whole state at a consistent cut (its
+/// model, optimizer state, step counters and the protocol's state) as an opaque blob that the
+/// worker and protocol read back (state_io.hpp). Little-endian, with a CRC-32 of every byte before
+/// it; written to a temporary file, flushed, then renamed, so a reader never sees half of one.
 
 #include <cstdint>
 #include <span>

@@ -1,6 +1,6 @@
 #pragma once
-/// The cluster file (JSON; docs/cluster-format.md): how fast every peer computes (base time,
-/// factor, jitter, slow periods, failure) and how fast every link carries bytes (latency,
+/// The cluster file (JSON; docs/formats/cluster-format.md): how fast every peer computes (base
+/// time, factor, jitter, slow periods, failure) and how fast every link carries bytes (latency,
 /// bandwidth, per-peer uplink and downlink). Loading validates everything and throws ConfigError
 /// naming the file, the JSON path, the problem and the fix. It lives in core/ because three
 /// modules read it: sim/ (virtual time), peer/ (the emulation of a real peer) and launch/
@@ -32,7 +32,7 @@ enum class JitterKind {
     uniform,    ///< J uniform on [1 - width, 1 + width)
 };
 
-/// The ranges the loader accepts (docs/cluster-format.md, "Ranges"): values past them are
+/// The ranges the loader accepts (docs/formats/cluster-format.md, "Ranges"): values past them are
 /// refused, so that no virtual time or emulated pause runs into the billions of years.
 inline constexpr Time kMaxStepTime = 86400;    ///< base_time and base_time x factor: a day, s
 inline constexpr Time kMaxLatency = 86400;     ///< a link's latency: a day, s
@@ -63,8 +63,8 @@ struct PeerSpec {
     Jitter jitter;
     std::vector<SlowPeriod> slow;  ///< sorted by `from`, disjoint
     Time fail_at = never;          ///< the peer stops at this time (a crash: its mass is lost)
-    /// Elastic jobs (docs/elastic.md): the peer is absent until join_at and then enters the
-    /// running job; it leaves gracefully (handing its state over) at leave_at; after fail_at it
+    /// Elastic jobs (docs/operations/elastic.md): the peer is absent until join_at and then enters
+    /// the running job; it leaves gracefully (handing its state over) at leave_at; after fail_at it
     /// comes back at rejoin_at. The loader checks join_at < fail_at < rejoin_at < leave_at.
     Time join_at = 0.0;
     Time leave_at = never;
@@ -74,7 +74,7 @@ struct PeerSpec {
 };
 
 /// How `gossamer sim` shares the network between the messages in flight
-/// (docs/cluster-format.md, "Timing"); the cluster file's `network.model`.
+/// (docs/formats/cluster-format.md, "Timing"); the cluster file's `network.model`.
 enum class NetworkModel {
     fair,  ///< max-min fair sharing among the flows active at each instant (TCP under htb)
     fifo,  ///< one message at a time per uplink and per downlink, at its bottleneck rate
@@ -100,11 +100,11 @@ struct Cluster {
     std::map<std::pair<int, int>, LinkSpec> links;    ///< overrides by (from, to), resolved
     /// Seconds until the others hear that a peer failed (network.failure_detection): 0, a
     /// killed process whose reset connection says so at once; a vanished host is noticed only
-    /// after the heartbeat timeout (5 s for real peers, docs/bootstrap.md).
+    /// after the heartbeat timeout (5 s for real peers, docs/modules/bootstrap.md).
     Time failure_detection = 0.0;
 
     int n() const { return static_cast<int>(peers.size()); }
-    /// Whether any peer joins late, leaves or rejoins (docs/elastic.md).
+    /// Whether any peer joins late, leaves or rejoins (docs/operations/elastic.md).
     bool has_churn() const;
     /// The link from -> to: its override, or the default.
     const LinkSpec& link(int from, int to) const;

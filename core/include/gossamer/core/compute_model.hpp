@@ -1,5 +1,5 @@
 #pragma once
-/// How long each local step of each peer takes in virtual time (docs/cluster-format.md,
+/// How long each local step of each peer takes in virtual time (docs/formats/cluster-format.md,
 /// "Timing"). Deterministic: the same (seed, rank, step, start) always gives the same duration,
 /// whatever order the simulator asks in.
 

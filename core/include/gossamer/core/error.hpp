@@ -1,5 +1,5 @@
 #pragma once
-/// Error types shared by every module (see docs/errors.md).
+/// Error types shared by every module (see docs/operations/errors.md).
 ///
 /// Setup and misuse throw; the data path returns error values. A ConfigError always names the
 /// file, the JSON path of the offending value, what is wrong and how to fix it, so that the CLI
@@ -55,7 +55,7 @@ class Timeout : public Error {
 
 /// This process's own training produced a NaN or an infinity (its loss, or a value of its model
 /// it was about to send): it must stop, send nothing more and write no result
-/// (docs/reliability.md, "Non-finite values"). The CLI exits 3 on it, as `train` does.
+/// (docs/operations/reliability.md, "Non-finite values"). The CLI exits 3 on it, as `train` does.
 class Diverged : public Error {
   public:
     using Error::Error;

@@ -1,5 +1,6 @@
 #pragma once
-/// Reading the files a user names and writing the files a run leaves (docs/errors.md, "Files").
+/// Reading the files a user names and writing the files a run leaves (docs/operations/errors.md,
+/// "Files").
 ///  - An input is read only when it is a regular file (a FIFO would block for ever, /dev/zero
 ///    would never end, a folder reads as nothing), and only up to a size bound that the error
 ///    line names. Every input read is remembered, so that an output folder about to be replaced

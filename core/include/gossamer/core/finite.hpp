@@ -1,7 +1,7 @@
 #pragma once
 /// The finiteness check of float vectors that guards every value a peer sends or takes in
-/// (docs/reliability.md, "Non-finite values"): one read-only pass, vectorised for AVX2 and
-/// AVX-512 (picked at run time, like the mixing kernels), that stops at the first block holding
+/// (docs/operations/reliability.md, "Non-finite values"): one read-only pass, vectorised for AVX2
+/// and AVX-512 (picked at run time, like the mixing kernels), that stops at the first block holding
 /// a NaN or an infinity.
 
 #include <cstddef>

@@ -1,5 +1,6 @@
 #pragma once
-/// How much memory a run may use, checked before it allocates (docs/errors.md, "Memory").
+/// How much memory a run may use, checked before it allocates (docs/operations/errors.md,
+/// "Memory").
 ///
 /// A size a user gives (a model's hidden layers, sim's --model-size, n peers) can ask for more
 /// memory than the machine has; commands estimate what a run keeps and check it up front, so

@@ -4,7 +4,7 @@
 ///
 /// Every function here is vectorised for x86-64 AVX2+FMA and AVX-512, picked once at run time
 /// from the CPU, with a portable scalar fallback; all paths agree within float rounding (see
-/// docs/mixing.md for the grouping of neighbours, the stores and the tolerance).
+/// docs/modules/mixing.md for the grouping of neighbours, the stores and the tolerance).
 ///
 /// Sizes: every input span must have the size of the output, otherwise gossamer::Error (checked
 /// once per call, outside the loop). Aliasing: mix() and mix_into() throw gossamer::Error when

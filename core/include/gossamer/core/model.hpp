@@ -4,7 +4,7 @@
 /// A model owns no parameters. It describes a layout (parameter_count(), layers()) and computes,
 /// for parameters held elsewhere (a ParamVector, a peer's replica, a received buffer), the mean
 /// loss over a batch and its gradient. Built-in models are in models.hpp; to plug in your own,
-/// derive from Model and implement the pure virtual functions (see docs/models.md).
+/// derive from Model and implement the pure virtual functions (see docs/modules/models.md).
 ///
 /// Thread safety: a model keeps scratch buffers between calls, so one model object serves one
 /// thread at a time. Give each thread its own object (clone()); the objects share nothing.

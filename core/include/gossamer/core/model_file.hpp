@@ -1,5 +1,6 @@
 #pragma once
-/// The model file: parameters with their partition layout and a checksum (docs/model-file.md).
+/// The model file: parameters with their partition layout and a checksum
+/// (docs/formats/model-file.md).
 ///
 /// Little-endian binary: magic "GSMRMODL", version, step, model description, partitions
 /// (name, offset, size), the float32 parameters, and a CRC-32 of everything before it. Written

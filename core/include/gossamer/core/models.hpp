@@ -7,7 +7,7 @@
 ///   {"name": "cnn", "channels": [16, 32], "kernel": 5}   conv-ReLU-pool stages + linear head
 ///
 /// Every config may also say "input": the expected features per sample, checked against the
-/// data. Architectures and parameter layouts are described in docs/models.md.
+/// data. Architectures and parameter layouts are described in docs/modules/models.md.
 
 #include <functional>
 #include <memory>

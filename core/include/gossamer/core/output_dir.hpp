@@ -1,7 +1,7 @@
 #pragma once
-/// Output folders (docs/cli.md, "Output folders"): every folder a Gossamer command writes its
-/// results into carries a marker file, `.gossamer-output` (JSON: the command, the time, the
-/// version). The rule, the same for train, sim, launch and peer:
+/// Output folders (docs/operations/cli.md, "Output folders"): every folder a Gossamer command
+/// writes its results into carries a marker file, `.gossamer-output` (JSON: the command, the time,
+/// the version). The rule, the same for train, sim, launch and peer:
 ///  - a missing folder is created (with its parents) and marked;
 ///  - an empty folder is marked and used;
 ///  - a marked folder holds an earlier Gossamer run: `replace` removes its contents (and says

@@ -1,7 +1,7 @@
 #pragma once
-/// Little-endian byte streams for the state a checkpoint holds (docs/checkpoint.md): what a
-/// local optimizer, a worker or a protocol saves and restores. The writer appends; the reader
-/// checks every read against the bytes left, so a truncated or corrupt state is refused with
+/// Little-endian byte streams for the state a checkpoint holds (docs/operations/checkpoint.md):
+/// what a local optimizer, a worker or a protocol saves and restores. The writer appends; the
+/// reader checks every read against the bytes left, so a truncated or corrupt state is refused with
 /// one ConfigError naming the file and what was being read, never read past its end.
 
 #include <cstdint>

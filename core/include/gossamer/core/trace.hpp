@@ -1,7 +1,7 @@
 #pragma once
-/// Timelines of a job as Chrome-trace / Perfetto JSON (docs/trace.md): one process track per
-/// peer with a "compute" thread (local steps and the waits between them) and a "messages" thread
-/// (sends and receives per edge with bytes, failures), and a "job" track (evaluations).
+/// Timelines of a job as Chrome-trace / Perfetto JSON (docs/formats/trace.md): one process track
+/// per peer with a "compute" thread (local steps and the waits between them) and a "messages"
+/// thread (sends and receives per edge with bytes, failures), and a "job" track (evaluations).
 ///
 /// Recording is cheap (an append of an 80-byte record, no formatting, no allocation once warm);
 /// the file is written once, at the end. Its size is bounded: past max_events the recorder keeps

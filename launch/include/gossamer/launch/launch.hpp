@@ -1,6 +1,7 @@
 #pragma once
-/// The two ways `gossamer launch` runs one algorithm's peers (docs/cli.md): as `gossamer peer`
-/// processes over UCX (the default) or as threads of this process over the in-process transport
+/// The two ways `gossamer launch` runs one algorithm's peers (docs/operations/cli.md): as `gossamer
+/// peer` processes over UCX (the default) or as threads of this process over the in-process
+/// transport
 /// (`--inproc`). Both answer one row of the comparison table.
 
 #include <cstdint>
@@ -41,14 +42,14 @@ struct LaunchJob {
     std::optional<double> target;      ///< accuracy for "time to target" (--target, the config's)
     /// --script: each peer runs `python script args...` instead of `gossamer peer`; it learns
     /// its rank, topology, algorithm, output folder and config from GOSSAMER_* variables
-    /// (gossamer.launched(), docs/python.md).
+    /// (gossamer.launched(), docs/library/python.md).
     std::optional<std::string> script;
     std::vector<std::string> script_args;
     std::string python = "/usr/bin/python3";
     /// The reference script of the `ddp` algorithm (bench/ddp_ref.py): torch DDP over gloo on
     /// the same job, started as a script peer with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
     std::string ddp_script;
-    /// --hosts netns: each peer process runs as a host of this lab (docs/lab.md): in its
+    /// --hosts netns: each peer process runs as a host of this lab (docs/operations/lab.md): in its
     /// namespace, at its lab address, UCX over TCP on its veth, links shaped by the kernel and
     /// not by the peer. Null: local processes on this machine's addresses.
     const lab::Lab* lab = nullptr;
@@ -59,11 +60,11 @@ struct LaunchJob {
     std::size_t trace_limit = 64'000'000;  ///< bytes, per peer
     /// --live: a per-peer table (steps, s/step, idle, whom it waits for most) on stderr while
     /// the peers (processes or --inproc threads) run, redrawn in place on a terminal
-    /// (docs/report.md, "Live view").
+    /// (docs/operations/report.md, "Live view").
     bool live = false;
     /// --resume: per algorithm, the checkpoint step its peers restart from (each gets
-    /// --resume OUT/<algorithm> --resume-step S; docs/checkpoint.md) and the job id of the
-    /// stopped job, which its checkpoints carry. Empty: a fresh start.
+    /// --resume OUT/<algorithm> --resume-step S; docs/operations/checkpoint.md) and the job id of
+    /// the stopped job, which its checkpoints carry. Empty: a fresh start.
     /// --checkpoint-every: handed to every peer (none: the config's output.checkpoint_every).
     std::optional<std::int64_t> checkpoint_every;
     struct Resume {
@@ -79,7 +80,7 @@ struct LaunchRow {
     double wall = 0;   ///< seconds from starting the first peer to the last one's exit
     double train = 0;  ///< the longest peer's training (its driver's end time), seconds
     /// The first evaluation tick at which the mean accuracy of the peers evaluated there reached
-    /// the target, seconds (docs/cli.md); none when never reached or no target.
+    /// the target, seconds (docs/operations/cli.md); none when never reached or no target.
     std::optional<double> time_to_target;
     std::optional<double> accuracy, loss;  ///< of the exact average of the survivors' models
     double mb_per_peer = 0;
@@ -107,16 +108,16 @@ std::filesystem::path peer_trace_path(const LaunchJob& job, const std::string& a
 std::optional<std::string> merge_peer_traces(const LaunchJob& job, const std::string& algorithm);
 
 /// Refuses, before anything runs, a launch that cannot follow its cluster file's join_at and
-/// rejoin_at (docs/elastic.md, "Real peers"): --inproc (any churn, leave_at too) or --script
-/// peers (a late or restarted peer is a `gossamer peer --join` process), a rank 0 that joins
-/// late (it is the start-up
-/// rendezvous), `resume` (--resume), or --checkpoint-every N > 0 (a job that takes checkpoints
-/// cannot be joined yet). Throws ConfigError, one line naming the flag or the cluster file.
+/// rejoin_at (docs/operations/elastic.md, "Real peers"): --inproc (any churn, leave_at too) or
+/// --script peers (a late or restarted peer is a `gossamer peer --join` process), a rank 0 that
+/// joins late (it is the start-up rendezvous), `resume` (--resume), or --checkpoint-every N > 0 (a
+/// job that takes checkpoints cannot be joined yet). Throws ConfigError, one line naming the flag
+/// or the cluster file.
 void check_churn(const LaunchJob& job, bool inproc, bool resume);
 
 /// Runs `algorithm` as n `gossamer peer` processes writing into OUT/<algorithm>/. With a
 /// cluster file that has join_at or rejoin_at, a rank joining late is started at its join_at
-/// and a rank at its fail_at again at its rejoin_at, each with --join (docs/elastic.md).
+/// and a rank at its fail_at again at its rejoin_at, each with --join (docs/operations/elastic.md).
 LaunchRow launch_processes(const LaunchJob& job, const std::string& algorithm, Progress& progress);
 
 /// Runs `algorithm` as n threads over the in-process transport.

@@ -1,8 +1,8 @@
 #pragma once
 /// gossamer report: one self-contained HTML page from a run folder of gossamer sim or gossamer
-/// launch (docs/report.md): the comparison table, accuracy and loss against time and against
-/// bytes, idle per peer, the topology, a per-edge heatmap of bytes and links to the timelines.
-/// Everything is inline (SVG, CSS); the page loads nothing.
+/// launch (docs/operations/report.md): the comparison table, accuracy and loss against time and
+/// against bytes, idle per peer, the topology, a per-edge heatmap of bytes and links to the
+/// timelines. Everything is inline (SVG, CSS); the page loads nothing.
 
 #include <filesystem>
 #include <optional>

@@ -1,4 +1,4 @@
-// The all-reduce baseline in an elastic job (docs/elastic.md, "All-reduce"): with
+// The all-reduce baseline in an elastic job (docs/algorithms/allreduce.md, "Elastic jobs"): with
 // "elastic": "rebuild" the ring is rebuilt over the live members at a round boundary, with
 // "restart" every member restarts from the last in-memory checkpoint (torchrun's behaviour).
 //
@@ -60,10 +60,10 @@ std::string AllreduceProtocol::elastic_refusal() const {
         return "algorithm allreduce stops when a peer fails or leaves unless its options say "
                "otherwise; set \"elastic\": \"rebuild\" (the ring rebuilt over the live members) "
                "or \"restart\" (every member restarts from the last checkpoint) in "
-               "algorithms.allreduce (docs/elastic.md)";
+               "algorithms.allreduce (docs/operations/elastic.md)";
     if (!context().worker->checkpointable())
         return "algorithm allreduce with \"elastic\" needs a worker that can hand its state to "
-               "another member (host memory; docs/elastic.md)";
+               "another member (host memory; docs/operations/elastic.md)";
     return "";
 }
 

@@ -1,8 +1,8 @@
-// allreduce's checkpoints (docs/checkpoint.md). The cut is between two steps (next_step): the
-// all-reduce before it is complete on this peer, so every message of it this peer must take was
-// taken, and its successor cannot complete that all-reduce without the messages this peer sent.
-// Messages of the next all-reduce that came early are not saved: after a resume their senders
-// send them again. x and the optimizer state are the worker's, identical on every peer.
+// allreduce's checkpoints (docs/operations/checkpoint.md). The cut is between two steps
+// (next_step): the all-reduce before it is complete on this peer, so every message of it this peer
+// must take was taken, and its successor cannot complete that all-reduce without the messages this
+// peer sent. Messages of the next all-reduce that came early are not saved: after a resume their
+// senders send them again. x and the optimizer state are the worker's, identical on every peer.
 #include <fmt/format.h>
 
 #include "gossamer/optimizers/protocols/allreduce/allreduce.hpp"

@@ -14,8 +14,8 @@ inline constexpr std::uint32_t kFinished = 0;
 inline constexpr std::uint32_t kRate = 1;
 /// A checkpoint's marker (async_state.cpp): round S, edge_seq the shares pushed before the cut.
 inline constexpr std::uint32_t kCut = 2;
-/// Elastic jobs (docs/elastic.md, async_elastic.cpp). The sender entered the job: the receiver
-/// counts its edges to it from zero again.
+/// Elastic jobs (docs/operations/elastic.md, async_elastic.cpp). The sender entered the job: the
+/// receiver counts its edges to it from zero again.
 inline constexpr std::uint32_t kJoined = 3;
 /// As kJoined, and the receiver is asked to sponsor the sender: split its (x, w) in half with
 /// it. edge_seq: 1 for a rejoin (the answer carries no model), 0 for a fresh peer.

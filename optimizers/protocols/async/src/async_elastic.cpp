@@ -1,4 +1,5 @@
-// async in an elastic job (docs/elastic.md): join, graceful leave and rejoin with the mass exact.
+// async in an elastic job (docs/operations/elastic.md): join, graceful leave and rejoin with the
+// mass exact.
 //
 // Join: the peer (absent until now for everyone) tells its live neighbours it is here (kJoined)
 // and asks its lowest live neighbour rank to sponsor it (kSponsor). At its next step boundary
@@ -111,7 +112,7 @@ void AsyncGossip::ask_sponsor(Actions& out) {
     if (sponsor_ < 0)
         throw Error(
             fmt::format("async: peer {} enters the job but none of its neighbours is "
-                        "live, so none can sponsor it (docs/elastic.md)",
+                        "live, so none can sponsor it (docs/operations/elastic.md)",
                         rank()));
     send_control(out, sponsor_, async_control::kSponsor, entry_ == Entry::rejoin ? 1 : 0);
 }

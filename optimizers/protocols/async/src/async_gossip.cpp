@@ -37,7 +37,7 @@ AsyncGossip::AsyncGossip(PeerContext ctx, AsyncOptions options)
     const topology::Digraph& base = topo->base_graph();
     base_ = &base;
     // Exactly the union of in- and out-neighbours: vector growth would leave up to half of the
-    // largest per-peer allocation unused (docs/simulator.md, "Scale").
+    // largest per-peer allocation unused (docs/modules/simulator.md, "Scale").
     const auto outs = base.out_neighbors(rank()), ins = base.in_neighbors(rank());
     std::size_t both = 0;
     for (int j : ins) both += std::binary_search(outs.begin(), outs.end(), j);
@@ -131,7 +131,7 @@ std::int64_t AsyncGossip::edge_bound() const {
 std::int64_t AsyncGossip::report_period() const {
     // An in-neighbour pushes here about once per ceil(in-degree / targets) of its steps (one
     // edge among as many, k at a time): reporting more often than it can use a report only adds
-    // messages, about in-degree / report_every per step (docs/algorithms.md, "Rate reports").
+    // messages, about in-degree / report_every per step (docs/algorithms/async.md, "Rate reports").
     const int in = base_->in_degree(rank());
     const std::int64_t uses = (in + options_.targets - 1) / options_.targets;
     return std::max<std::int64_t>(options_.report_every, uses);
@@ -216,7 +216,7 @@ void AsyncGossip::apply_step() {
         return;
     }
     // The optimizer steps the de-biased model z = x / w (after the absorbed shares), then
-    // x = w z. See docs/algorithms.md, "Which variable the optimizer steps".
+    // x = w z. See docs/algorithms/async.md, "Which variable the optimizer steps".
     const auto x = params();
     math_.debias(x, w_);
     worker().apply_gradient(math_.z(), worker().gradient());
@@ -350,7 +350,7 @@ void AsyncGossip::take_mass(int from, const Message& m) {
 
 void AsyncGossip::send_reports(Time now, Actions& out) {
     // Out-neighbours on a directed graph never hear from this peer otherwise; they need its
-    // rate and self share to size the shares they push here (docs/algorithms.md).
+    // rate and self share to size the shares they push here (docs/algorithms/async.md).
     const std::int64_t period = report_period();
     const auto report = [&](int j) {
         Message m;
@@ -456,7 +456,7 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     // With the outbox a share may carry several of the sender's pushes: edge_seq numbers the
     // latest, and the edge stays in order (one in flight).
     // A share its previous incarnation sent before it rejoined moves mass but is not counted
-    // against the new one's edge (docs/elastic.md).
+    // against the new one's edge (docs/operations/elastic.md).
     if (msg.sent_at >= nb.entered_at) {
         if (options_.outbox)
             nb.e.shares = std::max(nb.e.shares, static_cast<std::int64_t>(msg.edge_seq) + 1);

@@ -1,4 +1,4 @@
-// The async protocol's options (async_gossip.hpp, docs/protocols.md "async").
+// The async protocol's options (async_gossip.hpp, docs/algorithms/async.md).
 #include <fmt/format.h>
 
 #include "gossamer/core/error.hpp"

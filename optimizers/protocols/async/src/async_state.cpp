@@ -1,5 +1,5 @@
-// async's checkpoints (docs/checkpoint.md). Shares in flight at a cut would be lost or counted
-// twice, so at a checkpoint step S the peer quiesces before it saves anything:
+// async's checkpoints (docs/operations/checkpoint.md). Shares in flight at a cut would be lost or
+// counted twice, so at a checkpoint step S the peer quiesces before it saves anything:
 //   1. when its step S - 1 ends (its last push before the cut is out or in the outbox) it starts
 //      no step, and tells each live out-neighbour how many shares it pushed to it in all (a
 //      control message, chunk kControlCut, round S, edge_seq = the count);
@@ -94,9 +94,9 @@ void AsyncGossip::release_held(Time now, Actions& out) {
     for (Message& m : later) on_message(now, std::move(m), out);
 }
 
-// Cuts in an elastic job (docs/elastic.md). A neighbour that entered takes no part in cuts
-// (CutEdge::entering) until it is admitted; then it proposes its first checkpoint step after the
-// step it entered at (kAdmitted) and each live neighbour answers with the edge's first cut
+// Cuts in an elastic job (docs/operations/elastic.md). A neighbour that entered takes no part in
+// cuts (CutEdge::entering) until it is admitted; then it proposes its first checkpoint step after
+// the step it entered at (kAdmitted) and each live neighbour answers with the edge's first cut
 // (kCutFrom): the later of the proposal and the first cut the neighbour has not begun, so both
 // ends quiesce together at every checkpoint step from there on. The admitted peer waits for the
 // answers only at a checkpoint step (they come at once). A snapshot is taken only when every

@@ -101,7 +101,7 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
     shared_ = options_.replicas == ChocoReplicas::shared ||
               (options_.replicas == ChocoReplicas::automatic && period && *period == 1);
     // Per-edge compression: a delta's compressor depends on its edge, so every edge keeps its
-    // own replica (docs/compression.md, "Per-edge compression").
+    // own replica (docs/algorithms/compression.md, "Per-edge compression").
     if (codecs_.on() && options_.replicas == ChocoReplicas::shared)
         throw Error("choco: per-edge compression needs per-edge replicas");
     if (codecs_.on()) shared_ = false;

@@ -1,9 +1,10 @@
-// choco's partition-ready path (docs/protocols.md, "Partition-ready"), as dpsgd's: while step t
-// runs, a channel whose partitions the compute side has declared ready takes its consensus step
-// (delayed: round t - 1; the plain rule mixes only after it sent) once that round is in, the
-// ready partitions take their optimizer step, and a channel whose partitions have all stepped
-// sends round t's Q(x - x_hat) (moving x_hat as the step end would), all before the step ends.
-// The step end does the rest exactly as without the event: the same values, earlier sends.
+// choco's partition-ready path (docs/algorithms/protocol-contract.md, "Partition-ready"), as
+// dpsgd's: while step t runs, a channel whose partitions the compute side has declared ready takes
+// its consensus step (delayed: round t - 1; the plain rule mixes only after it sent) once that
+// round is in, the ready partitions take their optimizer step, and a channel whose partitions have
+// all stepped sends round t's Q(x - x_hat) (moving x_hat as the step end would), all before the
+// step ends. The step end does the rest exactly as without the event: the same values, earlier
+// sends.
 #include <algorithm>
 
 #include "gossamer/core/error.hpp"

@@ -1,5 +1,5 @@
-// dpsgd in an elastic job (docs/elastic.md). No mass to keep: what matters is that every peer
-// agrees, per edge, from which round on a neighbour's state is mixed.
+// dpsgd in an elastic job (docs/operations/elastic.md). No mass to keep: what matters is that every
+// peer agrees, per edge, from which round on a neighbour's state is mixed.
 //
 // Join: the peer asks its lowest live neighbour rank (the sponsor) for its model; the sponsor
 // answers between steps with x and the round r it works on. The joiner copies x (a rejoining
@@ -48,7 +48,7 @@ std::string Dpsgd::elastic_refusal() const {
                                                        : nullptr;
     return what ? fmt::format(
                       "algorithm dpsgd with {} cannot join, leave or rejoin a running job "
-                      "yet (docs/elastic.md); drop it",
+                      "yet (docs/operations/elastic.md); drop it",
                       what)
                 : "";
 }
@@ -107,7 +107,7 @@ void Dpsgd::ask_sponsor(Time now, Actions& out) {
     if (sponsor_ < 0)
         throw Error(
             fmt::format("dpsgd: peer {} enters the job but none of its neighbours is "
-                        "live, so none can sponsor it (docs/elastic.md)",
+                        "live, so none can sponsor it (docs/operations/elastic.md)",
                         rank()));
     Message m;
     m.kind = MessageKind::control;

@@ -1,6 +1,6 @@
-// dpsgd's partition-ready path (docs/protocols.md, "Partition-ready"): while step t runs, a
-// channel whose partitions the compute side has declared ready is mixed (cta: round t; delayed
-// atc: round t - 1; plain atc mixes only after it sent) once that round is in, the ready
+// dpsgd's partition-ready path (docs/algorithms/protocol-contract.md, "Partition-ready"): while
+// step t runs, a channel whose partitions the compute side has declared ready is mixed (cta: round
+// t; delayed atc: round t - 1; plain atc mixes only after it sent) once that round is in, the ready
 // partitions take their optimizer step, and a channel whose partitions have all stepped leaves
 // as the next round's message (cta: t + 1; atc: t), all before the step ends. The step end does
 // the rest exactly as without the event, so the values are the same; only sends are earlier.

@@ -1,10 +1,11 @@
-// dpsgd's checkpoints (docs/checkpoint.md). The cut is at the start of a round t (begin_round):
-// every round before t is mixed, so each in-edge's replica holds its sender's state of round
-// t - 1 and each out-edge's x_hat what its receiver holds; round t's messages have not left (atc
-// sends them when step t ends, cta right after the cut). Messages of round t that arrived early
-// are queued, never applied (advance() stops at the round being mixed), and are not saved: after
-// a resume their senders send them again, the same bytes. A full model of round t that arrived
-// early was applied at once; its sender's copy is then numbered as already covered and dropped.
+// dpsgd's checkpoints (docs/operations/checkpoint.md). The cut is at the start of a round t
+// (begin_round): every round before t is mixed, so each in-edge's replica holds its sender's state
+// of round t - 1 and each out-edge's x_hat what its receiver holds; round t's messages have not
+// left (atc sends them when step t ends, cta right after the cut). Messages of round t that arrived
+// early are queued, never applied (advance() stops at the round being mixed), and are not saved:
+// after a resume their senders send them again, the same bytes. A full model of round t that
+// arrived early was applied at once; its sender's copy is then numbered as already covered and
+// dropped.
 #include <fmt/format.h>
 
 #include "gossamer/optimizers/protocols/dpsgd/dpsgd.hpp"

@@ -1,10 +1,10 @@
-// sgp's checkpoints (docs/checkpoint.md). Shares in flight at a cut would be lost or counted
-// twice, so at a checkpoint step S a peer quiesces before it saves: it starts no step S until
-// it has absorbed every round before S from every live in-neighbour (its frontier reaches
-// S - 1, the condition of staleness 0) and its outbox is empty (every share it pushed before the
-// cut has left). Shares of rounds >= S, which neighbours that cut first push meanwhile, are held
-// until this peer has cut, then taken. The masses saved at S therefore add up to the job's with
-// nothing in flight: sum w = n (minus what failed peers took).
+// sgp's checkpoints (docs/operations/checkpoint.md). Shares in flight at a cut would be lost or
+// counted twice, so at a checkpoint step S a peer quiesces before it saves: it starts no step S
+// until it has absorbed every round before S from every live in-neighbour (its frontier reaches S -
+// 1, the condition of staleness 0) and its outbox is empty (every share it pushed before the cut
+// has left). Shares of rounds >= S, which neighbours that cut first push meanwhile, are held until
+// this peer has cut, then taken. The masses saved at S therefore add up to the job's with nothing
+// in flight: sum w = n (minus what failed peers took).
 #include <fmt/format.h>
 
 #include <cmath>

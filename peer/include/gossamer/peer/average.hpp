@@ -1,5 +1,5 @@
 #pragma once
-/// The exact average of the surviving peers' models after training (docs/peer.md, "Exact
+/// The exact average of the surviving peers' models after training (docs/modules/peer.md, "Exact
 /// average"): one ring all-reduce (optimizers/ring.hpp's schedule) of (w·x, w) among the
 /// survivors over the same transport, where w is the peer's push-sum mass (1 for averaging
 /// protocols), so every survivor ends with Σ w_i x_i / Σ w_i, bitwise the same on all of them.

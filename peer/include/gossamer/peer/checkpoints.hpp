@@ -1,7 +1,8 @@
 #pragma once
-/// Where a job's checkpoints lie and which step a resume starts from (docs/checkpoint.md).
-/// Each peer writes OUT/checkpoint-<R>-<S>.state (core/checkpoint_file.hpp) at its cut after S
-/// steps; a resume starts every peer from one step S that they all hold.
+/// Where a job's checkpoints lie and which step a resume starts from
+/// (docs/operations/checkpoint.md). Each peer writes OUT/checkpoint-<R>-<S>.state
+/// (core/checkpoint_file.hpp) at its cut after S steps; a resume starts every peer from one step S
+/// that they all hold.
 
 #include <cstdint>
 #include <filesystem>

@@ -1,6 +1,6 @@
 #pragma once
-/// The real-time driver of one peer (DESIGN.md, "The central idea"; docs/peer.md): it runs one
-/// protocol object over a Transport, with a compute thread for local steps and the calling
+/// The real-time driver of one peer (DESIGN.md, "The central idea"; docs/modules/peer.md): it runs
+/// one protocol object over a Transport, with a compute thread for local steps and the calling
 /// thread as the communication loop that delivers timestamped events to the protocol one at a
 /// time and carries out its actions.
 ///
@@ -70,8 +70,8 @@ struct DriverOptions {
     /// crashed process would (run() returns with failed set; the caller then drops the
     /// transport, which is what the other peers see).
     double fail_at = std::numeric_limits<double>::infinity();
-    /// Elastic jobs (docs/elastic.md): enter the running job with Protocol::join instead of
-    /// start() (rejoin: keep the worker's model, resumed from a checkpoint).
+    /// Elastic jobs (docs/operations/elastic.md): enter the running job with Protocol::join instead
+    /// of start() (rejoin: keep the worker's model, resumed from a checkpoint).
     std::optional<proto::Entry> enter;
     /// An entering peer that has not started its first step this long after its start (no
     /// member admitted it: its sponsor finished training before the join reached it, as at the
@@ -87,11 +87,12 @@ struct DriverOptions {
     /// The job's time origin (`gossamer peer --job-start`, set by gossamer launch for a
     /// cluster file with churn): fail_at, leave_at and the declared step times' slow periods
     /// count from it instead of from run()'s start, so a peer started late fails, leaves and
-    /// slows down at the job's times (docs/elastic.md). Metrics keep run()'s clock.
+    /// slows down at the job's times (docs/operations/elastic.md). Metrics keep run()'s clock.
     std::optional<std::chrono::system_clock::time_point> job_start;
     /// JSON-lines metrics file (step, time, loss per step; a summary at the end); "" for none.
     std::string metrics_path;
-    /// The peer's timeline (Chrome trace JSON, docs/trace.md), written when run() ends; "" none.
+    /// The peer's timeline (Chrome trace JSON, docs/formats/trace.md), written when run() ends; ""
+    /// none.
     std::string trace_path;
     /// Bound on the trace's events in bytes; past it whole steps are sampled.
     std::size_t trace_limit = 64'000'000;
@@ -115,8 +116,8 @@ struct DriverOptions {
     /// other threads measured: gossamer peer's evaluations). Empty: none.
     std::function<std::vector<json::Json>()> extra_metrics;
     /// Called on the communication thread with each snapshot the protocol took at a cut
-    /// (Protocol::enable_checkpoints; docs/checkpoint.md), after the event that took it: where
-    /// the caller writes its checkpoint. Empty: snapshots are dropped.
+    /// (Protocol::enable_checkpoints; docs/operations/checkpoint.md), after the event that took it:
+    /// where the caller writes its checkpoint. Empty: snapshots are dropped.
     std::function<void(proto::Snapshot&&)> on_snapshot;
 };
 

@@ -1,5 +1,5 @@
 #pragma once
-/// The evaluation points of `gossamer peer` (docs/peer.md, "Evaluation points"): every
+/// The evaluation points of `gossamer peer` (docs/modules/peer.md, "Evaluation points"): every
 /// `interval` seconds of the driver's clock the peer's own current model is evaluated on a fixed
 /// subset of the test set. The communication thread copies the model at the first step boundary
 /// at or after each tick (the protocol's parameters are touched only there); a thread of its own

@@ -1,6 +1,7 @@
 #pragma once
-/// The membership rules of docs/peer.md ("Membership") for a peer joined over the bootstrap:
-/// `gossamer peer` and gossamer::Peer over UCX apply them the same way. Communication thread.
+/// The membership rules of docs/modules/peer.md ("Membership") for a peer joined over the
+/// bootstrap: `gossamer peer` and gossamer::Peer over UCX apply them the same way. Communication
+/// thread.
 
 #include <chrono>
 #include <functional>

@@ -33,8 +33,8 @@ struct PeerJob {
     std::uint64_t job_id = 1;
     std::int64_t checkpoint_every = 0;  ///< 0: none
     bool json = false;                  ///< print a JSON summary on stdout at the end
-    /// Enter a job that is already running (`--join`, docs/elastic.md): Bootstrap::join, then
-    /// Protocol::join (a rejoin when resumed from this rank's checkpoint).
+    /// Enter a job that is already running (`--join`, docs/operations/elastic.md): Bootstrap::join,
+    /// then Protocol::join (a rejoin when resumed from this rank's checkpoint).
     bool join_running = false;
     /// Rank 0: start without the ranks that did not join within the join timeout when at least
     /// this many did (`--min-peers`; 0: all must join). They may --join later.
@@ -57,8 +57,8 @@ struct PeerJob {
 };
 
 /// After the protocol and settings are set up, before the peer joins (resume.cpp,
-/// docs/checkpoint.md): with checkpoint_every > 0, switches on the protocol's snapshots (an
-/// algorithm that cannot resume gets one note line and model checkpoints only); with `resume`,
+/// docs/operations/checkpoint.md): with checkpoint_every > 0, switches on the protocol's snapshots
+/// (an algorithm that cannot resume gets one note line and model checkpoints only); with `resume`,
 /// restores the protocol from DIR's checkpoint of this rank at resume_step(DIR, n, rank,
 /// `step`) and adds the resume step to the settings the handshake compares. Throws ConfigError
 /// (one line, exit 2) for an algorithm that cannot resume, no common step, a checkpoint of
@@ -66,8 +66,8 @@ struct PeerJob {
 void prepare_checkpoints(PeerJob& job, const std::optional<std::filesystem::path>& resume,
                          std::optional<std::int64_t> step);
 
-/// Exit status of a peer that may not write the job's result (docs/peer.md, "Membership"): it
-/// reaches no strict majority of the job's peers, or it was paused longer than the heartbeat
+/// Exit status of a peer that may not write the job's result (docs/modules/peer.md, "Membership"):
+/// it reaches no strict majority of the job's peers, or it was paused longer than the heartbeat
 /// timeout and found peers lost. It writes nothing.
 inline constexpr int kNoResult = 4;
 /// Exit status of a peer at its cluster file's failure time (an emulated crash: no goodbye).
@@ -77,7 +77,7 @@ inline constexpr int kEmulatedFailure = 3;
 inline constexpr int kDiverged = 5;
 
 /// Any thread or a signal handler: asks the running peer to leave the job gracefully at its
-/// next step boundary (`gossamer peer` on SIGTERM; docs/elastic.md). Async-signal-safe.
+/// next step boundary (`gossamer peer` on SIGTERM; docs/operations/elastic.md). Async-signal-safe.
 void request_leave() noexcept;
 /// Installs a SIGTERM handler that calls request_leave() once; a second SIGTERM ends the
 /// process as the default action does.

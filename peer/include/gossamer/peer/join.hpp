@@ -1,5 +1,5 @@
 #pragma once
-/// Joining a job of real peers over UCX (docs/peer.md, "Joining"): the bootstrap rendezvous
+/// Joining a job of real peers over UCX (docs/modules/peer.md, "Joining"): the bootstrap rendezvous
 /// carries this peer's UCX worker address, the UCX transport connects to every other peer, and
 /// the bootstrap's heartbeats keep watching the others. `gossamer peer` and `gossamer::Peer`
 /// both start this way.
@@ -21,7 +21,7 @@ namespace gossamer::peer {
 
 struct JoinOptions {
     /// Rank, the endpoint list (rank r listens at peers[r]), job id, token, model size, layout
-    /// and the bootstrap's timeouts (join, io, heartbeats); docs/bootstrap.md.
+    /// and the bootstrap's timeouts (join, io, heartbeats); docs/modules/bootstrap.md.
     bootstrap::Options bootstrap;
     /// Progress mode, error handling, send timeout (default_timeout), local_peers. Its rank, size
     /// and job_id are set from `bootstrap` by join().
@@ -95,8 +95,8 @@ std::unique_ptr<JoinedPeer> join(JoinOptions options);
 /// The send timeout of a peer whose model has `parameters` parameters: 10 s plus what four
 /// model-sized fp32 messages take at 8 Mbit/s (1e6 bytes/s). A send's deadline counts from when
 /// it is posted, so it includes the sends queued before it on the same endpoint: a fixed 10 s
-/// failed healthy neighbours of a 23 MB model behind a 100 Mbit/s link (docs/lab.md). A hung
-/// peer is still found by the bootstrap's heartbeats within their timeout.
+/// failed healthy neighbours of a 23 MB model behind a 100 Mbit/s link (docs/operations/lab.md). A
+/// hung peer is still found by the bootstrap's heartbeats within their timeout.
 transport::Duration send_timeout(std::uint64_t parameters);
 
 }  // namespace gossamer::peer

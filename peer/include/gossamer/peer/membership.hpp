@@ -1,6 +1,6 @@
 #pragma once
-/// Who may write a job's result (docs/peer.md, "Membership"): the majority rule, and the watch
-/// on a peer's own loop that tells it it was paused for longer than the others wait for it.
+/// Who may write a job's result (docs/modules/peer.md, "Membership"): the majority rule, and the
+/// watch on a peer's own loop that tells it it was paused for longer than the others wait for it.
 /// Pure and cheap: no I/O, no threads.
 
 #include <chrono>

@@ -1,7 +1,7 @@
 #pragma once
 /// The settings every peer of a job must agree on, as the start-up handshake compares them
-/// (docs/bootstrap.md, "What the handshake compares"): one bootstrap::Setting per field, with
-/// a digest of the value, a short description and a fix that names the option to change.
+/// (docs/modules/bootstrap.md, "What the handshake compares"): one bootstrap::Setting per field,
+/// with a digest of the value, a short description and a fix that names the option to change.
 /// `gossamer peer` sends all of them; gossamer::Peer sends those it has (no training inputs).
 
 #include <string>

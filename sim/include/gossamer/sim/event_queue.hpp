@@ -76,7 +76,7 @@ class EventQueue {
         return a.time != b.time ? a.time < b.time : a.order < b.order;
     }
     // A 4-ary heap: half the depth of a binary one, and a node's children share a cache line
-    // or two, which matters once a simulation keeps millions of events (docs/simulator.md,
+    // or two, which matters once a simulation keeps millions of events (docs/modules/simulator.md,
     // "Scale"). (time, seq) is a total order, so the pop sequence is that of any heap.
     static constexpr std::size_t kArity = 4;
     void sift_up(std::size_t i) {

@@ -1,7 +1,7 @@
 #pragma once
-/// The fair-share virtual network (docs/cluster-format.md, "Timing"): every message is a flow,
-/// and the flows in flight share each peer's uplink, each peer's downlink and each capped link
-/// max-min fairly (progressive filling), as TCP flows do under the lab's htb. Rates are
+/// The fair-share virtual network (docs/formats/cluster-format.md, "Timing"): every message is a
+/// flow, and the flows in flight share each peer's uplink, each peer's downlink and each capped
+/// link max-min fairly (progressive filling), as TCP flows do under the lab's htb. Rates are
 /// recomputed at every instant at which flows start or end, over the flows around the change
 /// (widened only as far as rates move), so a change costs the size of its neighbourhood, not n.
 

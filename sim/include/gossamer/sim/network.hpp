@@ -1,7 +1,7 @@
 #pragma once
-/// The virtual network (docs/cluster-format.md, "Timing"): each peer's sends share its uplink and
-/// its receives share its downlink, first come first served, so a busy peer's messages queue.
-/// Also the analytic ring all-reduce cost of the simulator's cost-only mode.
+/// The virtual network (docs/formats/cluster-format.md, "Timing"): each peer's sends share its
+/// uplink and its receives share its downlink, first come first served, so a busy peer's messages
+/// queue. Also the analytic ring all-reduce cost of the simulator's cost-only mode.
 
 #include <cstdint>
 #include <vector>

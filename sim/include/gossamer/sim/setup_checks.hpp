@@ -1,8 +1,8 @@
 #pragma once
-/// Checks of a simulation's sizes before it runs (docs/simulator.md, "Sizes"): the memory its
-/// peers keep, and dpsgd's and choco's resync timeouts against the time one full model takes
-/// on the slowest link. Both are one ConfigError line, so a size that cannot work is refused
-/// up front instead of ending in a std::bad_alloc half-way.
+/// Checks of a simulation's sizes before it runs (docs/modules/simulator.md, "Sizes"): the memory
+/// its peers keep, and dpsgd's and choco's resync timeouts against the time one full model takes on
+/// the slowest link. Both are one ConfigError line, so a size that cannot work is refused up front
+/// instead of ending in a std::bad_alloc half-way.
 
 #include <cstdint>
 #include <string>
@@ -29,7 +29,7 @@ struct SizeOrigin {
 /// floats takes over the slowest link of the cluster (waiting peers would then ask for full
 /// copies faster than they arrive, and the event queue would grow without bound), and when the
 /// cluster has churn (join_at, leave_at, rejoin_at) that the algorithm cannot follow
-/// (proto::elastic_refusal; docs/elastic.md).
+/// (proto::elastic_refusal; docs/operations/elastic.md).
 void check_sizes(const SimSetup& s, std::uint64_t parameters, const SizeOrigin& origin);
 
 /// The most evaluations one run may make (math mode): each judges the exact average on the
@@ -54,7 +54,7 @@ Time run_time_floor(const SimSetup& s, double steps);
 /// than EventQueue::kMaxPushed events (n peers x `steps` steps at least), or, in math mode,
 /// more than kMaxEvaluations evaluations (run_time_floor() / eval_interval). The line gives
 /// the estimate, names the value that made it (--eval-interval, the cluster's base_time,
-/// --steps or the epochs) and the fix (docs/simulator.md, "Sizes").
+/// --steps or the epochs) and the fix (docs/modules/simulator.md, "Sizes").
 void check_work(const SimSetup& s, double steps, const WorkOrigin& origin);
 
 }  // namespace gossamer::sim

@@ -1,6 +1,6 @@
 #pragma once
 /// The discrete-event simulator: n peers running the same protocol objects as real peers, in
-/// virtual time, on a cluster with heterogeneous compute and links (docs/simulator.md).
+/// virtual time, on a cluster with heterogeneous compute and links (docs/modules/simulator.md).
 ///
 /// Deterministic: the same setup and seed give the same events in the same order and the same
 /// metrics, which hold virtual time only.
@@ -60,7 +60,7 @@ struct SimSetup {
     /// Per-peer records with the protocol's edge metrics: for ranks r with r % every == 0
     /// (1: all; 0: none). The scalar summary of every peer is kept either way.
     int peer_records_every = 1;
-    /// Records the run's timeline here (docs/trace.md) when set; it outlives simulate().
+    /// Records the run's timeline here (docs/formats/trace.md) when set; it outlives simulate().
     trace::Recorder* trace = nullptr;
     /// Math mode: every EvalPoint also holds each live peer's distance to the mean
     /// (EvalPoint::distance; O(n) per evaluation, so off by default).
@@ -80,7 +80,7 @@ struct EvalPoint {
     std::uint64_t backward_macs = 0;  ///< backward multiply-adds of all peers so far (math mode)
     int live = 0;  ///< live members evaluated (not down, not left, not waiting for a sponsor)
     /// With SimSetup::peer_distances: by rank, ||x_i - mean|| of each live member, -1 for the
-    /// others (docs/elastic.md).
+    /// others (docs/operations/elastic.md).
     std::vector<double> distance;
 };
 
@@ -92,7 +92,7 @@ struct PeerSummary {
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     std::uint64_t messages_sent = 0;  ///< chunks count one each
     bool failed = false;              ///< down at the end (crashed and not back)
-    bool left = false;                ///< left gracefully (leave_at; docs/elastic.md)
+    bool left = false;                ///< left gracefully (leave_at; docs/operations/elastic.md)
     int joins = 0;                    ///< times it entered the running job (join_at, rejoin_at)
     double mass = 0;       ///< push-sum: the mass it holds at the end (1 for averaging protocols)
     json::Json edges;      ///< the protocol's per-edge metrics at the end (null if it keeps none)
@@ -127,14 +127,15 @@ struct SimResult {
     std::optional<int> stopped_by_failure;  ///< all-reduce: the rank whose failure stopped it
     double mass = 0;                        ///< push-sum: mass held by live peers at the end
     /// Push-sum: the job's total mass, one per peer present at t = 0 (n without late joiners: a
-    /// joiner takes its mass from a sponsor, docs/elastic.md).
+    /// joiner takes its mass from a sponsor, docs/operations/elastic.md).
     double mass_start = 0;
     double mass_lost = 0;  ///< push-sum: mass_start - mass (went with failed peers)
     /// Push-sum: the mass crashes took, measured by the simulator: what each peer held when it
     /// crashed and the shares that reached it while it was down. A graceful leave loses none,
-    /// so mass_lost equals crash_loss up to rounding (docs/elastic.md).
+    /// so mass_lost equals crash_loss up to rounding (docs/operations/elastic.md).
     double crash_loss = 0;
-    /// Churning clusters (docs/elastic.md): each membership the job went through, in order.
+    /// Churning clusters (docs/operations/elastic.md): each membership the job went through, in
+    /// order.
     std::vector<TopologyVersion> topology_versions;
 };
 

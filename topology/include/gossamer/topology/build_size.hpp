@@ -1,8 +1,8 @@
 #pragma once
 /// What building a topology costs, known from n and the edge counts before anything is built
-/// (docs/topology.md, "Sizes"). A complete graph of 10,000 peers is 10^8 directed edges: its
-/// graph and weights took 5 GB and most of a minute, and 36,000 peers exhausted the memory;
-/// the loaders estimate first and refuse with one line instead.
+/// (docs/modules/topology.md, "Sizes"). A complete graph of 10,000 peers is 10^8 directed edges:
+/// its graph and weights took 5 GB and most of a minute, and 36,000 peers exhausted the memory; the
+/// loaders estimate first and refuse with one line instead.
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
-/// The live part of a topology in an elastic job (docs/elastic.md): the version of the topology
-/// the protocols mix over while some ranks are absent (not joined yet, left, or down).
+/// The live part of a topology in an elastic job (docs/operations/elastic.md): the version of the
+/// topology the protocols mix over while some ranks are absent (not joined yet, left, or down).
 
 #include <memory>
 #include <string>

@@ -42,7 +42,7 @@ class Schedule {
     /// The base graph: the union of the rounds over one period (a schedule with no period: its
     /// first kBaseRounds rounds; at most kMaxBaseRounds either way). Computed once, on first use,
     /// and shared by every caller (thread-safe): the simulator's n peers read one copy instead
-    /// of building n (docs/simulator.md, "Scale").
+    /// of building n (docs/modules/simulator.md, "Scale").
     const Digraph& base_graph() const;
     static constexpr std::int64_t kBaseRounds = 64;
     static constexpr std::int64_t kMaxBaseRounds = 4096;

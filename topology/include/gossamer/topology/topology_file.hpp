@@ -1,6 +1,6 @@
 #pragma once
-/// The topology file (JSON; docs/topology-format.md): the peers and the graph with its weights.
-/// Loading validates everything and throws ConfigError naming the file, the JSON path, the
+/// The topology file (JSON; docs/formats/topology-format.md): the peers and the graph with its
+/// weights. Loading validates everything and throws ConfigError naming the file, the JSON path, the
 /// problem and the fix.
 
 #include <optional>
@@ -24,7 +24,7 @@ struct Topology {
     std::optional<FamilySpec> family;          ///< set when the graph is a generated family
     WeightRule weights = WeightRule::uniform;
     /// The file gives only a count ("peers": {"count": N}): a peer may find rank 0 through a
-    /// rendezvous instead of the count form's default addresses (docs/topology-format.md).
+    /// rendezvous instead of the count form's default addresses (docs/formats/topology-format.md).
     bool count_only = false;
     int n() const { return static_cast<int>(peers.size()); }
 };

@@ -21,7 +21,7 @@ enum class MessageKind : std::uint8_t {
 std::string_view to_string(MessageKind kind) noexcept;
 
 /// Bytes of the fixed wire header, counted in every message's size. The layout is in wire.hpp
-/// and docs/transport.md: 14 fields, two of them doubles, do not fit in 64 bytes.
+/// and docs/modules/transport.md: 14 fields, two of them doubles, do not fit in 64 bytes.
 inline constexpr std::uint64_t kHeaderBytes = 88;
 
 struct Message {

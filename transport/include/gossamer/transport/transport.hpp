@@ -1,6 +1,6 @@
 #pragma once
 /// The transport interface between one peer and the others (DESIGN.md, "Errors";
-/// docs/transport.md).
+/// docs/modules/transport.md).
 ///
 /// Threading: a Transport belongs to one thread, its *communication thread*. Every method except
 /// wake() and the counters must be called there, and every callback runs there, from inside

@@ -1,6 +1,6 @@
 #pragma once
-/// The wire header (DESIGN.md, "Wire format"; layout in docs/transport.md): kHeaderBytes bytes,
-/// little-endian, written before every payload. A receiver decodes and checks it before it
+/// The wire header (DESIGN.md, "Wire format"; layout in docs/modules/transport.md): kHeaderBytes
+/// bytes, little-endian, written before every payload. A receiver decodes and checks it before it
 /// touches the payload; a header that fails a check is dropped and counted, never applied.
 
 #include <array>
@@ -73,9 +73,9 @@ HeaderCheck decode_header(std::span<const std::byte> header, const HeaderExpecta
 
 /// The largest payload a peer of a model of `parameters` values ever sends, in bytes: what a
 /// joined peer sets TransportOptions::max_payload_bytes to, so that a longer announcement is
-/// dropped before a byte of it is received or allocated (docs/reliability.md, "Security").
-/// Twice a raw model (top-k at fraction 1 sends an index with every value; int8, fp16, a raw
-/// model and the exact average's model and mass all take less) plus 64 bytes for the
+/// dropped before a byte of it is received or allocated (docs/operations/reliability.md,
+/// "Security"). Twice a raw model (top-k at fraction 1 sends an index with every value; int8, fp16,
+/// a raw model and the exact average's model and mass all take less) plus 64 bytes for the
 /// protocols' control messages.
 std::uint64_t largest_payload_bytes(std::uint64_t parameters) noexcept;
 

@@ -1,13 +1,13 @@
 #pragma once
 /// Device encoders and decoders with the wire formats of the CPU compressors
-/// (gossamer/optimizers/compressor.hpp, docs/compression.md): a message encoded on the device
-/// decodes on the CPU and the other way round. Buffers are device memory; `out` must hold the
-/// CPU Compressor's encoded_bytes(n). Calls queue kernels on `stream` and return at once,
+/// (gossamer/optimizers/compressor.hpp, docs/algorithms/compression.md): a message encoded on the
+/// device decodes on the CPU and the other way round. Buffers are device memory; `out` must hold
+/// the CPU Compressor's encoded_bytes(n). Calls queue kernels on `stream` and return at once,
 /// except those documented to wait.
 ///
-/// Equality with the CPU (docs/gpu.md, "Tolerances"): fp16, top-k, random-k and every decoder
-/// give bit-identical bytes and floats; int8 gives identical scales and codes that differ from
-/// the CPU's by at most one step where the stochastic-rounding draws differ (the device draws
+/// Equality with the CPU (docs/operations/gpu.md, "Tolerances"): fp16, top-k, random-k and every
+/// decoder give bit-identical bytes and floats; int8 gives identical scales and codes that differ
+/// from the CPU's by at most one step where the stochastic-rounding draws differ (the device draws
 /// from a counter-based hash of (seed, index), the CPU from a sequential xoshiro stream; only
 /// the sender draws, so the receiver decodes the same either way).
 
@@ -49,7 +49,8 @@ class TopKWorkspace {
 /// top-k: the k values of largest magnitude (NaN counts as infinite; equal magnitudes go to the
 /// lower index, as on the CPU), written as k uint32 indices in ascending order then their k
 /// values. Radix select of the k-th largest magnitude in four 8-bit passes, then an
-/// order-preserving compaction (docs/gpu.md). 1 <= k <= n < 2^32 and n <= ws.capacity() (Error).
+/// order-preserving compaction (docs/operations/gpu.md). 1 <= k <= n < 2^32 and n <= ws.capacity()
+/// (Error).
 void topk_encode(const float* x, std::size_t n, std::size_t k, std::byte* out, TopKWorkspace& ws,
                  void* stream = nullptr);
 /// y += the k (index, value) pairs of `in`. Waits for the stream, then throws Error when an index

@@ -5,10 +5,10 @@
 /// returns without waiting.
 ///
 /// Rounding is that of the CPU FMA paths (AVX2, AVX-512): acc = w_self*x (or w_0*t_0), then one
-/// fmaf per term in order, so results are bit-identical to them (docs/gpu.md, "Tolerances").
-/// Aliasing as on the CPU: the output may be an input exactly (in place), mix() and mix_into()
-/// outputs may not be a term. Checked on the host: sizes are implied by n, so only the pointer
-/// rules and null pointers with n > 0 are checked (gossamer::Error).
+/// fmaf per term in order, so results are bit-identical to them (docs/operations/gpu.md,
+/// "Tolerances"). Aliasing as on the CPU: the output may be an input exactly (in place), mix() and
+/// mix_into() outputs may not be a term. Checked on the host: sizes are implied by n, so only the
+/// pointer rules and null pointers with n > 0 are checked (gossamer::Error).
 
 #include <cstddef>
 #include <span>

@@ -1,5 +1,5 @@
 #pragma once
-/// Moving device buffers between peers (docs/gpu.md, "Which transfer path runs").
+/// Moving device buffers between peers (docs/operations/gpu.md, "Which transfer path runs").
 ///
 /// Debian's UCX has no CUDA memory support, so a device buffer travels through pinned host
 /// memory: DeviceStaging cuts it into chunks and overlaps the device<->host copy of one chunk
@@ -72,8 +72,8 @@ class DeviceStaging {
     void* stream_ = nullptr;   // cudaStream_t
 };
 
-/// The manual check (docs/gpu.md): whether a UCX build can move CUDA memory, from the text
-/// `ucx_info -d` prints: a memory domain or transport named cuda_copy / cuda_cpy / cuda_ipc /
+/// The manual check (docs/operations/gpu.md): whether a UCX build can move CUDA memory, from the
+/// text `ucx_info -d` prints: a memory domain or transport named cuda_copy / cuda_cpy / cuda_ipc /
 /// gdr_copy, or "memory types" that list cuda. `evidence` quotes the line that decided it (empty
 /// when none did). Where Gossamer links UCX, UCP's own answer decides instead (see above); this
 /// serves builds without the UCX backend (scripts/gpu_check.sh's bench) and tests the docs' check.

@@ -1,6 +1,6 @@
 #pragma once
-/// A lab's caps from a cluster file's network section (docs/cluster-format.md): bytes/s there,
-/// bits/s here.
+/// A lab's caps from a cluster file's network section (docs/formats/cluster-format.md): bytes/s
+/// there, bits/s here.
 
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/lab/spec.hpp"

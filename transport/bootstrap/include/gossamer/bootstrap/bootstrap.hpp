@@ -1,5 +1,5 @@
 #pragma once
-/// Start-up of a job of real peers over TCP (docs/bootstrap.md): every peer listens at its
+/// Start-up of a job of real peers over TCP (docs/modules/bootstrap.md): every peer listens at its
 /// host:port, joins rank 0 (the rendezvous) with a handshake that checks protocol version, job,
 /// token, peer list, model size, partition layout and the job's settings, and gets back every
 /// peer's opaque address blob (the UCX worker address) once all n have joined: that is the start-up
@@ -25,8 +25,8 @@
 namespace gossamer::bootstrap {
 
 /// Where a peer listens (topology file: peers[r]). Port 0 means "not known up front": in a
-/// count-only job (docs/bootstrap.md, "Count-only jobs") each peer knows only rank 0's endpoint
-/// (the rendezvous) and its own bind address, and learns the others' from the table.
+/// count-only job (docs/modules/bootstrap.md, "Count-only jobs") each peer knows only rank 0's
+/// endpoint (the rendezvous) and its own bind address, and learns the others' from the table.
 struct Endpoint {
     std::string host;
     int port = 0;
@@ -58,9 +58,9 @@ struct Options {
     /// 0: every peer must join (the default).
     int min_peers = 0;
     /// Rank 0 with min_peers: ranks it does not wait for at the start-up barrier (they join
-    /// later, the cluster file's join_at: docs/elastic.md). The job starts as soon as every
-    /// other rank joined, at least min_peers of them; the late ones are lost from the start as
-    /// above. Ranks from 1 to n - 1.
+    /// later, the cluster file's join_at: docs/operations/elastic.md). The job starts as soon as
+    /// every other rank joined, at least min_peers of them; the late ones are lost from the start
+    /// as above. Ranks from 1 to n - 1.
     std::vector<int> late;
     Millis io_timeout{5000};          ///< one connect, or one handshake reply
     Millis retry_interval{200};       ///< between attempts to reach rank 0
@@ -69,7 +69,7 @@ struct Options {
     /// The listener warns about the first few refused connections, then sums up the others in
     /// one line per warn_interval (a port scan or a flood must not flood the log).
     Millis warn_interval{10000};
-    /// Connections that have not sent their handshake yet, at most (docs/reliability.md,
+    /// Connections that have not sent their handshake yet, at most (docs/operations/reliability.md,
     /// "Security"): past it the oldest is closed, so idle connections (a slow-loris) hold no
     /// more than this many descriptors and buffers and never keep a peer of the job out. Each
     /// also has io_timeout to send its handshake.
@@ -91,7 +91,7 @@ struct PeerLoss {
     bool left = false;
 };
 
-/// The job's membership as rank 0 last installed it (docs/bootstrap.md, "Views"). View 0 is
+/// The job's membership as rank 0 last installed it (docs/modules/bootstrap.md, "Views"). View 0 is
 /// every rank, from the start-up barrier on. When rank 0 loses peers it proposes the view
 /// without them; the view is installed (and sent to its members) once a strict majority of the
 /// previous view, rank 0 included, acknowledged it. So a view is always a majority-confirmed
@@ -141,7 +141,7 @@ class Bootstrap {
     /// Call once.
     std::vector<Blob> rendezvous(std::span<const std::byte> address);
 
-    /// Enters a job that is already running, instead of rendezvous() (docs/bootstrap.md,
+    /// Enters a job that is already running, instead of rendezvous() (docs/modules/bootstrap.md,
     /// "Joining a running job"): asks rank 0, then every other rank whose address it knows, for
     /// the job's coordinator, which checks this peer like a hello (job, token, peer list, model,
     /// layout, settings) and admits it if its rank is not a live member. Returns every peer's
@@ -184,12 +184,13 @@ class Bootstrap {
     /// edge, a broken endpoint), with its line (thread-safe, returns at once). Rank 0 waits one
     /// heartbeat interval (a goodbye may be on its way), then declares `rank` lost, or the
     /// reporter when `rank` is 0, unless one of them is gone by then: the job agrees on every
-    /// failure, not only on those its heartbeats see (docs/bootstrap.md, "Transport failures").
+    /// failure, not only on those its heartbeats see (docs/modules/bootstrap.md, "Transport
+    /// failures").
     void report_failure(int rank, std::string why);
 
     /// This peer's system clock against rank 0's, estimated from clock_samples round trips
-    /// right after the handshake (docs/bootstrap.md, "Clock offsets"): set once rendezvous()
-    /// returned; rank 0's is {0, 0, 0}. Thread-safe.
+    /// right after the handshake (docs/modules/bootstrap.md, "Clock offsets"): set once
+    /// rendezvous() returned; rank 0's is {0, 0, 0}. Thread-safe.
     ClockOffset clock_offset() const;
 
     /// What the listener refused so far (thread-safe).

@@ -1,5 +1,5 @@
 #pragma once
-/// Clock offsets between hosts, estimated at the bootstrap (docs/bootstrap.md, "Clock
+/// Clock offsets between hosts, estimated at the bootstrap (docs/modules/bootstrap.md, "Clock
 /// offsets"): a joiner sends rank 0 a few clock queries right after its handshake; each answer
 /// carries rank 0's system-clock time. Times are microseconds of the system clock since the
 /// Unix epoch.

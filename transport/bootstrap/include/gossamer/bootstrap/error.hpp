@@ -11,7 +11,7 @@
 
 namespace gossamer::bootstrap {
 
-/// Why a bootstrap step failed. The numeric values travel in refusals (docs/bootstrap.md).
+/// Why a bootstrap step failed. The numeric values travel in refusals (docs/modules/bootstrap.md).
 enum class Reason : unsigned {
     address_in_use = 1,       ///< this peer's port is taken
     cannot_listen = 2,        ///< this peer's host:port cannot be bound (not a local address...)

@@ -1,7 +1,7 @@
 #pragma once
-/// What a peer learns from the launcher that started it (docs/cluster-launchers.md): its rank,
-/// the job's size (checked against the topology), how many peers share its host, and where rank
-/// 0 listens (the rendezvous) when the topology file gives only a peer count. Flags win over
+/// What a peer learns from the launcher that started it (docs/operations/cluster-launchers.md): its
+/// rank, the job's size (checked against the topology), how many peers share its host, and where
+/// rank 0 listens (the rendezvous) when the topology file gives only a peer count. Flags win over
 /// the environment; every bad value throws ConfigError naming the flag or variable (one line,
 /// exit status 2 in the CLI).
 

@@ -1,5 +1,5 @@
 #pragma once
-/// What else the peers of a job must agree on (docs/bootstrap.md, "What the handshake
+/// What else the peers of a job must agree on (docs/modules/bootstrap.md, "What the handshake
 /// compares"): one Setting per field, a digest of its value and a short description. The
 /// bootstrap compares them field by field, so a refusal names the field and both sides' values;
 /// it does not know what the fields mean (peer/settings.hpp makes them).

@@ -2,8 +2,8 @@
 /// The UCX backend: UCP active messages over whatever transports UCX finds (shared memory and
 /// TCP here, InfiniBand/RoCE where present; `ucx_info -d` lists them, UCX_TLS restricts them).
 /// Small payloads go eagerly; large ones by rendezvous straight into the receiver's buffer
-/// where RDMA or shared memory carries them, eagerly over TCP (docs/transport.md). This header
-/// includes no UCX header.
+/// where RDMA or shared memory carries them, eagerly over TCP (docs/modules/transport.md). This
+/// header includes no UCX header.
 ///
 /// Start-up: every peer calls address(), the blobs travel (the bootstrap, or in-process in
 /// tests), then every peer calls connect() with the blobs of the others.
@@ -28,7 +28,7 @@ enum class ProgressMode {
     block,      ///< sleep on the worker's event fd (ucp_worker_arm) until something arrives
 };
 
-/// How a peer's failure is noticed (docs/transport.md, "Error handling and shared memory").
+/// How a peer's failure is noticed (docs/modules/transport.md, "Error handling and shared memory").
 enum class ErrorHandling {
     /// UCP_ERR_HANDLING_MODE_PEER: UCX reports broken endpoints (connection reset, keepalive),
     /// failed endpoints are force-closed. UCX 1.13 has no peer-failure support in its shared
@@ -39,7 +39,7 @@ enum class ErrorHandling {
     none,
 };
 
-/// How a large payload travels (docs/transport.md, "Eager and rendezvous").
+/// How a large payload travels (docs/modules/transport.md, "Eager and rendezvous").
 /// `eager` applies below kEagerLimit: from 32 MiB on, UCX 1.13's eager path falls to about a
 /// tenth of its speed (ucx_perftest ucp_am_bw over TCP loopback: 1.9-2.4 GB/s at 16-24 MiB,
 /// 0.2-0.3 GB/s at 32-64 MiB), so such payloads keep UCX's choice.
@@ -62,7 +62,7 @@ std::vector<std::string> ucx_resource_names(std::string_view context_info);
 /// and every peer on this host) and a shared-memory transport is; else eager. Over TCP a
 /// rendezvous buys no zero copy: its go-ahead queues behind the data that the receiver is
 /// itself sending on the same connection, and a peer that sends and receives at once (gossip)
-/// saw its uplink idle while its downlink carried a neighbour's model (docs/transport.md).
+/// saw its uplink idle while its downlink carried a neighbour's model (docs/modules/transport.md).
 /// `asked` other than automatic is returned as it is.
 LargeMessages resolve_large_messages(LargeMessages asked, const std::vector<std::string>& names,
                                      bool shared_memory);
@@ -125,7 +125,7 @@ class UcxTransport : public Transport {
 /// initialised; a build without CUDA support is an answer (cuda = false), not an error.
 UcxMemoryTypes query_ucx_memory_types();
 
-/// The path a device buffer takes to a peer (docs/gpu.md, "Which transfer path runs"):
+/// The path a device buffer takes to a peer (docs/operations/gpu.md, "Which transfer path runs"):
 /// "ucx-cuda" when UCP reports CUDA memory, else "staging" (through pinned host memory).
 const char* device_transfer_path(const UcxMemoryTypes& types) noexcept;
 

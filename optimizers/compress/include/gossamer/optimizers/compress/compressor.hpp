@@ -1,5 +1,5 @@
 #pragma once
-/// Compression operators Q for gossip deltas (DESIGN.md, "choco"; docs/compression.md).
+/// Compression operators Q for gossip deltas (DESIGN.md, "choco"; docs/algorithms/compression.md).
 ///
 /// A Compressor encodes a float vector into bytes and decodes those bytes back to Q(x). Every
 /// compressor here is a contraction, E|x - Q(x)|^2 <= (1 - delta)|x|^2 with delta > 0 (int8: for
@@ -83,7 +83,7 @@ class Compressor {
     /// The first value the bytes `in` (encoded from n values) carry that is NaN or infinite, as
     /// (its index in the encoded order, its value), or nullopt when every carried value (int8:
     /// every scale) is finite or `in` is too short (decode_add refuses that). Read-only, so a
-    /// receiver can refuse a message before it decodes anything (docs/reliability.md).
+    /// receiver can refuse a message before it decodes anything (docs/operations/reliability.md).
     virtual std::optional<std::pair<std::size_t, float>> first_non_finite(
         std::span<const std::byte> in, std::size_t n) const = 0;
 

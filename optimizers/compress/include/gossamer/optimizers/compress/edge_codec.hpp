@@ -1,6 +1,6 @@
 #pragma once
-/// Per-edge compression (docs/compression.md, "Per-edge compression"): each delta a sender
-/// encodes on an edge uses a compressor chosen from that edge's measured throughput
+/// Per-edge compression (docs/algorithms/compression.md, "Per-edge compression"): each delta a
+/// sender encodes on an edge uses a compressor chosen from that edge's measured throughput
 /// (EdgeSpeeds): raw floats on fast edges, stronger compressors on slower ones. The choice
 /// travels in the message header (Message::codec), so the receiver decodes exactly what was
 /// encoded, and both ends of the edge add the same floats to their replicas.

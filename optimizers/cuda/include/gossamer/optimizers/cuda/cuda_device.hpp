@@ -1,8 +1,9 @@
 #pragma once
-/// The CUDA implementation of proto::Device (gossamer/optimizers/device.hpp; docs/gpu.md, "The
-/// CUDA device"): device memory from cudaMalloc, the gossamer::cuda kernels on the legacy
-/// default stream, waited for with a deadline before each call returns, payloads staged through
-/// pinned host memory, and the compressors as DeviceCodecs (one per compressor configuration).
+/// The CUDA implementation of proto::Device (gossamer/optimizers/device.hpp;
+/// docs/operations/gpu.md, "The CUDA device"): device memory from cudaMalloc, the gossamer::cuda
+/// kernels on the legacy default stream, waited for with a deadline before each call returns,
+/// payloads staged through pinned host memory, and the compressors as DeviceCodecs (one per
+/// compressor configuration).
 ///
 /// Threading: every call may come from any thread; calls that share scratch memory (upload_add,
 /// encode, decode_add) and staged transfers take turns.

@@ -2,7 +2,7 @@
 /// A compressor (gossamer/optimizers/compressor.hpp) whose vectors live on the GPU: the same
 /// configuration, keys and wire format as the CPU Compressor, encoding from and decoding into
 /// device memory with the gossamer::cuda kernels. Messages are interchangeable with the CPU's
-/// (docs/gpu.md, "Tolerances": int8's rounding draws differ, its format does not).
+/// (docs/operations/gpu.md, "Tolerances": int8's rounding draws differ, its format does not).
 ///
 /// Not thread-safe: one DeviceCodec per thread (it keeps scratch memory).
 

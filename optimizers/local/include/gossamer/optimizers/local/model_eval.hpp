@@ -1,7 +1,7 @@
 #pragma once
-/// Evaluating a saved model (`gossamer eval`, docs/cli.md): a model file (OUT/model.bin of
-/// train or of the peers' average, or a checkpoint: one format, docs/model-file.md) against the
-/// model and test set of a training config.
+/// Evaluating a saved model (`gossamer eval`, docs/operations/cli.md): a model file (OUT/model.bin
+/// of train or of the peers' average, or a checkpoint: one format, docs/formats/model-file.md)
+/// against the model and test set of a training config.
 
 #include <cstdint>
 #include <string>

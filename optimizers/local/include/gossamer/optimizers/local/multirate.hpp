@@ -3,7 +3,7 @@
 /// each partition of the layout has a period k. It takes an optimizer step only on the steps s
 /// with (s + 1) % k == 0, at k times the schedule's rate for s, from the gradient of that step;
 /// on the other steps its layers' backward pass is skipped where the model allows. Each partition
-/// may also gossip (dpsgd) with its own period and compressor. See docs/multirate.md.
+/// may also gossip (dpsgd) with its own period and compressor. See docs/algorithms/multirate.md.
 ///
 /// Config (the training config's "multirate" section; partitions not named keep period 1):
 ///   "multirate": {"backward": "skip" | "full",

@@ -1,5 +1,5 @@
 #pragma once
-/// The training config (JSON; docs/train-config.md): data, model, optimizer and schedule,
+/// The training config (JSON; docs/formats/train-config.md): data, model, optimizer and schedule,
 /// training length and evaluation, partitions, output. Read by `gossamer train` now and by the
 /// simulator and real peers later. Loading validates everything it can without the data; the
 /// parts that need the data's shape (model, partitions, batch size against the data) are checked
@@ -49,7 +49,7 @@ struct TrainingConfig {
     /// How the training set is split among peers (sim, peers); `peers` is set by the caller.
     ShardSpec sharding;
     /// "guard": {"value_bound": R}: a received value beyond R times the receiver's own largest
-    /// |x| (at least 1) is refused like a non-finite one (docs/reliability.md); 0 = off.
+    /// |x| (at least 1) is refused like a non-finite one (docs/operations/reliability.md); 0 = off.
     double value_bound = 0;
 
     /// The options of algorithm `name` ("algorithms": {"sgp": {...}}), or nullopt.

@@ -26,8 +26,8 @@ struct Deadline {
     std::uint64_t id = 0;  ///< echoed by deadline_reached
 };
 
-/// A message the protocol refused (docs/reliability.md, "Non-finite values"): its sender is
-/// treated as failed from then on. Drivers log it and write it to the metrics.
+/// A message the protocol refused (docs/operations/reliability.md, "Non-finite values"): its sender
+/// is treated as failed from then on. Drivers log it and write it to the metrics.
 struct Refusal {
     int sender = -1;
     MessageKind kind = MessageKind::control;

@@ -26,7 +26,8 @@ struct PartitionChannel {
 /// One channel per partition of the worker's multirate rates, or one over the whole model
 /// (id 0, period 1, no compressor) without them. With chunk_values > 0, each partition is cut
 /// into consecutive ranges of at most chunk_values values, one channel each (chunk 0, 1, ...;
-/// each with its own compressor), in partition order (docs/protocols.md, "Chunked sends").
+/// each with its own compressor), in partition order (docs/algorithms/protocol-contract.md,
+/// "Chunked sends").
 std::vector<PartitionChannel> partition_channels(const LocalWorker& worker,
                                                  std::uint64_t chunk_values = 0);
 

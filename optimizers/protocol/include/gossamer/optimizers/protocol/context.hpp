@@ -28,14 +28,14 @@ struct PeerContext {
     double value_bound = 0;
 };
 
-/// One consistent cut of a peer (docs/checkpoint.md): its worker's and its protocol's state
-/// after `step` local steps, which every peer of the job takes at the same step.
+/// One consistent cut of a peer (docs/operations/checkpoint.md): its worker's and its protocol's
+/// state after `step` local steps, which every peer of the job takes at the same step.
 struct Snapshot {
     std::int64_t step = 0;
     std::vector<char> state;
 };
 
-/// How a peer enters a running job (Protocol::join; docs/elastic.md).
+/// How a peer enters a running job (Protocol::join; docs/operations/elastic.md).
 enum class Entry {
     fresh,   ///< a new peer: it takes half of its sponsor's model and mass
     rejoin,  ///< a crashed peer back: it keeps the worker's model, takes half the sponsor's mass
@@ -49,7 +49,7 @@ struct ProtocolStats {
     double mass_lost = 0.0;          ///< push-sum: mass that went with failed peers
     std::int64_t staleness_max = 0;  ///< async: the stalest share absorbed, in own steps
     /// Messages refused for a non-finite value, and those dropped afterwards from the peers
-    /// that sent them (docs/reliability.md, "Non-finite values").
+    /// that sent them (docs/operations/reliability.md, "Non-finite values").
     std::uint64_t messages_refused = 0;
     /// bytes_sent split by Message::partition (index = partition id; whole-model protocols
     /// send everything as partition 0).

@@ -1,6 +1,6 @@
 #pragma once
-/// Where a peer's vectors live, and the per-round arithmetic of gossip on them (docs/gpu.md,
-/// "Parameters on the device").
+/// Where a peer's vectors live, and the per-round arithmetic of gossip on them
+/// (docs/operations/gpu.md, "Parameters on the device").
 ///
 /// A LocalWorker whose parameters live in device memory (a GPU) names its Device; the protocols
 /// (all of them) then keep their replicas and receive buffers on
@@ -80,7 +80,7 @@ class Device {
 
     /// q.encode() of the n device floats at x into the host bytes `out` (at least
     /// q.encoded_bytes(n)): the same bytes as the CPU's encode of the same floats (int8's
-    /// stochastic rounding excepted, docs/gpu.md "Tolerances").
+    /// stochastic rounding excepted, docs/operations/gpu.md "Tolerances").
     virtual void encode(const optim::Compressor& q, const float* x, std::size_t n,
                         const optim::CodecKey& key, std::span<std::byte> out) = 0;
     /// q.decode_add() of the host bytes `in` into the n device floats at y.

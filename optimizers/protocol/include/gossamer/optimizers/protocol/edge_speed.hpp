@@ -1,6 +1,7 @@
 #pragma once
-/// Measured out-edges (docs/protocols.md, "Measured edges"): delivered throughput and latency of
-/// each edge from the peer's own send completions, never from a cluster file.
+/// Measured out-edges (docs/algorithms/protocol-contract.md, "Measured edges"): delivered
+/// throughput and latency of each edge from the peer's own send completions, never from a cluster
+/// file.
 ///
 /// A driver reports when a send was handed over (posted) and when it completed; the protocol
 /// base class does that for every message (Protocol::edge_speeds()), in real peers from the

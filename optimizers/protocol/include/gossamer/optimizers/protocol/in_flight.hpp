@@ -1,7 +1,7 @@
 #pragma once
-/// The drivers' check of Protocol::one_in_flight_per_edge (docs/protocols.md, "The outbox"): per
-/// directed edge, the data messages in flight must all be chunks of one message (the same
-/// edge_seq, sent in ascending chunk order), so a chunked share counts as one.
+/// The drivers' check of Protocol::one_in_flight_per_edge (docs/algorithms/protocol-contract.md,
+/// "The outbox"): per directed edge, the data messages in flight must all be chunks of one message
+/// (the same edge_seq, sent in ascending chunk order), so a chunked share counts as one.
 
 #include <cstdint>
 #include <map>

@@ -120,12 +120,13 @@ class Protocol {
     /// default; dpsgd and choco also for deltas of a channel with a compressor. The value bound
     /// (PeerContext::value_bound) applies to model values only.
     virtual bool compressed(const Message& msg) const { return msg.codec != 0; }
-    /// Partition `id` of worker().partitions() is final for the running step (docs/protocols.md,
-    /// "Partition-ready"): the compute side will neither read x's range of it nor write its
-    /// gradient again before step_finished, so both belong to the protocol from now on. Only
-    /// while a step runs; a partition declared twice counts once. Throws Error for an unknown
-    /// partition or outside a step; step_finished throws Error when the compute side changed a
-    /// ready partition's gradient after all (the ownership rule, checked in every build).
+    /// Partition `id` of worker().partitions() is final for the running step
+    /// (docs/algorithms/protocol-contract.md, "Partition-ready"): the compute side will neither
+    /// read x's range of it nor write its gradient again before step_finished, so both belong to
+    /// the protocol from now on. Only while a step runs; a partition declared twice counts once.
+    /// Throws Error for an unknown partition or outside a step; step_finished throws Error when the
+    /// compute side changed a ready partition's gradient after all (the ownership rule, checked in
+    /// every build).
     void partition_ready(Time now, std::uint32_t id, Actions& out);
     /// Whether the protocol acts on partition_ready: drivers deliver the events only then.
     virtual bool takes_partition_ready() const { return false; }
@@ -139,8 +140,8 @@ class Protocol {
     bool done() const noexcept { return done_; }
     /// After done: whether nothing more is on its way that the protocol must still take. A
     /// driver keeps delivering messages and peer failures to a done protocol until it is settled
-    /// (async: every live in-neighbour's last share; docs/peer.md, "Leaving"). Most protocols
-    /// are settled once done.
+    /// (async: every live in-neighbour's last share; docs/modules/peer.md, "Leaving"). Most
+    /// protocols are settled once done.
     virtual bool settled() const { return done_; }
     /// While done and not settled: the ranks it still waits for (for a log line).
     virtual std::vector<int> settling_on() const { return {}; }
@@ -154,7 +155,7 @@ class Protocol {
     virtual std::size_t unsent() const { return 0; }
     const ProtocolStats& stats() const noexcept { return stats_; }
 
-    // Checkpoints and resume (docs/checkpoint.md; protocol_state.cpp).
+    // Checkpoints and resume (docs/operations/checkpoint.md; protocol_state.cpp).
     /// "" when this protocol, with its options and worker, saves a consistent cut and resumes
     /// from it bit for bit (dpsgd, allreduce) or with its mass exact (sgp, async); else one line
     /// saying why not, naming the algorithm.
@@ -173,9 +174,9 @@ class Protocol {
     /// The step restore() resumed at (0: a fresh start).
     std::int64_t resumed_at() const noexcept { return resumed_at_; }
 
-    // Elastic jobs: join, graceful leave, rejoin (docs/elastic.md). Ranks stay stable; the live
-    // members define the live part of the topology. Protocols that cannot (elastic_refusal())
-    // throw Error from these.
+    // Elastic jobs: join, graceful leave, rejoin (docs/operations/elastic.md). Ranks stay stable;
+    // the live members define the live part of the topology. Protocols that cannot
+    // (elastic_refusal()) throw Error from these.
     /// "" when the protocol can join and leave a running job; else one line naming the
     /// algorithm and what to use instead.
     virtual std::string elastic_refusal() const;

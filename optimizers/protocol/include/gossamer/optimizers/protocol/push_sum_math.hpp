@@ -1,7 +1,7 @@
 #pragma once
 /// The vector work of the push-sum protocols (sgp, async) on x, z = x / w and the share buffer,
-/// in host memory or on the worker's Device (docs/gpu.md): one place for both protocols and both
-/// memories. The device calls round exactly as the host code does.
+/// in host memory or on the worker's Device (docs/operations/gpu.md): one place for both protocols
+/// and both memories. The device calls round exactly as the host code does.
 
 #include <span>
 #include <vector>

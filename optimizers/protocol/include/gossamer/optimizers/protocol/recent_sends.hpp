@@ -1,11 +1,11 @@
 #pragma once
 /// The recent data messages of one directed edge, kept by dpsgd and choco to judge a re-sync
-/// request for one of them (docs/protocols.md, "Loss and reordering"): a message still being
+/// request for one of them (docs/algorithms/dpsgd.md, "Loss and reordering"): a message still being
 /// sent is slow, not lost, so it is never answered with another full model while in flight.
 /// Before 2026-12-06 a request was answered once the message had been *posted* resync_timeout
 /// ago; behind a 100 Mbit/s link a 23 MB model posted 5 s ago was often still in flight, every
 /// answer added another model to the queue, and dpsgd on the lab's uneven8 sent 2.5x its
-/// models (docs/lab.md).
+/// models (docs/operations/lab.md).
 
 #include <cstdint>
 #include <optional>

@@ -1,7 +1,7 @@
 #pragma once
-/// Chunked sends (docs/protocols.md, "Chunked sends and the partition-ready event"): the option
-/// "chunk_bytes" (a size, or "auto" sized from the link) and, for the push-sum protocols (sgp,
-/// async), cutting a share into chunks and assembling the chunks that arrive.
+/// Chunked sends (docs/algorithms/protocol-contract.md, "Chunked sends and the partition-ready
+/// event"): the option "chunk_bytes" (a size, or "auto" sized from the link) and, for the push-sum
+/// protocols (sgp, async), cutting a share into chunks and assembling the chunks that arrive.
 ///
 /// A share is cut into contiguous ranges of at most chunk_values values; every chunk carries
 /// the share's round, edge_seq and sent_at, its range in offset/elements and its index in chunk.

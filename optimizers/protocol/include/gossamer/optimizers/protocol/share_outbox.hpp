@@ -1,7 +1,7 @@
 #pragma once
-/// One push-sum share in flight per out-edge (docs/protocols.md, "The outbox"): while a share to
-/// j is in flight, later shares to j add up here (payloads add, weights add, so mass stays
-/// exact) and leave as one message when the driver reports the in-flight one complete.
+/// One push-sum share in flight per out-edge (docs/algorithms/protocol-contract.md, "The outbox"):
+/// while a share to j is in flight, later shares to j add up here (payloads add, weights add, so
+/// mass stays exact) and leave as one message when the driver reports the in-flight one complete.
 ///
 /// The protocol (sgp, async) asks free(j) before it sends, records the send id with sent(), and
 /// hands completions to completed(), which returns the share now due on that edge. Only shares

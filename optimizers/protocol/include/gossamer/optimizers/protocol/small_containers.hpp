@@ -1,7 +1,7 @@
 #pragma once
-/// Containers for per-neighbour protocol state at simulator scale (docs/simulator.md, "Scale"):
-/// a simulated job holds n peers times their neighbours of these, so each must be small and
-/// allocate nothing until used.
+/// Containers for per-neighbour protocol state at simulator scale (docs/modules/simulator.md,
+/// "Scale"): a simulated job holds n peers times their neighbours of these, so each must be small
+/// and allocate nothing until used.
 
 #include <algorithm>
 #include <cstddef>

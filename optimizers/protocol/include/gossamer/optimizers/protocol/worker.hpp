@@ -48,8 +48,8 @@ class LocalWorker {
     /// Per-partition work so far, by partition id; empty when the worker keeps none.
     virtual std::span<const PartitionWork> work() const { return {}; }
     /// Where params() and gradient() live: nullptr for host memory, else the device that holds
-    /// them (docs/gpu.md). Every protocol then keeps its own vectors on that device and does its
-    /// vector work there.
+    /// them (docs/operations/gpu.md). Every protocol then keeps its own vectors on that device and
+    /// does its vector work there.
     virtual Device* device() const { return nullptr; }
     /// The partitions (groups of layers, by offset) a compute side may declare ready one by one
     /// during a step (Protocol::partition_ready), or nullptr when it declares none.
@@ -61,8 +61,8 @@ class LocalWorker {
     virtual bool step_partition(std::size_t, std::span<float>, std::span<const float>) {
         return false;
     }
-    /// Checkpoints (docs/checkpoint.md): whether save_state/restore_state keep this worker's
-    /// whole state. False by default (device workers); resume is then refused.
+    /// Checkpoints (docs/operations/checkpoint.md): whether save_state/restore_state keep this
+    /// worker's whole state. False by default (device workers); resume is then refused.
     virtual bool checkpointable() const { return false; }
     /// x, the optimizer state and the step counters (the batch order and learning rate follow
     /// from the step count). Called between steps only.

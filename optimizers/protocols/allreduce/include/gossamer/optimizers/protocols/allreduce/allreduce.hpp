@@ -20,12 +20,12 @@
 /// messages this peer sends, so a driver that hands sent payloads back to its transport
 /// (Transport::recycle) moves no freshly allocated memory at steady state.
 ///
-/// Membership (`"elastic"`, docs/elastic.md, allreduce_elastic.cpp). `stop` (the default): a
-/// failure stops the job: on peer_failed the protocol records the dead rank (failed_rank()) and
-/// answers done; drivers report "rank R failed; all-reduce stops". `rebuild`: the ring is
-/// rebuilt over the live members at a round boundary (as torchrun's and Horovod's elastic
-/// modes): a failure, a graceful leave or a join aborts the running all-reduce; the lowest live
-/// member proposes the new ring (an epoch), every member answers between two steps, and the
+/// Membership (`"elastic"`, docs/operations/elastic.md, allreduce_elastic.cpp). `stop` (the
+/// default): a failure stops the job: on peer_failed the protocol records the dead rank
+/// (failed_rank()) and answers done; drivers report "rank R failed; all-reduce stops". `rebuild`:
+/// the ring is rebuilt over the live members at a round boundary (as torchrun's and Horovod's
+/// elastic modes): a failure, a graceful leave or a join aborts the running all-reduce; the lowest
+/// live member proposes the new ring (an epoch), every member answers between two steps, and the
 /// member furthest ahead sends its whole worker state (x, optimizer state, step count) to the
 /// others, so every member starts the epoch identical. `restart`: the same, but the state sent
 /// is the last in-memory checkpoint (every `checkpoint_every` steps) and every member then waits
@@ -90,7 +90,7 @@ class AllreduceProtocol final : public Protocol {
     /// Messages received ahead of time and not yet used.
     std::size_t buffered() const noexcept { return pending_.size(); }
     /// Zero-copy: an all-gather chunk of the running all-reduce lands in its place in the
-    /// result buffer (docs/protocols.md, "Memory").
+    /// result buffer (docs/algorithms/protocol-contract.md, "Memory").
     std::span<float> receive_into(const Message& header) override;
     std::span<const float> placed_values(const Message& msg) const override;
     std::optional<NonFinite> first_non_finite_value(const Message& msg,

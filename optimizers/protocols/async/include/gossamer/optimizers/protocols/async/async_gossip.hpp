@@ -1,6 +1,7 @@
 #pragma once
-/// async: wait-free push-sum with straggler-aware, sender-side weights (docs/protocols.md,
-/// "async"; the weights are derived in docs/algorithms.md).
+/// async: wait-free push-sum with straggler-aware, sender-side weights
+/// (docs/algorithms/protocol-contract.md, "async"; the weights are derived in
+/// docs/algorithms/async.md).
 ///
 /// Each peer carries (x, w), w = 1 at the start, and computes its gradient at z = x / w. It never
 /// waits: when step t ends it applies the gradient to x, adds the shares that arrived during the
@@ -42,7 +43,7 @@
 
 namespace gossamer::proto {
 
-/// Which variable the local optimizer steps (docs/algorithms.md).
+/// Which variable the local optimizer steps (docs/algorithms/async.md).
 enum class AsyncStep {
     debiased,   ///< z = x / w, then x = w z (as the SGP reference implementation does)
     numerator,  ///< x itself (as sgp): a step of lr / w in z's terms
@@ -73,7 +74,7 @@ struct AsyncOptions {
     /// A neighbour not heard from (no share, no report) for longer than max(silence,
     /// silence_factor x the longest gap between its recent messages) gets no shares until it is
     /// heard again: a stopped or cut-off peer would otherwise swallow mass push after push
-    /// (docs/algorithms.md, "Silent neighbours"). silence 0: off.
+    /// (docs/algorithms/async.md, "Silent neighbours"). silence 0: off.
     double silence = 0.25;      ///< seconds, >= 0
     double silence_factor = 4;  ///< >= 1
     /// Chunked sends: each share leaves in chunks of at most this many bytes of values, the
@@ -97,7 +98,7 @@ struct AsyncEdge {
     bool out = false, in = false;  ///< base edge this -> peer / peer -> this
     bool failed = false;           ///< peer_failed was reported
     bool finished = false;         ///< the neighbour took its last step (it said so)
-    /// Elastic jobs (docs/elastic.md): not a live member (not joined yet, or gone).
+    /// Elastic jobs (docs/operations/elastic.md): not a live member (not joined yet, or gone).
     bool absent = false;
     bool leaving = false;  ///< it announced a graceful leave; its last shares may still come
     /// With `finished`: the shares it pushed to this peer in all (-1: not known yet).
@@ -114,7 +115,8 @@ struct AsyncEdge {
     std::int64_t shares = 0;  ///< received (absorbed or in the buffer)
     double weight_received = 0;
     std::int64_t absorbed = 0;
-    std::int64_t staleness_max = 0;  ///< in this peer's steps, see docs/protocols.md
+    std::int64_t staleness_max =
+        0;  ///< in this peer's steps, see docs/algorithms/protocol-contract.md
     double staleness_mean = 0;
     double deadline = 0;    ///< seconds after an arrival the next is due (0: none yet)
     std::int64_t late = 0;  ///< deadlines it missed
@@ -154,7 +156,7 @@ class AsyncGossip final : public Protocol {
     /// Mass leaving this peer per second per unit of mass: r (1 - s) (0: rate unknown).
     double outflow() const;
     /// The fraction of this peer's mass a push to `peer` carries (the base fraction, scaled
-    /// by min(1, outflow(peer) / outflow()) when balancing; docs/algorithms.md).
+    /// by min(1, outflow(peer) / outflow()) when balancing; docs/algorithms/async.md).
     double push_fraction(int peer) const;
     /// Steps between rate reports: max(report_every, ceil(base in-degree / targets)).
     std::int64_t report_period() const;
@@ -206,7 +208,7 @@ class AsyncGossip final : public Protocol {
     void on_leave(Time now, Actions& out) override;
 
   private:
-    /// An edge's part in checkpoint cuts (async_state.cpp, docs/elastic.md).
+    /// An edge's part in checkpoint cuts (async_state.cpp, docs/operations/elastic.md).
     enum class CutEdge : std::uint8_t {
         steady,    ///< both ends cut together at every checkpoint step >= cut_from
         entering,  ///< the neighbour entered and is not admitted yet: it takes no part

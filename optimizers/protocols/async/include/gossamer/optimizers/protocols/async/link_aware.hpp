@@ -1,6 +1,6 @@
 #pragma once
 /// Link-aware target choice of the async protocol (option "links": "aware"; the rule and why
-/// the average stays exact are in docs/algorithms.md, "Link-aware async").
+/// the average stays exact are in docs/algorithms/async.md, "Link-aware async").
 ///
 /// A push-sum share costs the whole vector whatever its fraction, so a slow edge is not given
 /// smaller shares: it is pushed to less often, about as often as it can carry a share, and what

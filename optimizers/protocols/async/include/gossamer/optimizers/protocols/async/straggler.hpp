@@ -1,6 +1,6 @@
 #pragma once
 /// Straggler-aware, sender-side choices of the async protocol as pure functions (DESIGN.md,
-/// "straggler-aware weights"; derivation in docs/algorithms.md). Only a sender decides how to
+/// "straggler-aware weights"; derivation in docs/algorithms/async.md). Only a sender decides how to
 /// split its own mass, so every split's column sums to 1 and push-sum stays unbiased.
 
 #include <cstdint>
@@ -25,7 +25,7 @@ double straggler_self_share(double base_self, double beta, double own_rate,
 std::int64_t effective_edge_bound(std::int64_t requested, int degree, int targets) noexcept;
 
 /// An edge is forced once it has gone unused for A = B - ceil(degree / targets) + 1 steps; then
-/// each edge is used at least once in every B consecutive steps (docs/algorithms.md).
+/// each edge is used at least once in every B consecutive steps (docs/algorithms/async.md).
 std::int64_t edge_force_age(std::int64_t bound, int degree, int targets) noexcept;
 
 /// One live out-edge a peer may push to.

@@ -1,6 +1,7 @@
 #pragma once
 /// CHOCO-SGD (Koloskova, Stich and Jaggi 2019): gossip with compressed messages and error
-/// feedback through public replicas. See docs/protocols.md, "choco", and docs/compression.md.
+/// feedback through public replicas. See docs/algorithms/choco.md, and
+/// docs/algorithms/compression.md.
 ///
 /// Peer i keeps x_i and x_hat_i, the public copy of x_i that its neighbours hold, and a replica
 /// x_hat_j of every in-neighbour j. Round t of peer i is its step t:
@@ -11,7 +12,7 @@
 /// x - x_hat is itself the error feedback: what Q dropped is sent again in later rounds.
 /// Delayed (delay 1): round t's q_i leave while step t + 1 is computed (at x_i after its local
 /// step, unmixed); at the end of step t + 1 round t is mixed, then step t + 1's gradient applied
-/// and round t + 1 sent. After the last step one more mix (docs/protocols.md).
+/// and round t + 1 sent. After the last step one more mix (docs/algorithms/protocol-contract.md).
 ///
 /// Replicas: on a static topology (period 1) a peer keeps ONE x_hat_i shared by all its
 /// out-edges and compresses once per round. On a time-varying topology each out-edge (i, j)
@@ -52,7 +53,7 @@
 
 namespace gossamer::proto {
 
-/// Where x_hat lives (docs/protocols.md, "choco"): automatic = shared on a static topology,
+/// Where x_hat lives (docs/algorithms/choco.md): automatic = shared on a static topology,
 /// per edge on a time-varying one; shared on a periodic time-varying topology sends every round's
 /// Q(x - x_hat) to every out-neighbour of the period's union graph (more bytes, fresher replicas).
 enum class ChocoReplicas { automatic, shared, per_edge };
@@ -67,12 +68,12 @@ struct ChocoOptions {
     /// 0, or 1: the one-step-delayed rule (round t is mixed at the end of step t + 1).
     int delay = 0;
     /// Chunked sends: 0, or the most bytes of values one message carries (>= 4; each chunk
-    /// its own channel, absorbed as it arrives: docs/protocols.md, "Chunked sends").
-    /// Or "auto": one size for the job from the cluster file's links (share_chunks.hpp).
+    /// its own channel, absorbed as it arrives: docs/algorithms/protocol-contract.md, "Chunked
+    /// sends"). Or "auto": one size for the job from the cluster file's links (share_chunks.hpp).
     ChunkBytes chunk_bytes;
-    /// Act on partition_ready events (docs/protocols.md, "Partition-ready"): a channel whose
-    /// partitions are all ready is mixed (delayed: round t - 1), stepped and sent before the
-    /// step ends; the same values as without, earlier.
+    /// Act on partition_ready events (docs/algorithms/protocol-contract.md, "Partition-ready"): a
+    /// channel whose partitions are all ready is mixed (delayed: round t - 1), stepped and sent
+    /// before the step ends; the same values as without, earlier.
     bool partition_ready = false;
     /// Per-edge compression (edge_codec.hpp): each delta's compressor chosen from its edge's
     /// measured throughput; needs per-edge replicas ("auto" then means per_edge).

@@ -1,6 +1,6 @@
 #pragma once
 /// D-PSGD: synchronous gossip averaging with the row-stochastic W of the topology's round t
-/// (Lian et al. 2017), on static or time-varying topologies. See docs/protocols.md, "dpsgd".
+/// (Lian et al. 2017), on static or time-varying topologies. See docs/algorithms/dpsgd.md.
 ///
 /// Round t of peer i is its step t:
 ///   atc (adapt-then-combine, default): x_half = x - lr g(x), then x <- sum_j W_ij x_half_j
@@ -12,7 +12,7 @@
 /// Delayed atc (delay 1): round t's messages leave while step t + 1 is computed and are mixed
 /// at its end, before its gradient is applied: h_t = sum_j W_ij h_{t-1,j} - lr g(h_{t-1}),
 /// h_{-1} = x_0, step t computing its gradient at h_{t-1} (unmixed); after the last step one
-/// more mix, so the final model is sum_j W_ij h_{T-1,j} (docs/protocols.md).
+/// more mix, so the final model is sum_j W_ij h_{T-1,j} (docs/algorithms/protocol-contract.md).
 ///
 /// Messages are deltas against per-edge replicas with edge sequence numbers (edge_replica.hpp).
 /// A peer mixes round t once it holds round t's state of every live in-neighbour of round t;
@@ -25,9 +25,9 @@
 /// Failures: after peer_failed(j), W_ij moves to W_ii in every round not yet mixed and nothing
 /// more is sent to j.
 ///
-/// Elastic jobs (dpsgd_elastic.cpp, docs/elastic.md): a joiner copies its sponsor's model and
-/// enters at an agreed round; a leaver's weight moves to W_ii from the round after its last;
-/// an absent peer's weight is W_ii's, as a dead one's.
+/// Elastic jobs (dpsgd_elastic.cpp, docs/operations/elastic.md): a joiner copies its sponsor's
+/// model and enters at an agreed round; a leaver's weight moves to W_ii from the round after its
+/// last; an absent peer's weight is W_ii's, as a dead one's.
 ///
 /// Per-partition gossip (multirate.hpp): when the worker trains with multirate rates, each
 /// partition p is its own channel with its own replicas, sequence numbers, optional compressor
@@ -69,11 +69,12 @@ struct DpsgdOptions {
     /// (and between repeated asks). > 0. Keep it well above the link latency: a message still in
     /// flight when the ask arrives is answered with a full model that turns out redundant.
     double resync_timeout = 5.0;
-    /// Receiver-side reweighting (off unless set; biased, for comparison: docs/protocols.md).
-    /// A peer waits at most `wait` seconds for a round's messages, then mixes with what it holds:
-    /// a neighbour whose replica is s rounds behind gets W_ij * decay^s, the rest goes to the
-    /// peer's own weight (rows still sum to 1; columns no longer do, so the average drifts
-    /// towards the fast peers). Newer states than the round's are used as they come.
+    /// Receiver-side reweighting (off unless set; biased, for comparison:
+    /// docs/algorithms/protocol-contract.md). A peer waits at most `wait` seconds for a round's
+    /// messages, then mixes with what it holds: a neighbour whose replica is s rounds behind gets
+    /// W_ij * decay^s, the rest goes to the peer's own weight (rows still sum to 1; columns no
+    /// longer do, so the average drifts towards the fast peers). Newer states than the round's are
+    /// used as they come.
     struct Reweight {
         double wait = 0.1;   ///< seconds, > 0
         double decay = 0.5;  ///< in (0, 1]
@@ -81,12 +82,12 @@ struct DpsgdOptions {
     std::optional<Reweight> reweight;
     /// Chunked sends: 0 (one message per partition and neighbour), or the most bytes of values
     /// one message carries (>= 4); each chunk is its own message, absorbed into the edge's
-    /// replica as it arrives (docs/protocols.md, "Chunked sends").
+    /// replica as it arrives (docs/algorithms/protocol-contract.md, "Chunked sends").
     /// Or "auto": one size for the job from the cluster file's links (share_chunks.hpp).
     ChunkBytes chunk_bytes;
-    /// Act on partition_ready events (docs/protocols.md, "Partition-ready"), in every mode but
-    /// reweight: a channel whose partitions are all ready is mixed (cta, delayed), stepped and
-    /// sent before the step ends; the same values as without, earlier.
+    /// Act on partition_ready events (docs/algorithms/protocol-contract.md, "Partition-ready"), in
+    /// every mode but reweight: a channel whose partitions are all ready is mixed (cta, delayed),
+    /// stepped and sent before the step ends; the same values as without, earlier.
     bool partition_ready = false;
 };
 

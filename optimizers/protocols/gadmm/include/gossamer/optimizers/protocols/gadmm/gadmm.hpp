@@ -1,5 +1,5 @@
 #pragma once
-/// GADMM: group ADMM on a chain (Elgabli et al., JMLR 2020). See docs/protocols.md, "gadmm".
+/// GADMM: group ADMM on a chain (Elgabli et al., JMLR 2020). See docs/algorithms/gadmm.md.
 ///
 /// The peers form a chain in rank order, 0 - 1 - ... - n-1; the topology must link every rank i
 /// with i + 1 in both directions (a ring, whose edge n-1 - 0 goes unused, or a path), else the

@@ -1,6 +1,6 @@
 #pragma once
 /// LSGD: leader stochastic gradient descent, decentralized (Teng et al., NeurIPS 2019). See
-/// docs/protocols.md, "lsgd".
+/// docs/algorithms/lsgd.md.
 ///
 /// Every step has two forces: the gradient step and a pull towards the leader. Round t of peer i
 /// is its step t:

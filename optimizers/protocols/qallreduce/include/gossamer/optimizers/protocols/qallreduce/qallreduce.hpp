@@ -1,7 +1,7 @@
 #pragma once
 /// Quantized all-reduce: data-parallel SGD whose ring all-reduce sends compressed payloads
 /// (fp16, int8 per block, top-k, random-k), with error feedback kept per peer. See
-/// docs/protocols.md, "qallreduce".
+/// docs/algorithms/qallreduce.md.
 ///
 /// The ring schedule is allreduce's (ring.hpp, one chunk per segment). Peer r keeps an error
 /// vector e (zeros at the start) and contributes u = g + e. Reduce-scatter step k: it decodes

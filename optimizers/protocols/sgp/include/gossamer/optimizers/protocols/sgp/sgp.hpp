@@ -1,6 +1,6 @@
 #pragma once
 /// SGP: stochastic gradient push (Assran et al. 2019), push-sum gossip on directed and
-/// time-varying graphs with column-stochastic weights. See docs/protocols.md, "sgp".
+/// time-varying graphs with column-stochastic weights. See docs/algorithms/sgp.md.
 ///
 /// Each peer carries (x, w), w starting at 1, and computes its gradient at z = x / w. Step t:
 ///   g = grad(z); x <- x - lr g (the worker's optimizer applied to x, not z, as in the paper);
@@ -140,8 +140,8 @@ class Sgp final : public Protocol {
     PushSumMath math_;            // z and the receive buffer
     bool dead(int j) const { return std::binary_search(dead_.begin(), dead_.end(), j); }
 
-    // Flat, sorted vectors (docs/simulator.md, "Scale"): a simulated job holds n of these, and
-    // node-based maps cost an allocation per share.
+    // Flat, sorted vectors (docs/modules/simulator.md, "Scale"): a simulated job holds n of these,
+    // and node-based maps cost an allocation per share.
     std::vector<std::pair<std::int64_t, int>> heard_;  // (round, sender) absorbed, past frontier_
     FlatMap<int, std::uint64_t> next_seq_;             // per out-edge
     FlatMap<int, Seen> seen_;                          // latest share from each sender
