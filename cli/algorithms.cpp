@@ -8,6 +8,7 @@
 #include "args.hpp"
 #include "gossamer/optimizers/local/multirate.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
+#include "gossamer/optimizers/protocol/questions.hpp"
 #include "gossamer/optimizers/protocol/registry.hpp"
 
 namespace gossamer::cli {
@@ -37,6 +38,19 @@ std::vector<std::string> parse_algorithms(const std::string& list,
     return algorithms;
 }
 
+std::string algorithm_names() {
+    std::string all;
+    for (const auto& name : proto::protocol_names()) all += (all.empty() ? "" : ", ") + name;
+    return all;
+}
+
+std::string algorithms_help() {
+    std::string out = "\n\nalgorithms (docs/algorithms/README.md):";
+    for (const auto& a : proto::algorithms())
+        out += fmt::format("\n  {:<12} {}", a.name, a.summary);
+    return out;
+}
+
 double eval_interval_option(const ParsedArgs& a) {
     const double s = a.number("eval-interval", 2.0);
     if (!(s > 0) || s > 1e6)
@@ -58,7 +72,7 @@ void check_algorithms(const std::vector<std::string>& algorithms,
             const auto model = optim::build_model(*config, *train);
             const auto rates =
                 optim::build_multirate(*config, optim::build_partitions(*config, *model));
-            optim::check_multirate_algorithm(rates, algo);
+            proto::check_multirate_algorithm(rates, algo);
             // dpsgd refuses it too when built; here the line names the file and the path.
             const auto ready = options ? options->find("partition_ready") : std::nullopt;
             if (ready && ready->value().is_boolean() && ready->as_bool() && rates.active())
@@ -74,9 +88,13 @@ void check_elastic(const std::vector<std::string>& algorithms, const optim::Trai
                    const std::string& config_path,
                    const std::shared_ptr<const topology::Schedule>& topology,
                    const std::string& cluster_path) {
-    const std::string fix =
-        "launch async, dpsgd, or allreduce with \"elastic\" (--algorithms async,dpsgd), or drop "
-        "the cluster's join_at, leave_at and rejoin_at (docs/operations/elastic.md)";
+    std::string elastic_list;
+    for (const auto& name : proto::elastic_algorithms(false, false))
+        elastic_list += (elastic_list.empty() ? "" : ",") + name;
+    const std::string fix = fmt::format(
+        "launch {} (--algorithms {}), or drop the cluster's join_at, leave_at and rejoin_at "
+        "(docs/operations/elastic.md)",
+        proto::join_names(proto::elastic_algorithms(true, true), "or", true), elastic_list);
     for (const auto& algo : algorithms) {
         if (algo == "ddp")
             throw ConfigError(cluster_path, "peers",
@@ -85,16 +103,15 @@ void check_elastic(const std::vector<std::string>& algorithms, const optim::Trai
                               fix);
         if (const auto why = proto::elastic_refusal(algo); !why.empty())
             throw ConfigError(cluster_path, "peers", why, fix);
-        // With its options (dpsgd's delay, reweight, partition_ready; multirate partitions).
+        // With the config's multirate partitions (the entry's check_churn; the options are
+        // the built protocol's to refuse, below).
         const auto options = config.algorithm_options(algo);
-        if (algo == "dpsgd" && json::Node(config.doc).has("multirate"))
-            throw ConfigError(config_path, "multirate",
-                              fmt::format("algorithm dpsgd with multirate partitions cannot join, "
-                                          "leave or rejoin a running job yet, and the cluster {} "
-                                          "has churn",
-                                          cluster_path),
-                              "drop \"multirate\", or the cluster's join_at, leave_at and "
-                              "rejoin_at (docs/operations/elastic.md)");
+        proto::JobSetup setup;
+        setup.topology = topology.get();
+        setup.multirate = json::Node(config.doc).has("multirate");
+        setup.config_file = config_path;
+        setup.cluster = cluster_path;
+        proto::check_churn(algo, setup);
         proto::CostOnlyWorker probe(1);
         const auto p =
             proto::make_protocol(algo, options ? &*options : nullptr,

@@ -20,6 +20,11 @@ namespace gossamer::cli {
 std::vector<std::string> parse_algorithms(const std::string& list,
                                           const std::vector<std::string>& extra = {});
 
+/// The registered algorithms, "allreduce, dpsgd, ..." in registry order (for --help).
+std::string algorithm_names();
+/// For the end of a command's --help summary: a line per registered algorithm with its summary.
+std::string algorithms_help();
+
 /// --eval-interval S of gossamer peer and launch: seconds > 0 (default 2); else UsageError.
 double eval_interval_option(const ParsedArgs& a);
 

@@ -32,6 +32,7 @@
 #include "gossamer/launch/child_process.hpp"
 #include "gossamer/launch/launch.hpp"
 #include "gossamer/launch/local_ports.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/peer/checkpoints.hpp"
 
 namespace gossamer::cli {
@@ -125,14 +126,16 @@ int run_launch(const std::vector<std::string>& args) {
         "OUT/result.json and the plots of scripts/plot.py. Exit status: 0 when every algorithm "
         "finished or survived its lost peers, 1 when one did not (the failed peer is named with "
         "its exit status and the last lines of its log), 2 for bad input, 3 when a peer's loss or "
-        "model became NaN or infinite (the table counts it lost and diverged).",
+        "model became NaN or infinite (the table counts it lost and diverged)." +
+            algorithms_help(),
         {{"topology", "FILE", "the topology file (its peers must be on this machine)"},
          {"config", "FILE", "the training config"},
          {"cluster", "FILE",
           "the cluster file (docs/formats/cluster-format.md); default: natural speed"},
          {"algorithms", "LIST",
-          "comma-separated (default allreduce,dpsgd,async); ddp: torch DDP over gloo on the "
-          "same job (bench/ddp_ref.py, docs/results/benchmarks.md)"},
+          fmt::format("comma-separated (default {}); ddp: torch DDP over gloo on the same job "
+                      "(bench/ddp_ref.py, docs/results/benchmarks.md)",
+                      proto::default_algorithms(proto::default_for_launch))},
          {"epochs", "N", "passes of each peer over its shard (default: training.epochs)"},
          {"threads-per-peer", "N", "BLAS threads of each peer (default cores / n, >= 1)"},
          {"target", "ACC",
@@ -189,8 +192,9 @@ int run_launch(const std::vector<std::string>& args) {
     const int n = job.topology.n();
     if (job.cluster_path)
         job.cluster = std::make_shared<const Cluster>(load_cluster(*job.cluster_path, n));
-    const auto algorithms =
-        parse_algorithms(a.value("algorithms").value_or("allreduce,dpsgd,async"), {"ddp"});
+    const auto algorithms = parse_algorithms(
+        a.value("algorithms").value_or(proto::default_algorithms(proto::default_for_launch)),
+        {"ddp"});
     const bool with_ddp =
         std::find(algorithms.begin(), algorithms.end(), "ddp") != algorithms.end();
     job.out = a.value("out").value_or("out/launch");

@@ -30,6 +30,7 @@
 #include "gossamer/core/trace.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
+#include "gossamer/optimizers/protocol/questions.hpp"
 #include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/peer/cluster_options.hpp"
 #include "gossamer/peer/job.hpp"
@@ -68,7 +69,8 @@ const ArgParser& parser() {
          {"address", "HOST",
           "where this peer listens in a count-only job (default: every interface; it reports "
           "the address it reached rank 0 from)"},
-         {"algorithm", "NAME", "allreduce, dpsgd, sgp, async, choco, ... (default dpsgd)"},
+         {"algorithm", "NAME",
+          fmt::format("{} (default {})", algorithm_names(), proto::default_algorithm())},
          {"epochs", "N", "passes over this peer's shard (default: training.epochs)"},
          {"out", "DIR", "output folder (default: out/peer)"},
          {"token-file", "FILE",
@@ -94,9 +96,11 @@ const ArgParser& parser() {
           "whose join_at is later than 0 (docs/operations/elastic.md)"},
          {"join", "",
           "enter a job that is already running (a late peer, or one restarted after a crash: "
-          "with --resume DIR it takes its model from its own newest checkpoint there and its "
-          "push-sum mass from a sponsor); async and dpsgd; in a job that takes checkpoints it "
-          "writes its own from its first cut after entering (docs/operations/elastic.md)"},
+          "with --resume DIR it takes its model from its own newest checkpoint there and its " +
+              fmt::format("push-sum mass from a sponsor); {}; in a job that takes checkpoints it "
+                          "writes its own from its first cut after entering "
+                          "(docs/operations/elastic.md)",
+                          proto::join_names(proto::elastic_algorithms(false, false), "and"))},
          {"eval-interval", "S",
           "evaluate this peer's own model every S seconds of its clock, at the first step "
           "boundary at or after each tick, and write {\"eval\": k, \"time\", \"accuracy\", "
@@ -205,7 +209,7 @@ int run_peer(const std::vector<std::string>& args) {
         std::fprintf(stderr, "[rank %d] rendezvous at %s (%s)\n", job.rank,
                      launch.rendezvous->str().c_str(), launch.rendezvous_source.c_str());
     }
-    job.algorithm = check_algorithm(a.value("algorithm").value_or("dpsgd"));
+    job.algorithm = check_algorithm(a.value("algorithm").value_or(proto::default_algorithm()));
     std::shared_ptr<const Cluster> cluster;  // null: natural speed
     if (a.value("cluster"))
         cluster = std::make_shared<const Cluster>(load_cluster(*a.value("cluster"), n));

@@ -21,7 +21,8 @@
 #include "gossamer/core/trace.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
-#include "gossamer/optimizers/protocols/async/straggler.hpp"
+#include "gossamer/optimizers/protocol/quantile.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/sim/setup_checks.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "gossamer/topology/topology_file.hpp"
@@ -161,11 +162,14 @@ int run_sim(const std::vector<std::string>& args) {
         "of the peers' models (and min/max over peers), the consensus distance, samples/s, "
         "bytes sent per peer, backward multiply-adds per peer (GMAC) and the share of "
         "time peers sat idle. Writes "
-        "OUT/<algorithm>/seed<k>/{metrics,peers}.jsonl; scripts/plot.py OUT draws them.",
+        "OUT/<algorithm>/seed<k>/{metrics,peers}.jsonl; scripts/plot.py OUT draws them." +
+            algorithms_help(),
         {{"topology", "FILE", "the topology file"},
          {"cluster", "FILE", "the cluster file (docs/formats/cluster-format.md)"},
          {"config", "FILE", "the training config (math mode; optional in cost mode)"},
-         {"algorithms", "LIST", "comma-separated (default allreduce,dpsgd,sgp)"},
+         {"algorithms", "LIST",
+          fmt::format("comma-separated (default {})",
+                      proto::default_algorithms(proto::default_for_sim))},
          {"seeds", "K", "seeds per algorithm (default 1)"},
          {"out", "DIR", "output folder (default out/sim)"},
          {"mode", "M", "math (default) or cost (no values: timing and traffic only)"},
@@ -218,7 +222,8 @@ int run_sim(const std::vector<std::string>& args) {
             throw UsageError(fmt::format("--network: unknown model \"{}\"; use fair or fifo", *m));
         cluster.network_model = *model;
     }
-    const auto algorithms = parse_algorithms(a.value("algorithms").value_or("allreduce,dpsgd,sgp"));
+    const auto algorithms = parse_algorithms(
+        a.value("algorithms").value_or(proto::default_algorithms(proto::default_for_sim)));
     const int seeds = static_cast<int>(a.integer("seeds", 1, 1, 1000));
     const std::filesystem::path out(a.value("out").value_or("out/sim"));
     std::optional<optim::TrainingConfig> cfg;

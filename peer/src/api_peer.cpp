@@ -14,6 +14,7 @@
 #include "gossamer/core/log.hpp"
 #include "gossamer/core/trace.hpp"
 #include "gossamer/optimizers/local/multirate.hpp"
+#include "gossamer/optimizers/protocol/questions.hpp"
 #include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/peer.hpp"
 #include "gossamer/peer/average.hpp"
@@ -222,6 +223,10 @@ void Peer::Impl::rethrow_end() {
                             options.steps));
 }
 
+std::string default_algorithm() {
+    return proto::default_algorithm();
+}
+
 Peer::Peer(PeerOptions options, std::span<float> params, PartitionLayout layout)
     : impl_(std::make_unique<Impl>()) {
     Impl& m = *impl_;
@@ -232,7 +237,7 @@ Peer::Peer(PeerOptions options, std::span<float> params, PartitionLayout layout)
     optim::Multirate rates(layout);
     if (const auto doc = option_json(options.partitions, "partitions")) {
         rates = optim::parse_multirate(json::Node(*doc), layout);
-        optim::check_multirate_algorithm(rates, options.algorithm);
+        proto::check_multirate_algorithm(rates, options.algorithm);
     }
     m.algorithm_options = option_json(options.algorithm_options, "algorithm_options");
     using peer::SettingSource;

@@ -18,7 +18,6 @@
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/ranks_text.hpp"
 #include "gossamer/optimizers/protocol/in_flight.hpp"
-#include "gossamer/optimizers/protocols/allreduce/allreduce.hpp"
 #include "peer_trace.hpp"
 
 namespace gossamer::peer {
@@ -566,11 +565,9 @@ Driver::Driver(proto::Protocol& protocol, proto::LocalWorker& worker,
 DriverResult Driver::run() {
     Loop loop(protocol_, worker_, transport_, options_);
     DriverResult r = loop.run();
-    if (const auto* ar = dynamic_cast<const proto::AllreduceProtocol*>(&protocol_))
-        if (ar->failed_rank())
-            throw PeerFailure(
-                *ar->failed_rank(),
-                fmt::format("all-reduce on rank {} stops after {} steps", r.rank, r.steps));
+    if (const auto failed = protocol_.stopped_by())
+        throw PeerFailure(
+            *failed, fmt::format("all-reduce on rank {} stops after {} steps", r.rank, r.steps));
     return r;
 }
 

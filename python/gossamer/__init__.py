@@ -23,9 +23,12 @@ from .model_file import ModelFile, load_model
 __all__ = ["Topology", "Peer", "InprocJob", "Launch", "launched", "Error", "ConfigError", "Diverged",
            "PeerFailure", "Timeout",
            "TransportError", "peer_count", "load_data", "shard", "train_builtin", "ALGORITHMS",
+           "DEFAULT_ALGORITHM",
            "ModelFile", "load_model"]
 
-ALGORITHMS = ("allreduce", "dpsgd", "sgp", "async", "choco", "lsgd", "gadmm", "qallreduce")
+# The registry's algorithms, in its order (docs/algorithms/README.md), and gossamer peer's default.
+ALGORITHMS = tuple(name for name, _summary in _native.algorithms())
+DEFAULT_ALGORITHM = _native.default_algorithm()
 
 Topology = _native.Topology
 peer_count = _native.peer_count
@@ -87,7 +90,7 @@ class Peer:
         written when the peer finishes; "" for none. trace_limit bounds its events in bytes.
     """
 
-    def __init__(self, params, topology=None, *, rank=None, algorithm="dpsgd", options=None,
+    def __init__(self, params, topology=None, *, rank=None, algorithm=DEFAULT_ALGORITHM, options=None,
                  partitions=None, layout=None, steps, transport="ucx", job=None, token_file="",
                  job_id=None, join_timeout=30.0, step_timeout=180.0, stall_timeout=120.0,
                  run_timeout=86400.0, metrics_path="", exact_average=False, device=None,
@@ -241,7 +244,7 @@ class Launch:
     def __init__(self, env):
         self.rank = int(env["GOSSAMER_RANK"])
         self.topology = env["GOSSAMER_TOPOLOGY"]
-        self.algorithm = env.get("GOSSAMER_ALGORITHM", "dpsgd")
+        self.algorithm = env.get("GOSSAMER_ALGORITHM", DEFAULT_ALGORITHM)
         self.out = env.get("GOSSAMER_OUT", "")
         self.epochs = int(env["GOSSAMER_EPOCHS"]) if env.get("GOSSAMER_EPOCHS") else None
         self.config = env.get("GOSSAMER_CONFIG", "")

@@ -11,6 +11,7 @@ namespace gossamer::python {
 namespace py = pybind11;
 
 void bind_errors(py::module_& m);
+void bind_registry(py::module_& m);  ///< algorithms(), default_algorithm()
 void bind_peer(py::module_& m);
 void bind_topology(py::module_& m);
 void bind_data(py::module_& m);

@@ -5,6 +5,7 @@
 #include "bindings.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/partition.hpp"
+#include "gossamer/optimizers/protocol/registry.hpp"
 
 namespace gossamer::python {
 
@@ -57,11 +58,25 @@ void bind_errors(py::module_& m) {
     });
 }
 
+void bind_registry(py::module_& m) {
+    m.def(
+        "algorithms",
+        [] {
+            py::list out;
+            for (const auto& a : proto::algorithms()) out.append(py::make_tuple(a.name, a.summary));
+            return out;
+        },
+        "The registered algorithms, [(name, summary), ...] in registry order.");
+    m.def("default_algorithm", &proto::default_algorithm,
+          "The registry's default algorithm (gossamer peer's default).");
+}
+
 }  // namespace gossamer::python
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "Gossamer's C++ core: peers, topologies, data (use the gossamer package)";
     gossamer::python::bind_errors(m);
+    gossamer::python::bind_registry(m);
     gossamer::python::bind_topology(m);
     gossamer::python::bind_peer(m);
     gossamer::python::bind_data(m);

@@ -11,25 +11,11 @@
 #include "gossamer/core/units.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
-#include "gossamer/optimizers/protocol/registry.hpp"
-#include "gossamer/optimizers/protocols/choco/choco.hpp"
-#include "gossamer/optimizers/protocols/dpsgd/dpsgd.hpp"
-#include "gossamer/optimizers/protocols/sgp/sgp.hpp"
+#include "gossamer/optimizers/protocol/questions.hpp"
 #include "gossamer/sim/event_queue.hpp"
 
 namespace gossamer::sim {
 namespace {
-
-// The largest in-degree over one period of the schedule (at most 64 rounds of a random one).
-int max_in_degree(const topology::Schedule& t) {
-    const std::int64_t rounds = std::min<std::int64_t>(t.period().value_or(64), 64);
-    int most = 0;
-    for (std::int64_t r = 0; r < rounds; ++r) {
-        const auto round = t.at(r);
-        for (int i = 0; i < t.n(); ++i) most = std::max(most, round->graph.in_degree(i));
-    }
-    return most;
-}
 
 // The slowest rate any full model can get: the least link bandwidth, uplink or downlink; and
 // the largest latency.
@@ -43,31 +29,15 @@ std::pair<double, double> slowest_link(const Cluster& c) {
     return {rate, latency};
 }
 
-// dpsgd follows churn without delay, reweight, partition_ready and multirate (dpsgd_elastic.cpp).
-void check_dpsgd_churn(const SimSetup& s, const SizeOrigin& origin) {
-    if (s.algorithm != "dpsgd") return;
-    const json::Node* options = s.options ? &*s.options : nullptr;
-    const auto o = proto::parse_dpsgd_options(options);
-    const char* key = o.delay > 0         ? "delay"
-                      : o.reweight        ? "reweight"
-                      : o.partition_ready ? "partition_ready"
-                                          : nullptr;
-    if (key)
-        throw ConfigError(origin.config_file, options->at(key).path(),
-                          fmt::format("algorithm dpsgd with {} cannot join, leave or rejoin a "
-                                      "running job yet, and the cluster {} has churn",
-                                      key, s.cluster->source),
-                          fmt::format("drop \"{}\", or the cluster's join_at, leave_at and "
-                                      "rejoin_at (docs/operations/elastic.md)",
-                                      key));
-    if (s.config && json::Node(s.config->doc).has("multirate"))
-        throw ConfigError(origin.config_file, "multirate",
-                          fmt::format("algorithm dpsgd with multirate partitions cannot join, "
-                                      "leave or rejoin a running job yet, and the cluster {} has "
-                                      "churn",
-                                      s.cluster->source),
-                          "drop \"multirate\", or the cluster's join_at, leave_at and rejoin_at "
-                          "(docs/operations/elastic.md)");
+// What the algorithm's registry entry reads of this setup (proto::JobSetup).
+proto::JobSetup job_setup(const SimSetup& s, const std::string& config_file) {
+    proto::JobSetup j;
+    j.options = s.options ? &*s.options : nullptr;
+    j.topology = s.topology.get();
+    j.multirate = s.config && json::Node(s.config->doc).has("multirate");
+    j.config_file = config_file;
+    j.cluster = s.cluster ? s.cluster->source : "";
+    return j;
 }
 
 // The least latency of any link: the default and every override.
@@ -77,23 +47,12 @@ Time least_latency(const Cluster& c) {
     return least;
 }
 
-// Seconds each step waits for messages at least, for the algorithms whose every step does at
-// their default options; 0 where options or multirate partitions may relax it, and for the
-// wait-free ones (async) and the others.
+// Seconds each step waits for messages at least: the algorithm's answer (its registry entry),
+// 0 with multirate partitions, which may relax it.
 Time wait_per_step(const SimSetup& s) {
     if (!s.cluster || !s.topology) return 0;
     if (s.config && json::Node(s.config->doc).has("multirate")) return 0;
-    const bool defaults = !s.options || (s.options->is_object() && s.options->value().empty());
-    const Time latency = least_latency(*s.cluster);
-    if (s.algorithm == "sgp") {
-        // A peer may run `staleness` rounds ahead of what it has absorbed.
-        const auto o = proto::parse_sgp_options(s.options ? &*s.options : nullptr);
-        return latency / static_cast<double>(o.staleness + 1);
-    }
-    if (!defaults) return 0;
-    if (s.algorithm == "allreduce") return 2.0 * (s.topology->n() - 1) * latency;
-    if (s.algorithm == "dpsgd" || s.algorithm == "choco") return latency;
-    return 0;
+    return proto::wait_per_step(s.algorithm, job_setup(s, ""), least_latency(*s.cluster));
 }
 
 }  // namespace
@@ -146,7 +105,7 @@ void check_work(const SimSetup& s, double steps, const WorkOrigin& origin) {
 double memory_needed(const SimSetup& s, std::uint64_t parameters) {
     if (s.mode == Mode::cost || !s.topology) return 0;
     const int state = s.config ? optim::optimizer_state_copies(s.config->optimizer) : 0;
-    const double protocol = s.algorithm == "allreduce" ? 3 : 1 + 3.0 * max_in_degree(*s.topology);
+    const double protocol = proto::model_copies(s.algorithm, job_setup(s, ""));
     return static_cast<double>(s.topology->n()) * static_cast<double>(parameters) * 4.0 *
            (2 + state + protocol);
 }
@@ -157,9 +116,10 @@ void check_sizes(const SimSetup& s, std::uint64_t parameters, const SizeOrigin& 
         const std::string why = proto::elastic_refusal(s.algorithm);
         if (!why.empty())
             throw ConfigError(s.cluster->source, "peers", why,
-                              "simulate algorithm async, or drop join_at, leave_at and rejoin_at "
-                              "(docs/operations/elastic.md)");
-        check_dpsgd_churn(s, origin);
+                              fmt::format("simulate algorithm {}, or drop join_at, leave_at and "
+                                          "rejoin_at (docs/operations/elastic.md)",
+                                          proto::elastic_choice()));
+        proto::check_churn(s.algorithm, job_setup(s, origin.config_file));
     }
     const bool from_flag = !origin.size_flag.empty();
     check_memory(memory_needed(s, parameters),
@@ -167,11 +127,10 @@ void check_sizes(const SimSetup& s, std::uint64_t parameters, const SizeOrigin& 
                              parameters, s.algorithm),
                  from_flag ? "" : origin.config_file, from_flag ? origin.size_flag : "model",
                  from_flag ? "simulate a smaller model" : "use a smaller model or fewer peers");
-    if (!s.cluster || (s.algorithm != "dpsgd" && s.algorithm != "choco")) return;
     const json::Node* options = s.options ? &*s.options : nullptr;
-    const double timeout = s.algorithm == "dpsgd"
-                               ? proto::parse_dpsgd_options(options).resync_timeout
-                               : proto::parse_choco_options(options).resync_timeout;
+    const auto resync = s.cluster ? proto::resync_timeout(s.algorithm, options) : std::nullopt;
+    if (!resync) return;
+    const double timeout = *resync;
     const auto [rate, latency] = slowest_link(*s.cluster);
     const double bytes = static_cast<double>(parameters) * 4.0;
     const double seconds = bytes / rate + latency;

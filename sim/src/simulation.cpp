@@ -18,6 +18,7 @@
 #include "gossamer/optimizers/local/local_trainer.hpp"
 #include "gossamer/optimizers/protocol/in_flight.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
+#include "gossamer/optimizers/protocol/questions.hpp"
 #include "gossamer/sim/event_queue.hpp"
 #include "gossamer/sim/fair_network.hpp"
 #include "gossamer/sim/network.hpp"
@@ -57,7 +58,7 @@ Engine::Engine(const SimSetup& s)
             auto model = optim::build_model(*s.config, *s.train);
             auto layout = optim::build_partitions(*s.config, *model);
             auto rates = optim::build_multirate(*s.config, layout);
-            optim::check_multirate_algorithm(rates, s.algorithm);
+            proto::check_multirate_algorithm(rates, s.algorithm);
             auto trainer = std::make_unique<optim::LocalTrainer>(
                 std::move(model), layout, s.config->optimizer,
                 optim::build_schedule(*s.config, steps), p.shard, s.config->batch_size,
@@ -74,8 +75,9 @@ Engine::Engine(const SimSetup& s)
         const std::string why = peers_[0].protocol->elastic_refusal();
         if (!why.empty())
             throw ConfigError(s.cluster->source, "peers", why,
-                              "simulate algorithm async, or drop join_at, leave_at and rejoin_at "
-                              "(docs/operations/elastic.md)");
+                              fmt::format("simulate algorithm {}, or drop join_at, leave_at and "
+                                          "rejoin_at (docs/operations/elastic.md)",
+                                          proto::elastic_choice()));
     }
     // The fifo network sends each peer's messages through its uplink one after another: the
     // measured edges time each send from its turn in that queue. The fair network shares the
@@ -564,9 +566,9 @@ SimResult Engine::run() {
     result_.mass_start = starters_;
     result_.mass_lost = starters_ - result_.mass;
     result_.crash_loss = crash_loss_;
-    // All-reduce stops on a failure unless its ring is rebuilt ("elastic").
-    if (any_failed_ && s_.algorithm == "allreduce" &&
-        !peers_[0].protocol->elastic_refusal().empty())
+    // A protocol whose ring cannot go on without a peer (all-reduce unless it is rebuilt,
+    // "elastic") stops on a failure: name the rank.
+    if (any_failed_ && peers_[0].protocol->failure_stops_job())
         for (const auto& ps : result_.peers)
             if (ps.failed) result_.stopped_by_failure = ps.rank;
     result_.wall_seconds =

@@ -5,6 +5,7 @@
 
 #include "gossamer/core/models.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/protocol/questions.hpp"
 #include "support/errors.hpp"
 
 using gossamer::test::config_error;
@@ -84,13 +85,13 @@ TEST_CASE("multirate: bad partitions, periods and compressors name their JSON pa
 
 TEST_CASE("multirate: per-partition gossip is refused for algorithms other than dpsgd, choco") {
     auto m = rates(R"({"partitions": {"slow": {"period": 4}}})");
-    optim::check_multirate_algorithm(m, "dpsgd");
-    optim::check_multirate_algorithm(m, "choco");
-    const std::string e = config_error([&] { optim::check_multirate_algorithm(m, "sgp"); });
+    proto::check_multirate_algorithm(m, "dpsgd");
+    proto::check_multirate_algorithm(m, "choco");
+    const std::string e = config_error([&] { proto::check_multirate_algorithm(m, "sgp"); });
     CHECK(e.rfind("t.json: multirate.partitions.slow: sgp gossips the whole model", 0) == 0);
     CHECK(e.find("run dpsgd") != std::string::npos);
     // Local multirate alone works with any algorithm.
-    optim::check_multirate_algorithm(
+    proto::check_multirate_algorithm(
         rates(R"({"partitions": {"slow": {"period": 4, "gossip_period": 1}}})"), "sgp");
 }
 
@@ -117,6 +118,6 @@ TEST_CASE("multirate: the example configs of experiment 4 load and give the rate
         CHECK(m.rate(slow).gossip_period == c.gossip_period);
         CHECK(m.rate(slow).compressor.has_value() == c.fp16);
         CHECK(m.rate(fast).period == 1);
-        optim::check_multirate_algorithm(m, "dpsgd");
+        proto::check_multirate_algorithm(m, "dpsgd");
     }
 }

@@ -1,11 +1,14 @@
 """Every protocol, multirate partitions and straggler-aware weights are selectable from Python."""
 
+import re
+import subprocess
+
 import pytest
 import torch
 
 import gossamer
 import gossamer.torch
-from conftest import run_threads
+from conftest import cli, run_threads
 
 
 class Net(torch.nn.Module):
@@ -75,3 +78,15 @@ def test_multirate_partitions_gossip_less(ring4):
     head_messages, body_messages = head4 / (4 * 27 + header), body4 / (4 * 56 + header)
     assert head_messages == m["messages_sent"]  # the head still gossips every round
     assert body_messages == m["messages_sent"] / 4  # the body every 4th
+
+
+def test_algorithms_are_the_registry():
+    """gossamer.ALGORITHMS and DEFAULT_ALGORITHM come from the C++ registry: the CLI's own list
+    (gossamer peer --help, --algorithm) names the same algorithms in the same order."""
+    out = subprocess.run([cli(), "peer", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    line = re.search(r"--algorithm NAME\s+(.*) \(default (\w+)\)", out)
+    assert line, out
+    assert tuple(line.group(1).split(", ")) == gossamer.ALGORITHMS
+    assert line.group(2) == gossamer.DEFAULT_ALGORITHM
+    assert gossamer.ALGORITHMS[:2] == ("allreduce", "dpsgd") and len(gossamer.ALGORITHMS) >= 8

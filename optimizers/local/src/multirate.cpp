@@ -82,21 +82,4 @@ Multirate parse_multirate(const json::Node& node, const PartitionLayout& layout)
     return m;
 }
 
-void check_multirate_algorithm(const Multirate& m, std::string_view algorithm) {
-    if (algorithm == "dpsgd" || algorithm == "choco" || !m.per_partition_gossip() || !m.source)
-        return;
-    const json::Node parts = m.source->at("partitions");
-    for (std::size_t id = 0; id < m.count(); ++id) {
-        const auto& r = m.rate(id);
-        if (r.gossip_period == 1 && !r.compressor) continue;
-        const json::Node entry = parts.at(m.layout()[id].name);
-        const std::string what =
-            r.compressor ? "a compressor" : fmt::format("gossip period {}", r.gossip_period);
-        entry.fail(fmt::format("{} gossips the whole model every round, so partition \"{}\" "
-                               "cannot have {} (per-partition gossip is a dpsgd and choco feature)",
-                               algorithm, m.layout()[id].name, what),
-                   "run dpsgd or choco, or set \"gossip_period\": 1 and drop \"compressor\"");
-    }
-}
-
 }  // namespace gossamer::optim

@@ -9,7 +9,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/finite.hpp"
 #include "gossamer/optimizers/protocol/device.hpp"
-#include "gossamer/optimizers/protocol/registry.hpp"
+#include "gossamer/optimizers/protocol/questions.hpp"
 
 namespace gossamer::proto {
 
@@ -148,15 +148,6 @@ void Protocol::peer_failed(Time now, int rank, Actions& out) {
     event_time_ = now;
     on_peer_failed(now, rank, out);
     after(out);
-}
-
-std::string elastic_refusal(std::string_view name) {
-    // allreduce: with "elastic": "rebuild" or "restart" (AllreduceProtocol::elastic_refusal).
-    if (name == "async" || name == "dpsgd" || name == "allreduce") return "";
-    return fmt::format(
-        "algorithm {} cannot join, leave or rejoin a running job yet (async, dpsgd and allreduce "
-        "with \"elastic\" can: docs/operations/elastic.md)",
-        name);
 }
 
 std::string Protocol::elastic_refusal() const {

@@ -52,10 +52,13 @@ enum class PeerTransport {
     inproc,  ///< threads of one process sharing PeerOptions::inproc
 };
 
+/// The registry's default algorithm (gossamer peer's default too; docs/algorithms/README.md).
+std::string default_algorithm();
+
 struct PeerOptions {
     std::string topology;     ///< topology file (docs/formats/topology-format.md): peers and graph
     std::optional<int> rank;  ///< nullopt: OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID
-    std::string algorithm = "dpsgd";  ///< allreduce, dpsgd, sgp, async, choco
+    std::string algorithm = default_algorithm();  ///< a registered name (docs/algorithms/)
     /// The algorithm's options as JSON object text (docs/algorithms/async.md), "" for the defaults.
     std::string algorithm_options;
     /// Per-partition gossip, as the training config's "multirate" section (JSON object text;

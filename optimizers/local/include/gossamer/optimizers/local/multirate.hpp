@@ -12,7 +12,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "gossamer/core/json.hpp"
@@ -75,8 +74,7 @@ class Multirate {
 /// periods that leave no partition updating every step.
 Multirate parse_multirate(const json::Node& node, const PartitionLayout& layout);
 
-/// Throws ConfigError at the section when `algorithm` cannot honour it: per-partition gossip
-/// (gossip_period above 1, a compressor) is a dpsgd and choco feature.
-void check_multirate_algorithm(const Multirate& m, std::string_view algorithm);
+// Whether an algorithm honours per-partition gossip is its registry entry's to say:
+// proto::check_multirate_algorithm (gossamer/optimizers/protocol/questions.hpp).
 
 }  // namespace gossamer::optim

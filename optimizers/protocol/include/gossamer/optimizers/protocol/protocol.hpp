@@ -180,6 +180,13 @@ class Protocol {
     /// "" when the protocol can join and leave a running job; else one line naming the
     /// algorithm and what to use instead.
     virtual std::string elastic_refusal() const;
+    /// Whether one peer's failure stops the whole job (all-reduce without "elastic": its ring
+    /// cannot go on) rather than being gossiped or rebuilt around; drivers then name the failed
+    /// rank (the simulator's SimResult::stopped_by_failure).
+    virtual bool failure_stops_job() const { return false; }
+    /// The rank whose failure stopped this protocol, once one did (failure_stops_job()); the
+    /// real-time driver then throws PeerFailure naming it.
+    virtual std::optional<int> stopped_by() const { return std::nullopt; }
     /// Before start() or join(): `rank` is not a live member now (it joins later, it left, or
     /// it failed). The protocol neither sends to it nor waits for it until it announces itself.
     void peer_absent(int rank);

@@ -99,6 +99,9 @@ class AllreduceProtocol final : public Protocol {
     std::string resume_refusal() const override { return ""; }
     /// "" with `"elastic": "rebuild"` or `"restart"` on a worker that can hand its state over.
     std::string elastic_refusal() const override;
+    /// Without "elastic" (elastic_refusal() not ""), a failure stops the ring: failed_rank().
+    bool failure_stops_job() const override { return !elastic_refusal().empty(); }
+    std::optional<int> stopped_by() const override { return failed_rank_; }
     /// Elastic modes: done, and every member of the ring said it is done too (or is gone), so
     /// no member can still need this peer's state.
     bool settled() const override;
