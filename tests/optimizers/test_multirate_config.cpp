@@ -10,6 +10,7 @@
 
 using gossamer::test::config_error;
 namespace optim = gossamer::optim;
+namespace proto = gossamer::proto;
 
 namespace {
 

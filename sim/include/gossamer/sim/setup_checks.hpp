@@ -13,9 +13,9 @@ namespace gossamer::sim {
 
 /// About the bytes simulate(s) keeps for its peers' values, with `parameters` floats per model:
 /// per peer (math mode) parameters x 4 bytes x (the parameters and the gradient, the
-/// optimizer's state, and the protocol's copies: 3 for allreduce, 1 + 3 x the largest in-degree
-/// for the gossip protocols: replicas, receive buffers, messages in flight). Cost mode keeps no
-/// values: 0.
+/// optimizer's state, and the protocol's copies, its registry entry's model_copies: 3 for
+/// allreduce, 1 + 3 x the largest in-degree for the gossip protocols: replicas, receive buffers,
+/// messages in flight). Cost mode keeps no values: 0.
 double memory_needed(const SimSetup& s, std::uint64_t parameters);
 
 /// Where a setup's sizes came from, for the error lines.
@@ -25,11 +25,12 @@ struct SizeOrigin {
 };
 
 /// Throws ConfigError when memory_needed() exceeds what the machine leaves (core/memory.hpp), or
-/// when dpsgd's or choco's resync_timeout is not longer than one full model of `parameters`
-/// floats takes over the slowest link of the cluster (waiting peers would then ask for full
-/// copies faster than they arrive, and the event queue would grow without bound), and when the
-/// cluster has churn (join_at, leave_at, rejoin_at) that the algorithm cannot follow
-/// (proto::elastic_refusal; docs/operations/elastic.md).
+/// when the protocol's resync_timeout (its registry entry's: dpsgd's, choco's) is not longer
+/// than one full model of `parameters` floats takes over the slowest link of the cluster
+/// (waiting peers would then ask for full copies faster than they arrive, and the event queue
+/// would grow without bound), and when the cluster has churn (join_at, leave_at, rejoin_at) that
+/// the algorithm cannot follow (proto::elastic_refusal, proto::check_churn;
+/// docs/operations/elastic.md).
 void check_sizes(const SimSetup& s, std::uint64_t parameters, const SizeOrigin& origin);
 
 /// The most evaluations one run may make (math mode): each judges the exact average on the
