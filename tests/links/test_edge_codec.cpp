@@ -9,7 +9,7 @@
 
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
-#include "gossamer/optimizers/compress/edge_codec.hpp"
+#include "gossamer/optimizers/protocol/edge_codec.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/optimizers/protocols/choco/choco.hpp"
 #include "gossamer/peer/local.hpp"

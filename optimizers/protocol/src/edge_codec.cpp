@@ -1,4 +1,4 @@
-#include "gossamer/optimizers/compress/edge_codec.hpp"
+#include "gossamer/optimizers/protocol/edge_codec.hpp"
 
 #include <fmt/format.h>
 
