@@ -9,6 +9,7 @@
 #include "gossamer/core/error.hpp"
 #include "optimizers/conformance/contract.hpp"
 #include "optimizers/conformance/runs.hpp"
+#include "optimizers/harness/layers.hpp"
 #include "optimizers/harness/workers.hpp"
 
 namespace gossamer::conformance {
@@ -284,6 +285,31 @@ Report mass_exact(const Candidate& c) {
         rep.findings.push_back(fmt::format("the peers end with mass {} of {}", out.mass, job.n));
     rep.note =
         fmt::format("sum of held_mass and in flight = {} after each of {} events", job.n, events);
+    return rep;
+}
+
+Report layered(const Candidate& c) {
+    Report rep;
+    const Job job = job_for(c);
+    const auto o = harness_options(job);
+    testing::Peers wrapped = peers(c, job);
+    wrapped.protocol_layers.push_back(testing::pass_through());
+    const Outcome plain = run(c, job, o), layer = run(c, job, o, {}, {}, &wrapped);
+    for (const Outcome* x : {&plain, &layer})
+        if (!x->error.empty()) {
+            rep.findings.push_back("the run threw: " + x->error);
+            return rep;
+        }
+    if (const auto diff = first_difference(plain.sent, layer.sent); !diff.empty())
+        rep.findings.push_back("under a pass-through layer it sends other bytes: " + diff);
+    for (int r = 0; r < job.n; ++r)
+        if (!same_bits(plain.models[static_cast<std::size_t>(r)],
+                       layer.models[static_cast<std::size_t>(r)])) {
+            rep.findings.push_back(
+                fmt::format("under a pass-through layer rank {} ends with another model", r));
+            break;
+        }
+    rep.note = fmt::format("{} messages the same under a pass-through layer", layer.sent.size());
     return rep;
 }
 

@@ -83,6 +83,11 @@ Report checkpoint_round_trip(const Candidate& c);
 /// (held_mass) plus the weight of every message in flight is n after every event.
 Report mass_exact(const Candidate& c);
 
+/// The seam of the layers around a protocol (the outer optimizer of the next issues): under a
+/// pass-through layer (optimizers/harness/layers.hpp) the candidate sends the same bytes and
+/// ends with the same models.
+Report layered(const Candidate& c);
+
 /// (d) helper: the rank a stopped protocol names as the failure that stopped it, if any.
 std::optional<int> failure_named(const proto::Protocol& p);
 

@@ -59,6 +59,10 @@ TEST_CASE("every registered push-sum protocol keeps its mass exact after every e
     hold_every(mass_exact);
 }
 
+TEST_CASE("every registered protocol runs unchanged under a pass-through layer") {
+    hold_every(layered);
+}
+
 TEST_CASE("every registered protocol: gossamer sim equals inproc peers") {
     for (const Candidate& c : registered()) {
         CAPTURE(c.name);

@@ -275,7 +275,7 @@ TEST_CASE("cost-only dpsgd sends full-size messages without values") {
     const auto ring = family("ring", 4);
     Network net = make_network(ring, 5, make_dpsgd, nullptr,
                                [](int) { return std::make_unique<CostOnlyWorker>(1000); });
-    Harness h(net.protocols(), net.locals());
+    Harness h = net.harness();
     int sent = 0;
     h.on_send = [&](const Message& m) {
         ++sent;

@@ -188,7 +188,7 @@ TEST_CASE("cost-only sgp sends full-size shares without values and still tracks 
     auto s = directed_schedule(true);
     Network net = make_network(s, 8, make_sgp, nullptr,
                                [](int) { return std::make_unique<CostOnlyWorker>(500); });
-    Harness h(net.protocols(), net.locals());
+    Harness h = net.harness();
     int bad = 0;
     h.on_send = [&](const Message& m) { bad += m.elements != 500 || !m.payload.empty(); };
     REQUIRE(h.run());
