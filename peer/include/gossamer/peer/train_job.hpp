@@ -13,7 +13,7 @@
 #include "gossamer/core/output_dir.hpp"
 #include "gossamer/core/progress.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
-#include "gossamer/optimizers/protocol/worker.hpp"
+#include "gossamer/optimizers/local/worker.hpp"
 
 namespace gossamer::peer {
 
