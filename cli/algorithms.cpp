@@ -51,6 +51,14 @@ std::string algorithms_help() {
     return out;
 }
 
+std::string default_sim_algorithms() {
+    return proto::default_algorithms(proto::default_for_sim);
+}
+
+std::string default_launch_algorithms() {
+    return proto::default_algorithms(proto::default_for_launch);
+}
+
 double eval_interval_option(const ParsedArgs& a) {
     const double s = a.number("eval-interval", 2.0);
     if (!(s > 0) || s > 1e6)

@@ -24,6 +24,9 @@ std::vector<std::string> parse_algorithms(const std::string& list,
 std::string algorithm_names();
 /// For the end of a command's --help summary: a line per registered algorithm with its summary.
 std::string algorithms_help();
+/// The registry's default --algorithms of gossamer sim and of gossamer launch ("a,b,c").
+std::string default_sim_algorithms();
+std::string default_launch_algorithms();
 
 /// --eval-interval S of gossamer peer and launch: seconds > 0 (default 2); else UsageError.
 double eval_interval_option(const ParsedArgs& a);

@@ -1,22 +1,20 @@
 // gossamer lab check|up|down|clean: the network-namespace lab (docs/operations/lab.md). Parses
-// flags, converts a cluster file's network section, calls gossamer::lab and prints.
+// flags, converts a cluster file's network section, calls gossamer::lab and prints. This file
+// holds what the commands share and `check`; up, down and clean are in lab_hold_command.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
-#include <csignal>
 #include <iostream>
 #include <optional>
 #include <string>
-#include <thread>
 
-#include "args.hpp"
 #include "commands.hpp"
 #include "gossamer/core/json.hpp"
 #include "gossamer/lab/check.hpp"
 #include "gossamer/lab/from_cluster.hpp"
 #include "gossamer/lab/lab.hpp"
 #include "gossamer/lab/system.hpp"
+#include "lab_commands.hpp"
 
 namespace gossamer::cli {
 namespace {
@@ -46,17 +44,17 @@ commands:
   clean   remove what labs whose holder died left behind (never a live one)
 )";
 
+double mbit(double bits) {
+    return bits / 1e6;
+}
+
+}  // namespace
+
 const std::vector<OptionSpec> kSpecOptions = {
     {"peers", "N", "number of peers (default 8; with --cluster, the file's \"n\")"},
     {"rate", "RATE", "uplink and downlink cap of every peer, e.g. 100mbit, 1gbit (default 1gbit)"},
     {"cluster", "FILE",
      "caps from a cluster file's network section (uplink, downlink, links[].bandwidth)"}};
-
-struct SpecChoice {
-    lab::LabSpec spec;
-    std::string source;  // for messages: "8 peers at 1 Gbit/s" or the file
-    bool latency = false;
-};
 
 SpecChoice spec_from_args(const ParsedArgs& a) {
     SpecChoice c;
@@ -91,11 +89,7 @@ void require_lab(const std::string& command) {
         throw UsageError(fmt::format("{}: {}", command, missing));
 }
 
-double mbit(double bits) {
-    return bits / 1e6;
-}
-
-int check(const std::vector<std::string>& args) {
+int lab_check(const std::vector<std::string>& args) {
     auto options = kSpecOptions;
     options.push_back({"seconds", "S", "how long every peer sends (default 3, at most 60)"});
     options.push_back({"json", "", "print one JSON object instead of the table"});
@@ -160,116 +154,6 @@ int check(const std::vector<std::string>& args) {
     return 0;
 }
 
-volatile std::sig_atomic_t g_stop = 0;
-extern "C" void on_stop(int) {
-    g_stop = 1;
-}
-
-int up(const std::vector<std::string>& args) {
-    auto options = kSpecOptions;
-    options.push_back({"for", "SECONDS",
-                       "end the lab after this long (default: hold until "
-                       "Ctrl-C, SIGTERM or 'gossamer lab down')"});
-    ArgParser p("gossamer lab up", "[options]",
-                "Builds a lab and holds it in the foreground: prints each peer's namespace, veth "
-                "and address, then waits. Ctrl-C, SIGTERM, --for or 'gossamer lab down JOB' "
-                "removes it; so does killing this process (its holder child sees it die).",
-                options, 0);
-    const auto a = p.parse(args);
-    if (a.help) return std::cout << p.help(), 0;
-    const double hold = a.number("for", 0.0);
-    if (a.value("for") && !(hold > 0 && hold <= 30 * 86400))
-        throw UsageError(fmt::format("--for {}: give seconds in (0, 2592000]", hold));
-    const auto choice = spec_from_args(a);
-    require_lab("gossamer lab up");
-    struct sigaction sa {};
-    sa.sa_handler = on_stop;
-    ::sigaction(SIGINT, &sa, nullptr);
-    ::sigaction(SIGTERM, &sa, nullptr);
-    auto lab = lab::Lab::create(choice.spec);
-    std::cout << fmt::format("lab {}: {} peers in {} ({}), holder pid {}\n", lab.job(),
-                             lab.hosts().size(), lab::subnet(lab.slot()), choice.source,
-                             lab.holder_pid());
-    if (choice.latency)
-        std::cout << "latency: no netem in this kernel; the peers emulate the cluster file's "
-                     "latencies\n";
-    std::cout << fmt::format("{:>4}  {:<14} {:<10} {:<15} {:>14} {:>14}\n", "peer", "namespace",
-                             "device", "address", "uplink", "downlink");
-    for (std::size_t i = 0; i < lab.hosts().size(); ++i) {
-        const auto& h = lab.hosts()[i];
-        const auto& caps = choice.spec.peers[i];
-        std::cout << fmt::format("{:>4}  {:<14} {:<10} {:<15} {:>14} {:>14}\n", i, h.netns,
-                                 h.device, h.address, lab::format_rate(caps.uplink),
-                                 lab::format_rate(caps.downlink));
-    }
-    for (const auto& l : choice.spec.links)
-        std::cout << fmt::format("link {} -> {}: {}\n", l.from, l.to,
-                                 lab::format_rate(l.bits_per_s));
-    // A count-only topology file (examples/topologies/count4.json): rank 0 is the rendezvous.
-    const auto& last = lab.hosts().back();
-    std::cout << fmt::format(
-        "run rank {} of a count-only job: ip netns exec {} env UCX_TLS=tcp,self "
-        "UCX_NET_DEVICES={} gossamer peer --rendezvous {} --address {} --rank {} ...\n",
-        lab.hosts().size() - 1, last.netns, last.device, lab.hosts()[0].address, last.address,
-        lab.hosts().size() - 1);
-    std::cout << fmt::format("holding; Ctrl-C or 'gossamer lab down {}' removes it\n", lab.job())
-              << std::flush;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(hold);
-    bool holder_died = false;
-    while (!g_stop && (hold <= 0 || std::chrono::steady_clock::now() < end)) {
-        if (!lab.holder_alive()) {
-            holder_died = true;
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    lab.stop();
-    std::cout << fmt::format(
-        "lab {} removed{}\n", lab.job(),
-        holder_died ? " (its holder ended: 'gossamer lab down' or a kill)" : "");
-    return 0;
-}
-
-void print_report(const lab::CleanReport& r) {
-    for (const auto& n : r.removed) std::cout << "removed " << n << "\n";
-    for (const auto& j : r.live)
-        std::cout << "left " << j << " alone: its holder is alive ('gossamer lab down " << j
-                  << "' ends it)\n";
-    if (r.removed.empty() && r.live.empty()) std::cout << "nothing to remove\n";
-}
-
-int down(const std::vector<std::string>& args) {
-    ArgParser p("gossamer lab down", "JOB",
-                "Ends a lab held by another process: SIGTERM to its holder, which removes every "
-                "namespace, veth and qdisc of the job; then removes anything left.",
-                {}, 1);
-    const auto a = p.parse(args);
-    if (a.help) return std::cout << p.help(), 0;
-    const auto slot = lab::parse_job(a.positional[0]);
-    if (!slot)
-        throw UsageError(
-            fmt::format("gossamer lab down: \"{}\" is not a lab job; give one like "
-                        "gsm3, as 'gossamer lab up' printed it",
-                        a.positional[0]));
-    require_lab("gossamer lab down");
-    print_report(lab::take_down(*slot));
-    return 0;
-}
-
-int clean(const std::vector<std::string>& args) {
-    ArgParser p("gossamer lab clean", "",
-                "Removes every lab namespace (names starting gsm) whose holder is dead, with its "
-                "veths and qdiscs; labs whose holder lives are listed and left alone.",
-                {}, 0);
-    const auto a = p.parse(args);
-    if (a.help) return std::cout << p.help(), 0;
-    require_lab("gossamer lab clean");
-    print_report(lab::clean_leftovers());
-    return 0;
-}
-
-}  // namespace
-
 int run_lab(const std::vector<std::string>& args) {
     if (args.empty())  // usage errors go to stderr as one line, exit 2 (docs/operations/cli.md)
         throw UsageError(
@@ -279,10 +163,10 @@ int run_lab(const std::vector<std::string>& args) {
         return std::cout << kLabHelp, 0;
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     const std::string& cmd = args[0];
-    if (cmd == "check") return check(rest);
-    if (cmd == "up") return up(rest);
-    if (cmd == "down") return down(rest);
-    if (cmd == "clean") return clean(rest);
+    if (cmd == "check") return lab_check(rest);
+    if (cmd == "up") return lab_up(rest);
+    if (cmd == "down") return lab_down(rest);
+    if (cmd == "clean") return lab_clean(rest);
     throw UsageError(
         fmt::format("gossamer lab: unknown command '{}'; use check, up, down or clean", cmd));
 }

@@ -58,7 +58,7 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
     lt.algorithm = algo;
     lt.algorithm_options = options ? &*options : nullptr;
     lt.topology = job.topology.schedule;
-    lt.config = job.config;
+    lt.config = job.config.get();
     lt.train = &data.train;
     lt.test = &data.test;
     lt.epochs = job.epochs;

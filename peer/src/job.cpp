@@ -206,18 +206,20 @@ int run_peer_job(PeerJob& job) {
     }
     // Ranks outside the view it started in or entered are absent for its protocol (a job
     // started without them, --min-peers; or lost before it joined: docs/operations/elastic.md).
-    for (const auto& l : me->losses()) job.driver.absent.push_back(l.rank);
+    // The driver options assemble_peer_job filled, with what joining decided and the hooks of
+    // the joined job.
+    auto d = job.driver;
+    for (const auto& l : me->losses()) d.absent.push_back(l.rank);
     if (job.join_running) {
-        job.driver.enter =
-            job.protocol->resumed_at() > 0 ? proto::Entry::rejoin : proto::Entry::fresh;
+        d.enter = job.protocol->resumed_at() > 0 ? proto::Entry::rejoin : proto::Entry::fresh;
         // A sponsor answers at its next step boundary with one model transfer; a peer that
         // finished training answers nothing (docs/operations/elastic.md, "Entering as the job
         // ends").
-        job.driver.entry_timeout =
+        d.entry_timeout =
             2 * std::chrono::duration_cast<std::chrono::milliseconds>(send_timeout(size));
         say(rank,
             fmt::format("entered the running job of {} peers ({}, {}; view {})", n, job.algorithm,
-                        job.driver.enter == proto::Entry::rejoin
+                        d.enter == proto::Entry::rejoin
                             ? fmt::format("its model from step {}", job.protocol->resumed_at())
                             : std::string("a sponsor's model"),
                         me->bootstrap().agreed_view().number));
@@ -244,7 +246,6 @@ int run_peer_job(PeerJob& job) {
         return kNoResult;
     };
     std::vector<transport::Message> early;  // the average's messages that came while training
-    auto d = job.driver;
     d.poll = poll;
     d.leave_requested = [] { return leave_flag().load(std::memory_order_relaxed); };
     d.clock_offset = me->bootstrap().clock_offset();

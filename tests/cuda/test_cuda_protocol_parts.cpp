@@ -1,7 +1,8 @@
 // The protocols' device paths on a real GPU (the emulated device covers them without one,
-// tests/gossip/test_device.cpp): an edge whose replicas live on the CUDA device sends the host's
-// messages and keeps both ends' replicas identical, and push-sum's vector work on the device
-// gives the host's floats. Built by scripts/gpu_check.sh too (no topology, transport or Boost).
+// tests/optimizers/protocol/test_device.cpp): an edge whose replicas live on the CUDA device sends
+// the host's messages and keeps both ends' replicas identical, and push-sum's vector work on the
+// device gives the host's floats. Built by scripts/gpu_check.sh too (no topology, transport or
+// Boost).
 #include <doctest/doctest.h>
 
 #include <cstring>

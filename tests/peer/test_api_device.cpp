@@ -124,9 +124,9 @@ TEST_CASE("choco on the emulated device ends bit-identical to the host path") {
 }
 
 TEST_CASE("sgp and async train on the emulated device through gossamer::Peer") {
-    // Their threads interleave differently in every run (tests/gossip/test_device.cpp compares
-    // them bit for bit under a deterministic driver); here: the device path runs end to end
-    // without a host access of device memory, and every peer finishes every step.
+    // Their threads interleave differently in every run (tests/optimizers/protocol/test_device.cpp
+    // compares them bit for bit under a deterministic driver); here: the device path runs end to
+    // end without a host access of device memory, and every peer finishes every step.
     for (const char* algorithm : {"sgp", "async"}) {
         CAPTURE(algorithm);
         for (const auto& peer : train("emulated", "", algorithm)) {

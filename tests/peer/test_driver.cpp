@@ -13,16 +13,16 @@
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/peer/compute_thread.hpp"
-#include "gossip/network.hpp"
+#include "optimizers/harness/network.hpp"
 #include "peers.hpp"
 #include "support/stderr_capture.hpp"
 
 using namespace peer_test;
-using gossip_test::QuadraticWorker;
+using gossamer::testing::QuadraticWorker;
 
 namespace {
 
-std::vector<proto::LocalWorker*> locals(const gossip_test::Network& net) {
+std::vector<proto::LocalWorker*> locals(const gossamer::testing::Network& net) {
     return net.locals();
 }
 
@@ -34,8 +34,8 @@ constexpr int kAsyncPeers = 4;
 constexpr std::int64_t kAsyncSteps = 40;
 constexpr double kFastStep = 0.005;  // seconds per step of a fast peer
 
-gossip_test::Network async_network() {
-    return gossip_test::make_network(
+gossamer::testing::Network async_network() {
+    return gossamer::testing::make_network(
         family("exponential", kAsyncPeers, topology::WeightRule::push_sum), kAsyncSteps,
         [](const json::Node* o, proto::PeerContext c) {
             return proto::make_protocol("async", o, std::move(c));
@@ -43,7 +43,7 @@ gossip_test::Network async_network() {
         nullptr,
         [](int r) {
             return std::make_unique<QuadraticWorker>(
-                gossip_test::random_vector(16, 200 + static_cast<std::uint64_t>(r)), 1.0);
+                gossamer::testing::random_vector(16, 200 + static_cast<std::uint64_t>(r)), 1.0);
         });
 }
 
@@ -58,7 +58,7 @@ std::function<peer::DriverOptions(int)> straggler_options(int slow) {
     };
 }
 
-double total_mass(const gossip_test::Network& net) {
+double total_mass(const gossamer::testing::Network& net) {
     double sum = 0;
     for (const auto* p : net.protocols()) sum += p->mass();
     return sum;
@@ -69,7 +69,7 @@ double total_mass(const gossip_test::Network& net) {
 TEST_CASE("dpsgd consensus-only: four real-time peers agree to 1e-4 and keep the average") {
     const int n = 4;
     const std::int64_t steps = 60;
-    auto net = gossip_test::make_network(
+    auto net = gossamer::testing::make_network(
         family("ring", n, topology::WeightRule::uniform), steps,
         [](const json::Node* o, proto::PeerContext c) {
             return proto::make_protocol("dpsgd", o, std::move(c));
@@ -77,9 +77,9 @@ TEST_CASE("dpsgd consensus-only: four real-time peers agree to 1e-4 and keep the
         nullptr,
         [](int r) {
             return std::make_unique<QuadraticWorker>(
-                gossip_test::random_vector(16, 100 + static_cast<std::uint64_t>(r)));
+                gossamer::testing::random_vector(16, 100 + static_cast<std::uint64_t>(r)));
         });
-    const auto before = gossip_test::mean_of(net.models());
+    const auto before = gossamer::testing::mean_of(net.models());
     // One folder per process: ctest and a stress loop may run this binary twice at once.
     const auto dir = std::filesystem::temp_directory_path() /
                      fmt::format("gossamer_peer_consensus_{}", ::getpid());
@@ -98,8 +98,8 @@ TEST_CASE("dpsgd consensus-only: four real-time peers agree to 1e-4 and keep the
         CHECK(o.seconds < 20);
     }
     const auto models = net.models();
-    CHECK(gossip_test::disagreement(models) < 1e-4);
-    CHECK(gossip_test::max_abs_diff(gossip_test::mean_of(models), before) < 1e-4);
+    CHECK(gossamer::testing::disagreement(models) < 1e-4);
+    CHECK(gossamer::testing::max_abs_diff(gossamer::testing::mean_of(models), before) < 1e-4);
 
     // Metrics: one line per step (step, time, loss), then the summary with traffic and edges.
     const auto lines = read_json_lines((dir / "peer1.jsonl").string());
@@ -192,7 +192,7 @@ TEST_CASE("link pacing: sends wait for their emulated link's latency and bandwid
     const double wire = 4.0 * size / n + 88;  // bytes of one chunk message
     for (const bool latency : {true, false}) {
         CAPTURE(latency);
-        auto net = gossip_test::make_network(
+        auto net = gossamer::testing::make_network(
             family("ring", n, topology::WeightRule::uniform), steps,
             [](const json::Node* o, proto::PeerContext c) {
                 return proto::make_protocol("allreduce", o, std::move(c));
@@ -202,8 +202,8 @@ TEST_CASE("link pacing: sends wait for their emulated link's latency and bandwid
                 // The same start on every peer (all-reduce keeps the models equal), its own
                 // target.
                 return std::make_unique<QuadraticWorker>(
-                    gossip_test::random_vector(size, 500), 1.0,
-                    gossip_test::random_vector(size, 600 + static_cast<std::uint64_t>(r)));
+                    gossamer::testing::random_vector(size, 500), 1.0,
+                    gossamer::testing::random_vector(size, 600 + static_cast<std::uint64_t>(r)));
             });
         const double per_message = 0.005;
         const auto out = run_peers(net.protocols(), locals(net), [&](int) {
@@ -222,7 +222,7 @@ TEST_CASE("link pacing: sends wait for their emulated link's latency and bandwid
             CHECK(o.result->end_time >= steps * messages * per_message * 0.99);
             CHECK(o.seconds < 10);
         }
-        CHECK(gossip_test::disagreement(net.models()) < 1e-6);
+        CHECK(gossamer::testing::disagreement(net.models()) < 1e-6);
     }
 }
 
@@ -230,7 +230,7 @@ TEST_CASE("a slow period: steps that begin inside it are padded to its declared 
     const int n = 4;
     const std::int64_t steps = 30;
     const double slow_until = 0.15, slow = 0.02, fast = 0.002;
-    auto net = gossip_test::make_network(
+    auto net = gossamer::testing::make_network(
         family("exponential", n, topology::WeightRule::push_sum), steps,
         [](const json::Node* o, proto::PeerContext c) {
             return proto::make_protocol("async", o, std::move(c));
@@ -238,7 +238,7 @@ TEST_CASE("a slow period: steps that begin inside it are padded to its declared 
         nullptr,
         [](int r) {
             return std::make_unique<QuadraticWorker>(
-                gossip_test::random_vector(8, 700 + static_cast<std::uint64_t>(r)), 1.0);
+                gossamer::testing::random_vector(8, 700 + static_cast<std::uint64_t>(r)), 1.0);
         });
     const auto out = run_peers(net.protocols(), locals(net), [&](int) {
         peer::DriverOptions o;

@@ -4,13 +4,13 @@
 #include <fmt/format.h>
 
 #include "gossamer/optimizers/protocol/registry.hpp"
-#include "gossip/network.hpp"
+#include "optimizers/harness/network.hpp"
 #include "peers.hpp"
 #include "support/stderr_capture.hpp"
 
 using namespace peer_test;
 using gossamer::test::StderrCapture;
-using gossip_test::QuadraticWorker;
+using gossamer::testing::QuadraticWorker;
 
 namespace {
 
@@ -21,7 +21,7 @@ constexpr double kStep = 0.005;   // seconds per step: the run lasts about 0.5 s
 constexpr double kFailAt = 0.15;  // seconds: rank kDead crashes a third of the way in
 
 std::vector<Outcome> run_with_failure(const char* algorithm, topology::WeightRule w) {
-    auto net = gossip_test::make_network(
+    auto net = gossamer::testing::make_network(
         family(std::string(algorithm) == "dpsgd" ? "ring" : "exponential", kN, w), kSteps,
         [algorithm](const json::Node* o, proto::PeerContext c) {
             return proto::make_protocol(algorithm, o, std::move(c));
@@ -29,7 +29,7 @@ std::vector<Outcome> run_with_failure(const char* algorithm, topology::WeightRul
         nullptr,
         [](int r) {
             return std::make_unique<QuadraticWorker>(
-                gossip_test::random_vector(8, 300 + static_cast<std::uint64_t>(r)), 1.0);
+                gossamer::testing::random_vector(8, 300 + static_cast<std::uint64_t>(r)), 1.0);
         });
     return run_peers(net.protocols(), net.locals(), [](int r) {
         peer::DriverOptions o;
@@ -86,7 +86,7 @@ TEST_CASE(
     "a silent neighbour: the stall timeout stops a peer with a line naming what it waits "
     "for") {
     const int slow = 1;
-    auto net = gossip_test::make_network(
+    auto net = gossamer::testing::make_network(
         family("ring", kN, topology::WeightRule::uniform), kSteps,
         [](const json::Node* o, proto::PeerContext c) {
             return proto::make_protocol("dpsgd", o, std::move(c));
@@ -94,7 +94,7 @@ TEST_CASE(
         nullptr,
         [](int r) {
             return std::make_unique<QuadraticWorker>(
-                gossip_test::random_vector(8, 400 + static_cast<std::uint64_t>(r)));
+                gossamer::testing::random_vector(8, 400 + static_cast<std::uint64_t>(r)));
         });
     const auto out = run_peers(net.protocols(), net.locals(), [&](int r) {
         peer::DriverOptions o;
@@ -131,7 +131,7 @@ TEST_CASE("dpsgd: a neighbour that never sends hits the watchdog and the stall t
     const int slow = 1;
     const auto options = json::parse_text(R"({"resync_timeout": 0.05})", "options");
     const json::Node node(options);
-    auto net = gossip_test::make_network(
+    auto net = gossamer::testing::make_network(
         family("ring", kN, topology::WeightRule::uniform), kSteps,
         [](const json::Node* o, proto::PeerContext c) {
             return proto::make_protocol("dpsgd", o, std::move(c));
@@ -139,7 +139,7 @@ TEST_CASE("dpsgd: a neighbour that never sends hits the watchdog and the stall t
         &node,
         [](int r) {
             return std::make_unique<QuadraticWorker>(
-                gossip_test::random_vector(8, 500 + static_cast<std::uint64_t>(r)));
+                gossamer::testing::random_vector(8, 500 + static_cast<std::uint64_t>(r)));
         });
     std::vector<Outcome> out;
     std::string said;

@@ -10,7 +10,7 @@
 
 #include "gossamer/core/finite.hpp"
 #include "gossamer/optimizers/protocol/registry.hpp"
-#include "gossip/network.hpp"
+#include "optimizers/harness/network.hpp"
 #include "peers.hpp"
 #include "support/poisoned_worker.hpp"
 
@@ -23,13 +23,13 @@ constexpr int kBad = 2;
 constexpr std::int64_t kSteps = 60;
 
 struct Job {
-    gossip_test::Network net;
+    gossamer::testing::Network net;
     std::vector<Outcome> out;
 };
 
 Job run_poisoned(const std::string& algorithm) {
     const bool push_sum = algorithm == "sgp" || algorithm == "async";
-    Job job{gossip_test::make_network(
+    Job job{gossamer::testing::make_network(
                 family("ring", kN,
                        push_sum ? topology::WeightRule::push_sum : topology::WeightRule::uniform),
                 kSteps,

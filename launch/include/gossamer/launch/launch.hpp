@@ -31,7 +31,10 @@ struct LaunchJob {
     std::optional<std::string> cluster_path;
     topology::Topology topology;
     std::shared_ptr<const Cluster> cluster;  ///< loaded from cluster_path
-    const optim::TrainingConfig* config = nullptr;
+    std::shared_ptr<const optim::TrainingConfig> config;
+    std::vector<std::string> algorithms;  ///< run in this order; "ddp": torch DDP (ddp_script)
+    bool inproc = false;                  ///< peers as threads over the in-process transport
+    std::string hosts = "local";          ///< local, or netns (a lab: `lab`)
     int epochs = 1;
     std::filesystem::path out;
     double timeout = 3600;             ///< seconds one algorithm's peers may run (processes)

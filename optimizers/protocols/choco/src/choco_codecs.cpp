@@ -1,4 +1,4 @@
-// Choco: what it reports of its per-edge codecs (option "edge_codecs", compress/edge_codec.hpp).
+// Choco: what it reports of its per-edge codecs (option "edge_codecs", protocol/edge_codec.hpp).
 #include <fmt/format.h>
 
 #include <set>

@@ -1,8 +1,13 @@
 #pragma once
-/// The cluster file mapped onto one real peer's driver options, shared by `gossamer launch`
-/// (peers as threads) and `gossamer peer` (one process): the same emulation in both.
+/// A real peer's driver options, filled in one place: the cluster file mapped onto them
+/// (options_for, shared by `gossamer launch` with peers as threads and `gossamer peer`: the same
+/// emulation in both) and, for the peer job, the job's clock, timeouts and trace
+/// (driver_options).
 
+#include <chrono>
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gossamer/core/cluster.hpp"
@@ -17,5 +22,24 @@ namespace gossamer::peer {
 DriverOptions options_for(int rank, const std::shared_ptr<const Cluster>& cluster,
                           const std::shared_ptr<const ComputeModel>& compute,
                           const std::string& metrics_path);
+
+/// What the driver options of one peer process (`gossamer peer`) are filled from.
+struct DriverSpec {
+    int rank = 0;
+    std::shared_ptr<const Cluster> cluster;  ///< null: natural speed
+    std::uint64_t seed = 0;                  ///< the compute model's (the config's seed)
+    std::string metrics_path;
+    Millis stall_timeout{120'000};  ///< also caps the watchdog, so a short one shows its line
+    /// The job's time origin (DriverOptions::job_start). A process started after its failure
+    /// time on that clock (the launcher's restart at rejoin_at) had its failure already: it
+    /// does not fail again (one line on stderr says so).
+    std::optional<std::chrono::system_clock::time_point> job_start;
+    std::string trace_path;  ///< "" none
+    std::size_t trace_limit = 64'000'000;
+};
+
+/// options_for(spec.rank, spec.cluster, its compute model, spec.metrics_path) with the rest of
+/// `spec`.
+DriverOptions driver_options(const DriverSpec& spec);
 
 }  // namespace gossamer::peer

@@ -1,6 +1,6 @@
 #pragma once
 /// The job of one real peer process (`gossamer peer`): join, train, evaluate, checkpoint,
-/// average, write (cli/peer_command.cpp loads and checks the inputs first).
+/// average, write (job_setup.hpp assembles it from the loaded and checked inputs first).
 
 #include <chrono>
 #include <cstdint>
@@ -12,6 +12,7 @@
 
 #include "gossamer/bootstrap/settings.hpp"
 #include "gossamer/core/checkpoint_file.hpp"
+#include "gossamer/core/cluster.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/peer/driver.hpp"
@@ -46,9 +47,24 @@ struct PeerJob {
     std::int64_t eval_samples = 2000;  ///< the first test samples each evaluation uses; 0: none
     std::chrono::milliseconds join_timeout{30'000}, stall_timeout{120'000},
         average_timeout{600'000};
+    /// The cluster file this peer emulates (step times, links, failure and leave times) and its
+    /// path; null: natural speed.
+    std::shared_ptr<const Cluster> cluster;
+    std::string cluster_path;
+    /// The job's time origin (`--job-start`; DriverOptions::job_start).
+    std::optional<std::chrono::system_clock::time_point> job_start;
+    /// `--resume DIR [--resume-step S]`: restart from DIR's checkpoints (prepare_checkpoints).
+    std::optional<std::filesystem::path> resume;
+    std::optional<std::int64_t> resume_step;
+    /// `--trace FILE`: this peer's timeline and the bound on its events (DriverOptions).
+    std::string trace_path;
+    std::size_t trace_limit = 64'000'000;
     TrainingWorker worker;
     std::unique_ptr<proto::Protocol> protocol;
-    DriverOptions driver;  ///< the cluster's emulation (cluster_options.hpp), the metrics path
+    /// Filled once, by assemble_peer_job (driver_options, cluster_options.hpp): the cluster's
+    /// emulation, the job's clock, timeouts, the metrics and trace paths. run_peer_job adds the
+    /// hooks of the joined job to a copy.
+    DriverOptions driver;
     /// What the handshake compares besides job, token, peers and model (peer/settings.hpp).
     std::vector<bootstrap::Setting> settings;
     /// Set by prepare_checkpoints when the protocol takes snapshots: what each

@@ -23,7 +23,7 @@
 #include "gossamer/optimizers/local/local_optimizer.hpp"
 #include "gossamer/optimizers/local/lr_schedule.hpp"
 #include "gossamer/optimizers/local/multirate.hpp"
-#include "gossamer/optimizers/protocol/protocol.hpp"
+#include "gossamer/optimizers/local/worker.hpp"
 
 namespace gossamer::optim {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "gossamer/optimizers/protocol/worker.hpp"
+#include "gossamer/optimizers/local/worker.hpp"
 #include "gossamer/transport/message.hpp"
 
 namespace gossamer::proto {

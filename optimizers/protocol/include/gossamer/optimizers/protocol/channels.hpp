@@ -9,7 +9,7 @@
 
 #include "gossamer/core/partition.hpp"
 #include "gossamer/optimizers/compress/compressor.hpp"
-#include "gossamer/optimizers/protocol/worker.hpp"
+#include "gossamer/optimizers/local/worker.hpp"
 
 namespace gossamer::proto {
 

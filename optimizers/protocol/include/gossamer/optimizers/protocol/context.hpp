@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "gossamer/optimizers/protocol/worker.hpp"
+#include "gossamer/optimizers/local/worker.hpp"
 #include "gossamer/topology/schedule.hpp"
 
 namespace gossamer {

@@ -23,11 +23,11 @@
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/state_io.hpp"
 #include "gossamer/optimizers/compress/compressor.hpp"
+#include "gossamer/optimizers/local/worker.hpp"
 #include "gossamer/optimizers/protocol/actions.hpp"
 #include "gossamer/optimizers/protocol/channels.hpp"
 #include "gossamer/optimizers/protocol/context.hpp"
 #include "gossamer/optimizers/protocol/edge_speed.hpp"
-#include "gossamer/optimizers/protocol/worker.hpp"
 
 namespace gossamer::proto {
 

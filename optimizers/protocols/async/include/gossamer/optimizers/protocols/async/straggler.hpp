@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "gossamer/core/rng.hpp"
-#include "gossamer/optimizers/protocol/quantile.hpp"  // quantile, used with these
 
 namespace gossamer::proto {
 
@@ -57,5 +56,10 @@ void pick_targets_into(std::span<const EdgeCandidate> candidates,
                        std::span<const std::pair<int, double>> preferred, int k, std::int64_t step,
                        std::int64_t force_age, Rng& rng, std::vector<EdgeCandidate>& pool,
                        std::vector<int>& out);
+
+/// The q-quantile (nearest rank, q in (0, 1]) of `values`; 0 when empty.
+double quantile(std::vector<double> values, double q);
+/// The same, sorting `values` in place (no allocation).
+double quantile_in_place(std::span<double> values, double q);
 
 }  // namespace gossamer::proto

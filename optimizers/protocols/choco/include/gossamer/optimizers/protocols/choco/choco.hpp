@@ -45,7 +45,7 @@
 
 #include "gossamer/core/json.hpp"
 #include "gossamer/optimizers/compress/compressor.hpp"
-#include "gossamer/optimizers/compress/edge_codec.hpp"
+#include "gossamer/optimizers/protocol/edge_codec.hpp"
 #include "gossamer/optimizers/protocol/device.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/optimizers/protocol/recent_sends.hpp"
