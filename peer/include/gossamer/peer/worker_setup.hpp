@@ -1,25 +1,14 @@
 #pragma once
-/// The local worker a real peer trains with, built exactly as `gossamer sim` builds each virtual
-/// peer's, so a real run and a simulation of the same config compare step for step.
+/// The local worker a real peer trains with: optim::make_training_worker, the one function that
+/// builds it for `gossamer sim`'s virtual peers too, so a real run and a simulation of the same
+/// config compare step for step. Its names are brought into gossamer::peer for the callers that
+/// include this header.
 
-#include <cstdint>
-#include <memory>
-
-#include "gossamer/core/dataset.hpp"
-#include "gossamer/optimizers/local/local_trainer.hpp"
-#include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/local/training_worker.hpp"
 
 namespace gossamer::peer {
 
-struct TrainingWorker {
-    std::unique_ptr<Dataset> shard;  ///< this peer's samples (the trainer reads them)
-    std::unique_ptr<optim::LocalTrainer> trainer;
-    std::int64_t steps = 0;  ///< local steps for `epochs` passes over the shard
-};
-
-/// Peer `rank` of `n`: its shard of `train` (config.sharding), the model, partitions, multirate
-/// rates, optimizer and schedule of `config`. Throws ConfigError when the batch does not fit.
-TrainingWorker make_training_worker(const optim::TrainingConfig& config, const Dataset& train,
-                                    int rank, int n, int epochs);
+using optim::make_training_worker;
+using optim::TrainingWorker;
 
 }  // namespace gossamer::peer
