@@ -1,6 +1,6 @@
 // The link is measured first, by `bench transport`'s code (two forked processes, each with its
 // own UCX worker), so that fork() happens before BLAS starts threads; then the local step of the
-// config's worker, built as a real peer builds it (peer::make_training_worker).
+// config's worker, built as a real peer builds it (optim::make_training_worker).
 #include "calibrate.hpp"
 
 #include <fmt/format.h>
@@ -16,7 +16,7 @@
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
-#include "gossamer/peer/worker_setup.hpp"
+#include "gossamer/optimizers/local/training_worker.hpp"
 #include "transport.hpp"
 
 namespace gossamer::bench {
@@ -47,7 +47,7 @@ CalibrateReport run_calibrate(const CalibrateOptions& o) {
     if (o.progress) o.progress(fmt::format("loading {}", cfg.data.name));
     set_blas_threads(o.threads);
     const auto data = optim::load_training_data(cfg);
-    auto worker = peer::make_training_worker(cfg, data.train, 0, o.peers, 1);
+    auto worker = optim::make_training_worker(cfg, data.train, 0, o.peers, 1);
     r.model = worker.trainer->model().describe();
     if (o.progress) o.progress(fmt::format("{} local steps", o.warmup + o.steps));
     std::vector<double> times;

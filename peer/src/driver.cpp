@@ -17,7 +17,7 @@
 #include "gossamer/core/log.hpp"
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/ranks_text.hpp"
-#include "gossamer/optimizers/protocol/in_flight.hpp"
+#include "gossamer/optimizers/protocol/action_applier.hpp"
 #include "peer_trace.hpp"
 
 namespace gossamer::peer {
@@ -80,7 +80,7 @@ json::Json dropped_json(const transport::DropCounters& d) {
     return out;
 }
 
-class Loop {
+class Loop final : proto::ActionTarget {
   public:
     Loop(proto::Protocol& p, proto::LocalWorker& w, transport::Transport& t, const DriverOptions& o)
         : protocol_(p),
@@ -106,7 +106,13 @@ class Loop {
   private:
     double now();
     void apply(proto::Actions& a);
-    void send(std::uint64_t id);
+    // What the loop does for each action (proto::ActionApplier calls them, in its order).
+    void refused(const proto::Refusal& r) override;
+    void send(proto::Send& s, bool counted) override;
+    void deadline(double at, std::uint64_t id) override { deadlines_.emplace(at, id); }
+    void start_step() override;
+    void done() override { result_.end_time = last_; }
+    void transmit(std::uint64_t id);  // hands in-flight message `id` to the transport
     double pace(const Message& m);
     void release_due();
     bool deliver_one();
@@ -138,9 +144,10 @@ class Loop {
     std::int64_t running_step_ = -1;
     double step_start_ = 0;
     std::map<int, double> link_free_;  // destination -> when its emulated link is free
-    // Protocols with one data message in flight per edge: the count per receiver, and the
-    // receiver of each such send until its completion is delivered.
-    proto::EdgeInFlight edge_busy_;
+    // Checks and orders the protocol's actions (one data message in flight per edge for the
+    // protocols that promise it) and knows whether it is done; the receiver of each send
+    // counted against its edge, until its completion is delivered.
+    proto::ActionApplier applier_;
     std::map<std::uint64_t, int> bounded_;
     std::int64_t next_step_ = 0;
     bool entered_ = false;  // the first step has started (an entering peer's is renumbered)
@@ -148,7 +155,6 @@ class Loop {
     std::map<int, std::string> failures_;
     std::optional<MetricsWriter> metrics_;
     DriverResult result_;
-    bool ended_ = false;
     bool gave_up_settling_ = false;  // settle_timeout passed
     PeerTracer trace_;
     ComputeThread compute_;  // last: its thread stops before the rest goes
@@ -164,65 +170,56 @@ void Loop::apply(proto::Actions& a) {
     assert(std::this_thread::get_id() == comm_thread_);
     if (auto snap = protocol_.take_snapshot(); snap && options_.on_snapshot)
         options_.on_snapshot(std::move(*snap));  // docs/operations/checkpoint.md
-    for (const auto& r : a.refused) {  // docs/operations/reliability.md, "Non-finite values"
-        const std::string why = fmt::format("it sent a {} (round {}) holding {}",
-                                            transport::to_string(r.kind), r.round, r.reason);
-        failures_[r.sender] = why;
-        result_.failed_peers.push_back(r.sender);
-        trace_.peer_failed(last_, r.sender);
-        log::warn("rank {}: refused a message on edge {} -> {}: {}; treating rank {} as failed",
-                  result_.rank, r.sender, result_.rank, why, r.sender);
-        if (metrics_)
-            metrics_->write({{"rank", result_.rank},
-                             {"time", last_},
-                             {"event", "refused"},
-                             {"from", r.sender},
-                             {"kind", std::string(transport::to_string(r.kind))},
-                             {"round", r.round},
-                             {"partition", r.partition},
-                             {"reason", r.reason}});
+    applier_.apply(protocol_, last_, a, *this);
+}
+
+void Loop::refused(const proto::Refusal& r) {  // docs/operations/reliability.md
+    const std::string why = fmt::format("it sent a {} (round {}) holding {}",
+                                        transport::to_string(r.kind), r.round, r.reason);
+    failures_[r.sender] = why;
+    result_.failed_peers.push_back(r.sender);
+    trace_.peer_failed(last_, r.sender);
+    log::warn("rank {}: refused a message on edge {} -> {}: {}; treating rank {} as failed",
+              result_.rank, r.sender, result_.rank, why, r.sender);
+    if (metrics_)
+        metrics_->write({{"rank", result_.rank},
+                         {"time", last_},
+                         {"event", "refused"},
+                         {"from", r.sender},
+                         {"kind", std::string(transport::to_string(r.kind))},
+                         {"round", r.round},
+                         {"partition", r.partition},
+                         {"reason", r.reason}});
+}
+
+void Loop::send(proto::Send& s, bool counted) {
+    const std::uint64_t id = s.id;
+    if (counted) bounded_.emplace(id, s.msg.receiver);
+    Message& m = inbox_->in_flight.emplace(id, std::move(s.msg)).first->second;
+    if (!s.borrowed.empty())
+        inbox_->borrowed.emplace(id, s.borrowed);
+    else if (m.payload.size() != m.elements)  // cost-only: a transport carries `elements`
+        m.payload.resize(m.elements);
+    trace_.send(last_, m);
+    const double release = pace(m);
+    if (release > last_) {
+        held_.emplace(release, id);  // emulated link: the hold is part of its time
+    } else {
+        protocol_.send_handed_over(id, seconds(Clock::now() - start_));
+        transmit(id);
     }
-    for (auto& s : a.sends) {
-        const std::uint64_t id = s.id;
-        if (protocol_.one_in_flight_per_edge() && s.msg.kind != transport::MessageKind::control) {
-            if (!edge_busy_.sent(s.msg))
-                throw Error(fmt::format(
-                    "{}: rank {} sent a second {} on edge {} -> {} while one is in flight; the "
-                    "protocol keeps at most one in flight per edge",
-                    protocol_.name(), result_.rank, transport::to_string(s.msg.kind), result_.rank,
-                    s.msg.receiver));
-            bounded_.emplace(id, s.msg.receiver);
-        }
-        Message& m = inbox_->in_flight.emplace(id, std::move(s.msg)).first->second;
-        if (!s.borrowed.empty())
-            inbox_->borrowed.emplace(id, s.borrowed);
-        else if (m.payload.size() != m.elements)  // cost-only: a transport carries `elements`
-            m.payload.resize(m.elements);
-        trace_.send(last_, m);
-        const double release = pace(m);
-        if (release > last_) {
-            held_.emplace(release, id);  // emulated link: the hold is part of its time
-        } else {
-            protocol_.send_handed_over(id, seconds(Clock::now() - start_));
-            send(id);
-        }
-    }
-    for (const auto& d : a.deadlines) deadlines_.emplace(std::max(d.at, last_), d.id);
-    if (a.start_step) trace_.starting();
-    if (a.start_step) {
-        // A peer that entered a running job steps from the job's step, which its worker took
-        // from the sponsor (LocalWorker::enter_at): its records and model checkpoints say so.
-        if (options_.enter && !entered_) next_step_ = worker_.steps();
-        entered_ = true;
-        running_step_ = next_step_;
-        step_start_ = last_;
-        ready_ = {};
-        compute_.start_on_comm(next_step_++, last_, protocol_.compute_point());
-    }
-    if (a.done && !ended_) {
-        ended_ = true;
-        result_.end_time = last_;
-    }
+}
+
+void Loop::start_step() {
+    trace_.starting();
+    // A peer that entered a running job steps from the job's step, which its worker took from
+    // the sponsor (LocalWorker::enter_at): its records and model checkpoints say so.
+    if (options_.enter && !entered_) next_step_ = worker_.steps();
+    entered_ = true;
+    running_step_ = next_step_;
+    step_start_ = last_;
+    ready_ = {};
+    compute_.start_on_comm(next_step_++, last_, protocol_.compute_point());
 }
 
 void Loop::write_extra() {
@@ -233,7 +230,7 @@ void Loop::write_extra() {
     }
 }
 
-void Loop::send(std::uint64_t id) {
+void Loop::transmit(std::uint64_t id) {
     const Message& m = inbox_->in_flight.at(id);
     const auto lent = inbox_->borrowed.find(id);
     const auto values =
@@ -272,7 +269,7 @@ void Loop::release_due() {
     while (!held_.empty() && held_.top().first <= t) {
         const auto id = held_.top().second;
         held_.pop();
-        send(id);
+        transmit(id);
     }
 }
 
@@ -286,7 +283,7 @@ void Loop::deliver(Event& e, proto::Actions& a) {
         if (!s->status.ok())
             log::debug("rank {}: a send failed: {}", result_.rank, s->status.reason);
         if (auto it = bounded_.find(s->id); it != bounded_.end()) {
-            edge_busy_.completed(it->second);
+            applier_.completed(it->second);
             bounded_.erase(it);
         }
         protocol_.send_completed(t, s->id, s->status.ok(), a, s->at);
@@ -298,7 +295,7 @@ void Loop::deliver(Event& e, proto::Actions& a) {
         trace_.peer_failed(t, dead);
         log::warn("rank {}: peer {} failed: {}", result_.rank, dead, f->status.reason);
         // A done protocol that still settles waits for nothing more from a failed peer.
-        if (!protocol_.done() || !protocol_.settled()) protocol_.peer_failed(t, dead, a);
+        if (applier_.takes_failure(protocol_)) protocol_.peer_failed(t, dead, a);
     }
 }
 
@@ -357,7 +354,7 @@ bool Loop::deliver_one() {
     } else if (!deadlines_.empty() && deadlines_.top().first <= seconds(Clock::now() - start_)) {
         const auto id = deadlines_.top().second;
         deadlines_.pop();
-        if (protocol_.done()) return true;
+        if (!applier_.takes_deadline()) return true;
         trace_.cause({trace::WaitCause::deadline});
         protocol_.deadline_reached(now(), id, a);
     } else if (!ready_.empty() && ready_.top().first <= seconds(Clock::now() - start_)) {
@@ -413,7 +410,7 @@ std::string Loop::waiting_for() {
 
 void Loop::watch() {
     const double t = seconds(Clock::now() - start_);
-    if (ended_) {
+    if (applier_.done()) {
         // Settling (run()'s loop): the others are still training, as in the exact average.
         if (!gave_up_settling_ && t - result_.end_time >= seconds(options_.settle_timeout)) {
             log::warn(
@@ -443,7 +440,7 @@ void Loop::watch() {
 }
 
 void Loop::finish() {
-    if (!ended_) result_.end_time = now();
+    if (!applier_.done()) result_.end_time = now();
     result_.idle = std::max(0.0, result_.end_time - result_.busy);
     result_.stats = protocol_.stats();
     result_.edges = protocol_.edge_report();
@@ -514,7 +511,7 @@ DriverResult Loop::run() {
     while (!(protocol_.done() && (!options_.settle || gave_up_settling_ || protocol_.settled()) &&
              inbox_->in_flight.empty() && protocol_.unsent() == 0)) {
         const double t = seconds(Clock::now() - start_);
-        if (!ended_ && t >= fail_at_) {
+        if (!applier_.done() && t >= fail_at_) {
             log::warn("rank {}: emulated failure at {:.3f} s", result_.rank, t + shift_);
             result_.failed = true;
             break;
@@ -534,7 +531,7 @@ DriverResult Loop::run() {
         release_due();
         if (deliver_one()) continue;
         // Block in the transport until something may have happened or the next timer is due.
-        double until = ended_
+        double until = applier_.done()
                            ? result_.end_time + seconds(options_.settle_timeout)
                            : std::min({next_watch_, last_event_ + seconds(options_.stall_timeout),
                                        seconds(options_.run_timeout), fail_at_,

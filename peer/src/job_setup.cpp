@@ -70,7 +70,7 @@ void load_peer_data(PeerJob& job) {
 void assemble_peer_job(PeerJob& job) {
     const auto& cfg = job.config;
     const int n = job.topology.n();
-    job.worker = make_training_worker(cfg, job.data.train, job.rank, n, job.epochs);
+    job.worker = optim::make_training_worker(cfg, job.data.train, job.rank, n, job.epochs);
     const auto options = cfg.algorithm_options(job.algorithm);
     proto::PeerContext ctx{
         job.rank,         n,          job.topology.schedule, job.worker.trainer.get(),

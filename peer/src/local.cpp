@@ -6,8 +6,8 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/file_io.hpp"
+#include "gossamer/optimizers/local/training_worker.hpp"
 #include "gossamer/optimizers/protocol/registry.hpp"
-#include "gossamer/peer/worker_setup.hpp"
 #include "gossamer/transport/inproc.hpp"
 
 namespace gossamer::peer {
@@ -67,12 +67,12 @@ LocalTrainingResult run_local_training(const LocalTraining& job) {
     if (!job.topology || !job.config || !job.train || !job.test)
         throw Error("run_local_training: a topology, a config and data are needed");
     const int n = job.topology->n();
-    std::vector<TrainingWorker> workers;
+    std::vector<optim::TrainingWorker> workers;
     std::vector<std::unique_ptr<proto::Protocol>> owned;
     std::vector<proto::Protocol*> protocols;
     std::vector<proto::LocalWorker*> locals;
     for (int r = 0; r < n; ++r) {
-        workers.push_back(make_training_worker(*job.config, *job.train, r, n, job.epochs));
+        workers.push_back(optim::make_training_worker(*job.config, *job.train, r, n, job.epochs));
         auto& w = workers.back();
         proto::PeerContext ctx{r, n, job.topology, w.trainer.get(), w.steps, job.cluster};
         ctx.value_bound = job.config->value_bound;  // docs/operations/reliability.md

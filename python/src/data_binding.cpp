@@ -10,8 +10,8 @@
 #include "gossamer/core/sharding.hpp"
 #include "gossamer/optimizers/local/local_trainer.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/local/training_worker.hpp"
 #include "gossamer/peer/local.hpp"
-#include "gossamer/peer/worker_setup.hpp"
 #include "gossamer/topology/topology_file.hpp"
 
 namespace gossamer::python {
@@ -76,7 +76,7 @@ void bind_data(py::module_& m) {
                                   fmt::format("rank {} is out of range for {} peers", rank, n),
                                   "give 0 <= rank < n");
             auto w =
-                peer::make_training_worker(cfg, data.train, rank, n, epochs.value_or(cfg.epochs));
+                optim::make_training_worker(cfg, data.train, rank, n, epochs.value_or(cfg.epochs));
             py::dict out = arrays(*w.shard);
             const auto p = w.trainer->params();
             py::array_t<float> params(static_cast<py::ssize_t>(p.size()));

@@ -64,7 +64,7 @@ void Engine::note_membership(Time now) {
     std::vector<int> live;
     for (int r = 0; r < n_; ++r) {
         const Peer& q = peers_[static_cast<std::size_t>(r)];
-        if (q.alive && !(q.left && q.done)) live.push_back(r);
+        if (q.alive && !(q.left && q.applier.done())) live.push_back(r);
     }
     auto& versions = result_.topology_versions;
     if (live.empty() || (!versions.empty() && versions.back().live == live)) return;
@@ -92,7 +92,7 @@ void Engine::tell_absent(int rank) {
     for (int r = 0; r < n_; ++r) {
         const Peer& q = peers_[static_cast<std::size_t>(r)];
         // Down, not joined yet, or gone after a graceful leave.
-        if (r != rank && (!q.alive || (q.left && q.done))) proto.peer_absent(r);
+        if (r != rank && (!q.alive || (q.left && q.applier.done()))) proto.peer_absent(r);
     }
 }
 
@@ -132,11 +132,11 @@ void Engine::join(int rank, Time now) {
         p.protocol->configure_edge_speeds(speeds_);
         ++p.life;
         p.crashed = false;
-        p.edge_busy = {};
     }
     tell_absent(rank);
     p.alive = true;
-    p.done = p.stepping = false;
+    p.applier.reset();  // not done, nothing in flight (a fresh joiner never sent)
+    p.stepping = false;
     p.idle_since = now;
     ++p.joins;
     ++active_;
@@ -148,7 +148,7 @@ void Engine::join(int rank, Time now) {
 
 void Engine::leave(int rank, Time now) {
     Peer& p = peers_[static_cast<std::size_t>(rank)];
-    if (!p.alive || p.done) return;  // down, or finished before its leave_at
+    if (!p.alive || p.applier.done()) return;  // down, or finished before its leave_at
     p.left = true;
     p.eval_pending = -1;  // it hands its model on: nothing of its own to judge
     proto::Actions& a = fresh_actions();

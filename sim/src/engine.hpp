@@ -1,7 +1,7 @@
 #pragma once
 // The simulator's engine (private to sim/src): events, virtual peers and the Engine class.
-// simulation.cpp runs events; churn.cpp lets peers join, leave and rejoin
-// (docs/operations/elastic.md).
+// simulation.cpp runs events; actions.cpp plays a peer's actions; churn.cpp lets peers join, leave
+// and rejoin (docs/operations/elastic.md).
 
 #include <algorithm>
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gossamer/core/compute_model.hpp"
-#include "gossamer/optimizers/protocol/in_flight.hpp"
+#include "gossamer/optimizers/protocol/action_applier.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/sim/event_queue.hpp"
 #include "gossamer/sim/fair_network.hpp"
@@ -85,7 +85,6 @@ using Event = std::variant<StepDone, Arrival, DeadlineEvent, Failure, FailureNot
 // A message on the fair-share network, by flow id: what its end delivers.
 struct Flowing {
     int rank, to, counted;  // counted: as in SendDone
-    bool bounded;
     std::uint64_t id;
     std::uint32_t message;
     int life_from, life_to;  // the sender's and the receiver's incarnations at the send
@@ -93,14 +92,14 @@ struct Flowing {
 };
 
 struct Peer {
-    Dataset shard;
+    std::unique_ptr<Dataset> shard;  // math mode: the samples its trainer reads
     std::unique_ptr<proto::LocalWorker> worker;
     std::unique_ptr<proto::Protocol> protocol;
-    bool alive = true, done = false, stepping = false;
+    // Applies and checks its protocol's actions (the bound on data messages in flight per edge)
+    // and knows whether it is done.
+    proto::ActionApplier applier{{"peer", true}};
+    bool alive = true, stepping = false;
     std::int64_t started = 0;
-    // Data messages in flight per edge, for protocols that bound them to one per edge (the
-    // chunks of one message count as one).
-    proto::EdgeInFlight edge_busy;
     Time busy = 0, idle = 0, idle_since = 0, step_start = 0, step_end = 0;
     // Elastic jobs (churn.cpp).
     int life = 0;                    // incarnation: one more at each rejoin
@@ -121,7 +120,12 @@ class Engine {
     SimResult run();
 
   private:
+    /// Applies rank's actions through its ActionApplier: the pieces below do each.
     void apply(int rank, Time now, proto::Actions& a);
+    void refused(int rank, Time now, const proto::Refusal& r);
+    void send(int rank, Time now, proto::Send& send, bool counted);
+    void start_step(int rank, Time now);
+    void peer_done(int rank, Time now);  // its protocol's first done
     void handle(Time now, Event& e);
     void evaluate(Time now, bool final);
     /// Judges `rank`'s own model for its pending tick, at its step boundary `now`.

@@ -14,9 +14,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/log.hpp"
 #include "gossamer/core/params.hpp"
-#include "gossamer/core/sharding.hpp"
-#include "gossamer/optimizers/local/local_trainer.hpp"
-#include "gossamer/optimizers/protocol/in_flight.hpp"
+#include "gossamer/optimizers/local/training_worker.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/optimizers/protocol/questions.hpp"
 #include "gossamer/sim/event_queue.hpp"
@@ -39,10 +37,7 @@ Engine::Engine(const SimSetup& s)
         throw Error(fmt::format("the cluster has {} peers, the topology {}", s.cluster->n(), n_));
     const bool math = s.mode == Mode::math;
     std::int64_t steps = s.steps;
-    ShardSpec spec;
     if (math) {
-        spec = s.config->sharding;
-        spec.peers = n_;
         eval_model_ = optim::build_model(*s.config, *s.train);
         peer_test_ = first_samples(*s.test, s.peer_eval_samples);
         average_test_ = first_samples(
@@ -50,21 +45,14 @@ Engine::Engine(const SimSetup& s)
     }
     for (int r = 0; r < n_; ++r) {
         Peer& p = peers_[static_cast<std::size_t>(r)];
-        if (math) {
-            p.shard = shard_for_peer(*s.train, spec, r);
-            optim::check_batch_size(*s.config, p.shard.size());
-            const std::int64_t per_epoch = p.shard.size() / s.config->batch_size;
-            steps = per_epoch * s.epochs;
-            auto model = optim::build_model(*s.config, *s.train);
-            auto layout = optim::build_partitions(*s.config, *model);
-            auto rates = optim::build_multirate(*s.config, layout);
-            proto::check_multirate_algorithm(rates, s.algorithm);
-            auto trainer = std::make_unique<optim::LocalTrainer>(
-                std::move(model), layout, s.config->optimizer,
-                optim::build_schedule(*s.config, steps), p.shard, s.config->batch_size,
-                s.config->seed, r);
-            trainer->set_multirate(std::move(rates));
-            p.worker = std::move(trainer);
+        if (math) {  // as a real peer's (optim::make_training_worker)
+            auto w = optim::make_training_worker(
+                *s.config, *s.train, r, n_, s.epochs, [&](const optim::Multirate& m) {
+                    proto::check_multirate_algorithm(m, s.algorithm);
+                });
+            steps = w.steps;
+            p.shard = std::move(w.shard);
+            p.worker = std::move(w.trainer);
         } else {
             p.worker = std::make_unique<proto::CostOnlyWorker>(s.model_size);
         }
@@ -101,116 +89,6 @@ bool Engine::active() const {
     return active_ > 0;
 }
 
-proto::Actions& Engine::fresh_actions() {
-    actions_.sends.clear();
-    actions_.deadlines.clear();
-    actions_.start_step = actions_.done = false;
-    return actions_;
-}
-
-std::uint32_t Engine::hold(transport::Message&& m) {
-    if (free_messages_.empty()) {
-        messages_.push_back(std::move(m));
-        return static_cast<std::uint32_t>(messages_.size() - 1);
-    }
-    const std::uint32_t i = free_messages_.back();
-    free_messages_.pop_back();
-    messages_[i] = std::move(m);
-    return i;
-}
-
-transport::Message Engine::take(std::uint32_t index) {
-    transport::Message m = std::move(messages_[index]);
-    messages_[index].payload = {};  // a moved-from vector's buffer is released either way
-    free_messages_.push_back(index);
-    return m;
-}
-
-void Engine::unsettle(Time now) {
-    if (settle_queued_) return;
-    settle_queued_ = true;
-    ++pending_;
-    queue_.push(now, Settle{});
-}
-
-void Engine::start_flow(const Flowing& f, Time now) {
-    const std::uint32_t flow = fair_->start(f.rank, f.to, f.bytes, now);
-    if (flowing_.size() <= flow) flowing_.resize(flow + 1);
-    flowing_[flow] = f;
-    unsettle(now);
-}
-
-void Engine::apply(int rank, Time now, proto::Actions& a) {
-    Peer& p = peers_[static_cast<std::size_t>(rank)];
-    const bool bounded = p.protocol->one_in_flight_per_edge();
-    for (const auto& r : a.refused) {  // docs/operations/reliability.md, "Non-finite values"
-        trace_.peer_failed(rank, now, r.sender);
-        log::warn(
-            "sim: peer {} refused a {} of peer {} (round {}) at {:.6f} s: {}; treating "
-            "peer {} as failed",
-            rank, transport::to_string(r.kind), r.sender, r.round, now, r.reason, r.sender);
-    }
-    for (auto& send : a.sends) {
-        const int to = send.msg.receiver;
-        const bool data = send.msg.kind != transport::MessageKind::control;
-        if (bounded && data && !p.edge_busy.sent(send.msg))
-            throw Error(fmt::format(
-                "{}: peer {} sent a second {} on edge {} -> {} at {:.6f} s while one is in "
-                "flight; the protocol keeps at most one in flight per edge",
-                p.protocol->name(), rank, transport::to_string(send.msg.kind), rank, to, now));
-        if (fair_) {  // delivered when its flow ends (handle, FlowEnd)
-            trace_.send(rank, now, send.msg);
-            const std::uint64_t bytes = send.msg.wire_bytes();
-            const Flowing f{rank,           to,
-                            data ? to : -1, bounded,
-                            send.id,        hold(std::move(send.msg)),
-                            p.life,         peers_[static_cast<std::size_t>(to)].life,
-                            bytes};
-            auto& edge = edge_queue_[static_cast<std::uint64_t>(rank) * n_ + to];
-            edge.push_back(f);
-            if (edge.size() == 1) start_flow(f, now);  // else it waits for the one ahead
-            continue;
-        }
-        const Transfer tr = network_.transfer(rank, to, send.msg.wire_bytes(), now);
-        ++pending_;
-        queue_.push(
-            tr.sent,
-            SendDone{rank, bounded && send.msg.kind != transport::MessageKind::control ? to : -1,
-                     send.id, p.life});
-        trace_.send(rank, now, send.msg);
-        ++pending_;
-        queue_.push(tr.arrival, Arrival{to, hold(std::move(send.msg)),
-                                        peers_[static_cast<std::size_t>(to)].life});
-    }
-    for (const auto& d : a.deadlines) {
-        ++pending_;
-        queue_.push(std::max(d.at, now), DeadlineEvent{rank, d.id, p.life});
-    }
-    if (a.start_step) {
-        if (!p.stepping) p.idle += now - p.idle_since;
-        if (!p.stepping) trace_.wait(rank, p.idle_since, now);
-        p.stepping = true;
-        p.step_start = now;
-        const double loss =
-            p.worker->math() ? p.worker->compute_gradient(p.protocol->compute_point()) : 0.0;
-        const Time end = compute_.step_end(rank, p.started++, now);
-        p.busy += end - now;
-        p.step_end = end;
-        if (p.protocol->takes_partition_ready()) schedule_ready(rank, now, end);
-        ++pending_;
-        queue_.push(end, StepDone{rank, loss, p.life});
-    }
-    if (a.done && !p.done) {
-        judge_pending(rank, now);  // its final model
-        p.done = true;
-        if (p.left) note_membership(now);  // a graceful leave is over
-        if (p.alive) --active_;
-        if (!p.stepping) p.idle += now - p.idle_since;
-        if (!p.stepping) trace_.wait(rank, p.idle_since, now, {trace::WaitCause::finish});
-        result_.end_time = std::max(result_.end_time, now);
-    }
-}
-
 void Engine::handle(Time now, Event& e) {
     proto::Actions& a = fresh_actions();
     if (auto* d = std::get_if<StepDone>(&e)) {
@@ -236,13 +114,13 @@ void Engine::handle(Time now, Event& e) {
         apply(m->rank, now, a);
     } else if (auto* dl = std::get_if<DeadlineEvent>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(dl->rank)];
-        if (!live(dl->rank, dl->life) || p.done) return;
+        if (!live(dl->rank, dl->life) || !p.applier.takes_deadline()) return;
         trace_.cause({trace::WaitCause::deadline});
         p.protocol->deadline_reached(now, dl->id, a);
         apply(dl->rank, now, a);
     } else if (auto* f = std::get_if<Failure>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(f->rank)];
-        if (!p.alive || p.done) return;
+        if (!p.alive || p.applier.done()) return;
         crash(f->rank);  // churn.cpp: the mass it held, its model for a rejoin
         p.alive = false;
         note_membership(now);
@@ -263,7 +141,7 @@ void Engine::handle(Time now, Event& e) {
     } else if (auto* sd = std::get_if<SendDone>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(sd->rank)];
         if (!live(sd->rank, sd->life)) return;
-        if (sd->counted >= 0) p.edge_busy.completed(sd->counted);
+        if (sd->counted >= 0) p.applier.completed(sd->counted);
         // Done or not: an outbox may still hold a share for this edge.
         p.protocol->send_completed(now, sd->id, true, a);
         apply(sd->rank, now, a);
@@ -279,7 +157,7 @@ void Engine::handle(Time now, Event& e) {
         // Every send completes (edge speeds are measured from completions); only a bounded
         // protocol's data messages count against its edges.
         ++pending_;
-        queue_.push(now, SendDone{f.rank, f.bounded ? f.counted : -1, f.id, f.life_from});
+        queue_.push(now, SendDone{f.rank, f.counted, f.id, f.life_from});
         ++pending_;
         queue_.push(now + network_.latency(f.rank, f.to), Arrival{f.to, f.message, f.life_to});
     } else if (std::holds_alternative<Settle>(e)) {
@@ -298,7 +176,7 @@ void Engine::handle(Time now, Event& e) {
     } else if (auto* fn = std::get_if<FailureNotice>(&e)) {
         Peer& p = peers_[static_cast<std::size_t>(fn->rank)];
         // As real drivers do: a done protocol that is not settled still hears of failures.
-        if (!p.alive || (p.done && p.protocol->settled())) return;
+        if (!p.alive || !p.applier.takes_failure(*p.protocol)) return;
         if (peers_[static_cast<std::size_t>(fn->dead)].life != fn->life) return;  // it is back
         trace_.peer_failed(fn->rank, now, fn->dead);
         trace_.cause({trace::WaitCause::failure, fn->dead, -1});
@@ -308,21 +186,6 @@ void Engine::handle(Time now, Event& e) {
         join(j->rank, now);  // churn.cpp
     } else if (auto* l = std::get_if<Leave>(&e)) {
         leave(l->rank, now);
-    }
-}
-
-void Engine::schedule_ready(int rank, Time start, Time end) {
-    // Partition p is final at its point of the backward pass (backward_ready_fractions: a third
-    // of forward, then the partitions in reverse order by their share of the values); partition
-    // 0 at the end, which step_finished says.
-    const Peer& p = peers_[static_cast<std::size_t>(rank)];
-    const PartitionLayout* parts = p.worker->partitions();
-    if (!parts || parts->count() < 2) return;
-    const auto f = proto::backward_ready_fractions(*parts, p.worker->size());
-    for (std::size_t id = parts->count() - 1; id >= 1; --id) {
-        ++pending_;
-        queue_.push(start + (end - start) * f[id],
-                    PartitionReady{rank, static_cast<std::uint32_t>(id), p.started - 1, p.life});
     }
 }
 
@@ -385,7 +248,7 @@ void Engine::evaluate(Time now, bool final) {
     for (std::size_t m = 0; m < models.size(); ++m) {
         const auto& x = models[m];
         Peer& peer = peers_[static_cast<std::size_t>(ranks[m])];
-        if (judged[m] && !final && !peer.done) {
+        if (judged[m] && !final && !peer.applier.done()) {
             peer.eval_pending = tick;  // replaces a tick it has not reached a boundary for
         } else if (judged[m] && !final) {
             tick_sums_.back().add(judge(x.span()));  // a peer that finished: its model is final
@@ -515,7 +378,7 @@ SimResult Engine::run() {
         std::string waiting;
         for (int r = 0; r < n_ && waiting.size() < 60; ++r)
             if (peers_[static_cast<std::size_t>(r)].alive &&
-                !peers_[static_cast<std::size_t>(r)].done)
+                !peers_[static_cast<std::size_t>(r)].applier.done())
                 waiting += (waiting.empty() ? "" : ", ") + std::to_string(r);
         throw Error(
             fmt::format("{}: the simulation stalled at virtual time {:.3f} s (no step since "

@@ -7,8 +7,8 @@
 
 #include "api_peers.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/local/training_worker.hpp"
 #include "gossamer/peer/local.hpp"
-#include "gossamer/peer/worker_setup.hpp"
 
 using namespace api_test;
 
@@ -45,7 +45,7 @@ double api_loss(const std::string& algorithm, const std::string& topology_path, 
                 std::vector<LoopOutcome>& out) {
     auto job = make_inproc_job(n);
     out = run_loops(n, [&](int r, LoopOutcome& me) {
-        auto w = peer::make_training_worker(cfg, data.train, r, n, cfg.epochs);
+        auto w = optim::make_training_worker(cfg, data.train, r, n, cfg.epochs);
         auto& trainer = *w.trainer;
         std::vector<float> p(trainer.params().begin(), trainer.params().end());
         Peer peer(inproc_options(topology_path, r, algorithm.c_str(), w.steps, job), p);

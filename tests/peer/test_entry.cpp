@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/local/training_worker.hpp"
 #include "gossamer/optimizers/protocol/registry.hpp"
-#include "gossamer/peer/worker_setup.hpp"
 #include "peers.hpp"
 
 using namespace peer_test;
@@ -24,12 +24,12 @@ TEST_CASE("an entering peer that no member admits gives up after its entry timeo
     const auto data = optim::load_training_data(cfg);
     const int n = 4;
     const auto topo = family("exponential", n, topology::WeightRule::uniform);
-    std::vector<peer::TrainingWorker> workers;
+    std::vector<optim::TrainingWorker> workers;
     std::vector<std::unique_ptr<proto::Protocol>> protocols;
     std::vector<proto::Protocol*> ps;
     std::vector<proto::LocalWorker*> ws;
     for (int r = 0; r < n; ++r) {
-        workers.push_back(peer::make_training_worker(cfg, data.train, r, n, cfg.epochs));
+        workers.push_back(optim::make_training_worker(cfg, data.train, r, n, cfg.epochs));
         proto::PeerContext ctx{r, n, topo, workers.back().trainer.get(), workers.back().steps};
         protocols.push_back(proto::make_protocol("async", nullptr, ctx));
     }

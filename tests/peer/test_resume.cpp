@@ -11,8 +11,8 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/local/training_worker.hpp"
 #include "gossamer/optimizers/protocol/registry.hpp"
-#include "gossamer/peer/worker_setup.hpp"
 #include "peers.hpp"
 
 using namespace peer_test;
@@ -30,7 +30,7 @@ optim::TrainingConfig config(const char* optimizer) {
 
 // One job: every peer's worker and protocol, and the snapshots each peer took, by step.
 struct Job {
-    std::vector<peer::TrainingWorker> workers;
+    std::vector<optim::TrainingWorker> workers;
     std::vector<std::unique_ptr<proto::Protocol>> protocols;
     std::vector<std::map<std::int64_t, std::vector<char>>> snapshots;
     std::vector<Outcome> outcomes;
@@ -49,7 +49,7 @@ std::unique_ptr<Job> make_job(const std::string& algorithm, const char* options,
         opts.emplace(*doc);
     }
     for (int r = 0; r < n; ++r) {
-        job->workers.push_back(peer::make_training_worker(cfg, data.train, r, n, cfg.epochs));
+        job->workers.push_back(optim::make_training_worker(cfg, data.train, r, n, cfg.epochs));
         auto& w = job->workers.back();
         proto::PeerContext ctx{r, n, topo, w.trainer.get(), w.steps};
         job->protocols.push_back(proto::make_protocol(algorithm, opts ? &*opts : nullptr, ctx));

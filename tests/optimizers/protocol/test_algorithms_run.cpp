@@ -11,8 +11,8 @@
 
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/local/training_worker.hpp"
 #include "gossamer/peer/local.hpp"
-#include "gossamer/peer/worker_setup.hpp"
 #include "gossamer/sim/simulation.hpp"
 #include "peer/api_peers.hpp"
 #include "support/run.hpp"
@@ -90,7 +90,7 @@ TEST_CASE("lsgd, gadmm and qallreduce run under gossamer::Peer") {
         CAPTURE(std::string(algorithm));
         auto job = make_inproc_job(n);
         const auto out = api_test::run_loops(n, [&](int r, api_test::LoopOutcome& me) {
-            auto w = peer::make_training_worker(cfg, data.train, r, n, cfg.epochs);
+            auto w = optim::make_training_worker(cfg, data.train, r, n, cfg.epochs);
             auto& trainer = *w.trainer;
             std::vector<float> p(trainer.params().begin(), trainer.params().end());
             Peer peer(api_test::inproc_options(path, r, algorithm, w.steps, job), p);

@@ -14,9 +14,9 @@
 #include "gossamer/core/checkpoint_file.hpp"
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
+#include "gossamer/optimizers/local/training_worker.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/peer/driver.hpp"
-#include "gossamer/peer/worker_setup.hpp"
 #include "gossamer/topology/topology_file.hpp"
 
 namespace gossamer::peer {
@@ -59,7 +59,7 @@ struct PeerJob {
     /// `--trace FILE`: this peer's timeline and the bound on its events (DriverOptions).
     std::string trace_path;
     std::size_t trace_limit = 64'000'000;
-    TrainingWorker worker;
+    optim::TrainingWorker worker;
     std::unique_ptr<proto::Protocol> protocol;
     /// Filled once, by assemble_peer_job (driver_options, cluster_options.hpp): the cluster's
     /// emulation, the job's clock, timeouts, the metrics and trace paths. run_peer_job adds the

@@ -1,0 +1,30 @@
+#include "gossamer/optimizers/local/training_worker.hpp"
+
+#include "gossamer/core/sharding.hpp"
+#include "gossamer/optimizers/local/multirate.hpp"
+
+namespace gossamer::optim {
+
+// The order is part of the contract: the model draws its initial values from the config's seed,
+// and of two bad inputs the one checked first is the one reported.
+TrainingWorker make_training_worker(const TrainingConfig& config, const Dataset& train, int rank,
+                                    int n, int epochs,
+                                    const std::function<void(const Multirate&)>& check_rates) {
+    ShardSpec spec = config.sharding;
+    spec.peers = n;
+    TrainingWorker w;
+    w.shard = std::make_unique<Dataset>(shard_for_peer(train, spec, rank));
+    check_batch_size(config, w.shard->size());
+    w.steps = w.shard->size() / config.batch_size * epochs;
+    auto model = build_model(config, train);
+    auto layout = build_partitions(config, *model);
+    auto rates = build_multirate(config, layout);
+    if (check_rates) check_rates(rates);
+    w.trainer = std::make_unique<LocalTrainer>(std::move(model), layout, config.optimizer,
+                                               build_schedule(config, w.steps), *w.shard,
+                                               config.batch_size, config.seed, rank);
+    w.trainer->set_multirate(std::move(rates));
+    return w;
+}
+
+}  // namespace gossamer::optim
