@@ -32,15 +32,6 @@ Stat stat_of(const std::vector<double>& v) {
     return s;
 }
 
-double nearest_rank_quantile(std::vector<double>& values, double q) {
-    if (values.empty()) return 0.0;
-    std::sort(values.begin(), values.end());
-    const double rank = std::ceil(q * static_cast<double>(values.size()));
-    const auto i =
-        static_cast<std::size_t>(std::clamp(rank, 1.0, static_cast<double>(values.size()))) - 1;
-    return values[i];
-}
-
 SweepStats::SweepStats(std::string algorithm, double goal)
     : algorithm_(std::move(algorithm)), goal_(goal) {}
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gossamer/core/quantile.hpp"
+
 namespace gossamer::proto {
 namespace {
 
@@ -92,11 +94,7 @@ double quantile(std::vector<double> values, double q) {
 }
 
 double quantile_in_place(std::span<double> values, double q) {
-    if (values.empty()) return 0.0;
-    std::sort(values.begin(), values.end());
-    const double rank = std::ceil(q * static_cast<double>(values.size()));
-    const auto i = static_cast<std::size_t>(std::clamp(rank, 1.0, double(values.size()))) - 1;
-    return values[i];
+    return nearest_rank_quantile(values, q);
 }
 
 }  // namespace gossamer::proto

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gossamer/core/json.hpp"
+#include "gossamer/core/quantile.hpp"
 #include "gossamer/sim/simulation.hpp"
 
 namespace gossamer::sim {
@@ -20,8 +21,8 @@ struct Stat {
 
 Stat stat_of(const std::vector<double>& values);
 
-/// The nearest-rank quantile q in (0, 1] of `values` (sorted in place); 0 for none.
-double nearest_rank_quantile(std::vector<double>& values, double q);
+/// The nearest-rank quantile (core/quantile.hpp), as the sweep reports it.
+using gossamer::nearest_rank_quantile;
 
 /// One algorithm's summary over its seeds.
 struct AlgorithmSummary {
