@@ -37,7 +37,7 @@ KINDS = {
     "transport_shm_latency": ("lower", "ratio", "relative", 0.10, 0.05),
     "allreduce_ratio": ("lower", "ratio", "relative", 1.0, 0.05),
     "sim_seconds": ("lower", "s", "relative", 0.5, 0.05),
-    "sim_peak_bytes": ("lower", "bytes", "relative", 0.10, 0.03),
+    "sim_peak_bytes": ("lower", "bytes", "relative", 0.05, 0.03),
     "sim_exponent": ("lower", "exponent", "absolute", 0.10, 0.03),
 }
 # Files scripts/bench.sh writes that hold no ratio: measurements of this machine, not of code.
