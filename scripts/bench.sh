@@ -7,6 +7,8 @@
 # `bench allreduce` (2, 4 and 8 processes, 1..64 MiB, beside mpirun) takes about 7 minutes on 2
 # cores; `bench calibrate` writes out/bench/cluster.json for `gossamer sim --cluster`.
 # bench/sim_scaling.py (the simulator's scaling exponents, 1,024..8,192 peers) takes about 8.
+# Last, scripts/bench_compare.py prints every ratio and scale figure that moved more than its
+# noise band since bench/recorded.json (exit 1 when one did; --record after an intended change).
 #   scripts/bench.sh [--seconds S]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +16,7 @@ seconds=3
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/bench.sh: unknown option '$1'; use --seconds S" >&2; exit 2 ;;
   esac
 done
@@ -37,3 +39,7 @@ echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(OpenBLAS default)}"
 cat out/bench/calibrate.json
 /usr/bin/python3 bench/sim_scaling.py --gossamer "$g" --sizes 1024,2048,4096,8192 --repeats 2 \
   --json out/bench/sim_scaling.json
+# What moved since the recorded figures, so that a slower simulator, transport or mixing kernel
+# shows in the change that made it (docs/results/benchmarks.md, "Comparing with the recorded
+# figures").
+/usr/bin/python3 scripts/bench_compare.py --out-dir out/bench --recorded bench/recorded.json

@@ -338,9 +338,14 @@ SimResult Engine::run() {
     schedule_churn();  // churn.cpp: late joiners are not active yet
     if (math && s_.eval_interval > 0) queue_.push(0.0, Evaluate{});
     trace_.cause({trace::WaitCause::start});
+    // Who is absent cannot change before the first event: found once, not once per peer
+    // (tell_absent's scan made the start O(n^2): 30% of a 16,384-peer run of 5 steps).
+    std::vector<int> absent;
+    for (int r = 0; r < n_; ++r)
+        if (!peers_[static_cast<std::size_t>(r)].alive) absent.push_back(r);
     for (int r = 0; r < n_; ++r) {
         if (!peers_[static_cast<std::size_t>(r)].alive) continue;  // joins later
-        tell_absent(r);
+        for (int q : absent) peers_[static_cast<std::size_t>(r)].protocol->peer_absent(q);
         proto::Actions& a = fresh_actions();
         peers_[static_cast<std::size_t>(r)].protocol->start(0.0, a);
         apply(r, 0.0, a);
