@@ -137,3 +137,28 @@ TEST_CASE("the base graph is the union over one period, computed once and shared
     }
     CHECK(rm->base_graph().edges() == graph_union(first).edges());
 }
+
+TEST_CASE("check_once runs a whole-schedule check once per key and keeps its answer") {
+    FamilySpec s;
+    s.n = 8;
+    s.family = "ring";
+    auto sched = generate(s);
+    int runs = 0;
+    const auto failing = [&runs]() -> std::string {
+        ++runs;
+        return "not a chain";
+    };
+    CHECK(sched->check_once("a", failing) == "not a chain");
+    CHECK(sched->check_once("a", failing) == "not a chain");  // the first answer, not a rerun
+    CHECK(runs == 1);
+    CHECK(sched->check_once("b", [&runs]() -> std::string {
+        ++runs;
+        return {};
+    }).empty());
+    CHECK(runs == 2);  // another key is another check
+    CHECK(sched->check_once("b", failing).empty());
+    CHECK(runs == 2);
+    // Another schedule keeps its own answers.
+    auto other = generate(s);
+    CHECK(other->check_once("a", [] { return std::string{}; }).empty());
+}

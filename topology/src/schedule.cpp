@@ -88,6 +88,17 @@ const Digraph& Schedule::base_graph() const {
     return base_;
 }
 
+std::string Schedule::check_once(std::string_view key,
+                                 const std::function<std::string()>& check) const {
+    std::lock_guard lock(checks_mutex_);
+    for (const auto& [k, wrong] : checks_)
+        if (k == key) return wrong;
+    // Held while the check runs: another thread asking for the same key waits for its answer.
+    std::string wrong = check();
+    checks_.emplace_back(std::string(key), wrong);
+    return wrong;
+}
+
 std::shared_ptr<const Schedule> make_periodic(std::vector<Round> rounds, WeightKind kind,
                                               std::string description) {
     if (rounds.empty()) throw TopologyError("a schedule needs at least one round");

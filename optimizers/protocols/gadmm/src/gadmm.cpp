@@ -36,13 +36,18 @@ Gadmm::Gadmm(PeerContext ctx, GadmmOptions options)
     if (!topo) throw Error("gadmm needs a topology");
     if (topo->n() != n())
         throw Error(fmt::format("the topology has {} peers but the job has {}", topo->n(), n()));
-    const auto& g = topo->at(0)->graph;
-    for (int i = 0; i + 1 < n(); ++i)
-        if (!g.has_edge(i, i + 1) || !g.has_edge(i + 1, i))
-            throw TopologyError(fmt::format(
-                "gadmm needs a chain in rank order (every rank i linked with i + 1 both ways) "
-                "but {} does not link {} and {}; use a ring or a path topology",
-                topo->describe(), i, i + 1));
+    // The whole chain, once per schedule (n simulated peers share it; O(n) each before).
+    const std::string wrong = topo->check_once("gadmm: chain", [&topo]() -> std::string {
+        const auto& g = topo->at(0)->graph;
+        for (int i = 0; i + 1 < topo->n(); ++i)
+            if (!g.has_edge(i, i + 1) || !g.has_edge(i + 1, i))
+                return fmt::format(
+                    "gadmm needs a chain in rank order (every rank i linked with i + 1 both ways) "
+                    "but {} does not link {} and {}; use a ring or a path topology",
+                    topo->describe(), i, i + 1);
+        return {};
+    });
+    if (!wrong.empty()) throw TopologyError(wrong);
     const std::size_t m = math_ ? worker().size() : 0;
     side_[0].peer = rank() > 0 ? rank() - 1 : -1;
     side_[1].peer = rank() + 1 < n() ? rank() + 1 : -1;

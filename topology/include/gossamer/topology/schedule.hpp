@@ -7,12 +7,14 @@
 /// build round t from (seed, t) on demand; nothing materialises an unbounded sequence.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gossamer/topology/graph.hpp"
@@ -47,9 +49,17 @@ class Schedule {
     static constexpr std::int64_t kBaseRounds = 64;
     static constexpr std::int64_t kMaxBaseRounds = 4096;
 
+    /// A check of the whole schedule that every peer of a job would otherwise repeat (sgp's
+    /// column sums, gadmm's chain): `check` runs once per `key` and returns what is wrong, or an
+    /// empty string; every later call with the same key returns the first answer. n peers in one
+    /// process (the simulator) pay for one check instead of n, each O(n) (thread-safe).
+    std::string check_once(std::string_view key, const std::function<std::string()>& check) const;
+
   private:
     mutable std::once_flag base_once_;
     mutable Digraph base_;
+    mutable std::mutex checks_mutex_;
+    mutable std::vector<std::pair<std::string, std::string>> checks_;  // key, what is wrong
 };
 
 /// A schedule that cycles through the given rounds (all with the same n). A single round is a
