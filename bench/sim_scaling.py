@@ -47,7 +47,8 @@ def topology(path, n, weights):
 
 
 def run_once(cmd):
-    """(wall seconds, peak RSS bytes) of one process, or raises with its stderr."""
+    """(wall seconds, peak RSS bytes, user CPU seconds) of one process, or raises with its
+    stderr. The CPU time is the better figure on a shared machine (wall counts the waits)."""
     with tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
@@ -56,7 +57,7 @@ def run_once(cmd):
         if os.waitstatus_to_exitcode(status) != 0:
             err.seek(0)
             raise RuntimeError(f"{' '.join(cmd)} failed: {err.read().decode()[-2000:]}")
-    return wall, usage.ru_maxrss * 1024
+    return wall, usage.ru_maxrss * 1024, usage.ru_utime
 
 
 def slope(xs, ys):
@@ -112,17 +113,18 @@ def main():
                 if a.network:
                     cmd += ["--network", a.network]
                 best = min((run_once(cmd) for _ in range(a.repeats)), key=lambda r: r[0])
-                wall, rss = best
+                wall, rss, user = best
                 rate = n * a.steps / wall
-                points.append({"n": n, "seconds": wall, "peak_bytes": rss,
+                points.append({"n": n, "seconds": wall, "user_seconds": user, "peak_bytes": rss,
                                "peer_steps_per_s": rate, "bytes_per_peer": rss / n})
-                print(f"{algo:>8} n={n:>8}: {wall:8.2f} s, {rss / 1e6:8.1f} MB, "
+                print(f"{algo:>8} n={n:>8}: {wall:8.2f} s ({user:.2f} s CPU), {rss / 1e6:8.1f} MB, "
                       f"{rate:>10.0f} peer-steps/s, {rss / n / 1e3:6.1f} kB/peer", flush=True)
             ns = [p["n"] for p in points]
             et = slope(ns, [p["seconds"] for p in points])
             em = slope(ns, [p["peak_bytes"] for p in points])
+            ec = slope(ns, [max(p["user_seconds"], 1e-3) for p in points])
             target = TARGET_EXPONENTS.get(algo, TARGET_EXPONENT)
-            entry = {"algorithm": algo, "points": points, "time_exponent": et,
+            entry = {"algorithm": algo, "points": points, "time_exponent": et, "cpu_exponent": ec,
                      "memory_exponent": em, "target_exponent": target,
                      "time_met": et <= target, "memory_met": em <= TARGET_EXPONENT}
             for p in points:
@@ -133,16 +135,21 @@ def main():
                         "met": p["seconds"] <= goal[0] and p["peak_bytes"] <= goal[1]}
             report["algorithms"].append(entry)
             rows.append(entry)
-    print(f"\nscaling over n = {sizes[0]}..{sizes[-1]}, {a.steps} steps, cost mode "
+    load = os.getloadavg()
+    report["load_average"] = load
+    print(f"\nload average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"scaling over n = {sizes[0]}..{sizes[-1]}, {a.steps} steps, cost mode "
           f"(reference: n = {sizes[0]} of this run; target exponent <= {TARGET_EXPONENT}, "
           f"sgp's time <= {TARGET_EXPONENTS['sgp']}; cluster: {a.cluster or 'built in'}"
           f"{', network ' + a.network if a.network else ''})")
-    print(f"{'algorithm':>9} {'time exp':>9} {'memory exp':>11} {'x slower/peer-step':>19}")
+    print(f"{'algorithm':>9} {'time exp':>9} {'memory exp':>11} {'x slower/peer-step':>19} "
+          f"{'CPU exp':>8}")
     for e in rows:
         first, last = e["points"][0], e["points"][-1]
         ratio = first["peer_steps_per_s"] / last["peer_steps_per_s"]
         print(f"{e['algorithm']:>9} {e['time_exponent']:>9.2f} {e['memory_exponent']:>11.2f} "
-              f"{ratio:>19.2f}   time {'met' if e['time_met'] else 'MISSED'}, memory "
+              f"{ratio:>19.2f} {e['cpu_exponent']:>8.2f}   time "
+              f"{'met' if e['time_met'] else 'MISSED'}, memory "
               f"{'met' if e['memory_met'] else 'MISSED'}")
         for k, v in e.items():
             if k.startswith("target_") and isinstance(v, dict):

@@ -165,7 +165,7 @@ TEST_CASE("edge speeds: measure off keeps nothing (the simulator's unrecorded pe
     s.posted(1, 4, 1'000'000, 0.1);  // no id check either: nothing is pending
     s.forget(1);
     CHECK(s.in_flight() == 0);
-    CHECK(s.edges().empty());
+    CHECK(s.edges().size() == 0);
     CHECK(!s.find(4));
     CHECK(s.throughput(4) == 0);
     CHECK(proto::merge_edge_speeds(nullptr, s).is_null());
