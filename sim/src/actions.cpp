@@ -91,9 +91,7 @@ void Engine::send(int rank, Time now, proto::Send& send, bool counted) {
                         p.life,
                         peers_[static_cast<std::size_t>(to)].life,
                         bytes};
-        auto& edge = edge_queue_[static_cast<std::uint64_t>(rank) * n_ + to];
-        edge.push_back(f);
-        if (edge.size() == 1) start_flow(f, now);  // else it waits for the one ahead
+        if (edge_lines_.push(edge_key(rank, to), f)) start_flow(f, now);  // else it waits
         return;
     }
     const Transfer tr = network_.transfer(rank, to, send.msg.wire_bytes(), now);

@@ -43,6 +43,7 @@ void Engine::schedule_churn() {
         const PeerSpec& spec = s_.cluster->peers[static_cast<std::size_t>(r)];
         if (spec.join_at > 0) {
             p.alive = false;  // absent until its Join
+            any_absent_ = true;
             --active_;
             --starters_;
             ++pending_;
@@ -88,6 +89,7 @@ void Engine::note_membership(Time now) {
 }
 
 void Engine::tell_absent(int rank) {
+    if (!any_absent_) return;  // every peer present: O(1), not O(n) per peer at the start
     proto::Protocol& proto = *peers_[static_cast<std::size_t>(rank)].protocol;
     for (int r = 0; r < n_; ++r) {
         const Peer& q = peers_[static_cast<std::size_t>(r)];
@@ -129,7 +131,7 @@ void Engine::join(int rank, Time now) {
         if (!p.crash_model.empty())
             std::copy(p.crash_model.begin(), p.crash_model.end(), p.worker->params().begin());
         p.protocol = make(rank);
-        p.protocol->configure_edge_speeds(speeds_);
+        p.protocol->configure_edge_speeds(speeds_for(rank));
         ++p.life;
         p.crashed = false;
     }
@@ -150,6 +152,7 @@ void Engine::leave(int rank, Time now) {
     Peer& p = peers_[static_cast<std::size_t>(rank)];
     if (!p.alive || p.applier.done()) return;  // down, or finished before its leave_at
     p.left = true;
+    any_absent_ = true;
     p.eval_pending = -1;  // it hands its model on: nothing of its own to judge
     proto::Actions& a = fresh_actions();
     p.protocol->leave(now, a);

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -16,6 +15,7 @@
 #include "gossamer/core/compute_model.hpp"
 #include "gossamer/optimizers/protocol/action_applier.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
+#include "gossamer/sim/edge_lines.hpp"
 #include "gossamer/sim/event_queue.hpp"
 #include "gossamer/sim/fair_network.hpp"
 #include "gossamer/sim/network.hpp"
@@ -166,6 +166,7 @@ class Engine {
     void schedule_churn();
     /// Tells `rank`'s protocol, before it starts or joins, which ranks are not live members.
     void tell_absent(int rank);
+    bool any_absent_ = false;  // a peer was ever down, late or gone: tell_absent has to look
     void join(int rank, Time now);
     void leave(int rank, Time now);
     /// A crash: the mass the peer held is lost, and its model is kept for a rejoin.
@@ -189,9 +190,13 @@ class Engine {
     std::vector<FairNetwork::Update> flow_updates_;
     std::vector<Flowing> flowing_;  // by flow id
     // Messages of one directed edge travel one after another, as over the one TCP connection of
-    // a real endpoint: only the front of an edge's queue is a flow, the others wait for it.
-    // (Fair sharing is between edges.) Keyed by from * n + to.
-    std::unordered_map<std::uint64_t, std::deque<Flowing>> edge_queue_;
+    // a real endpoint: only the front of an edge's line is a flow, the others wait for it.
+    // (Fair sharing is between edges.) Keyed by from * n + to; lines of busy edges only.
+    EdgeLines<Flowing> edge_lines_;
+    std::uint64_t edge_key(int from, int to) const {
+        return static_cast<std::uint64_t>(from) * static_cast<std::uint64_t>(n_) +
+               static_cast<std::uint64_t>(to);
+    }
     void start_flow(const Flowing& f, Time now);
     EventQueue<Event> queue_;
     std::vector<Peer> peers_;
@@ -208,7 +213,16 @@ class Engine {
     Time last_step_ = 0;              // when a step last finished
     Time stall_after_ = 600;          // virtual seconds without a step that count as a stall
     std::int64_t steps_ = 0;          // local steps per peer (the protocols' max_steps)
-    proto::EdgeSpeedOptions speeds_;  // what every protocol is configured with
+    proto::EdgeSpeedOptions speeds_;  // what every protocol is configured with, but:
+    /// A peer measures its edges only when it reports them (a peers.jsonl record) or its
+    /// protocol acts on them: nothing else reads them (docs/modules/simulator.md, "Scale").
+    proto::EdgeSpeedOptions speeds_for(int rank) const {
+        proto::EdgeSpeedOptions o = speeds_;
+        const int every = s_.peer_records_every;
+        o.measure = (every > 0 && rank % every == 0) ||
+                    peers_[static_cast<std::size_t>(rank)].protocol->acts_on_edge_speeds();
+        return o;
+    }
     proto::Actions actions_;
     std::vector<transport::Message> messages_;
     std::vector<std::uint32_t> free_messages_;

@@ -29,8 +29,13 @@ int FairNetwork::link_resource(int from, int to) {
     // Every flow of a link also crosses the sender's uplink and the receiver's downlink, so a
     // link cap at or above either can never bind: such links need no resource (the lab makes
     // no htb class for them either, docs/operations/lab.md).
-    const double cap = cluster_.link(from, to).bandwidth;
-    if (cap >= std::min(cluster_.peers[from].uplink, cluster_.peers[to].downlink)) return -1;
+    // The endpoints' capacities are their resources' (no PeerSpec read per flow), and without
+    // link overrides every link is the default one (no map search either).
+    const double cap = cluster_.links.empty() ? cluster_.default_link.bandwidth
+                                              : cluster_.link(from, to).bandwidth;
+    if (cap >= std::min(resources_[static_cast<std::size_t>(from)].capacity,
+                        resources_[static_cast<std::size_t>(n_ + to)].capacity))
+        return -1;
     const std::uint64_t key = static_cast<std::uint64_t>(from) * static_cast<std::uint64_t>(n_) +
                               static_cast<std::uint64_t>(to);
     auto [it, fresh] = links_.try_emplace(key, static_cast<int>(resources_.size()));

@@ -70,10 +70,9 @@ Engine::Engine(const SimSetup& s)
     // The fifo network sends each peer's messages through its uplink one after another: the
     // measured edges time each send from its turn in that queue. The fair network shares the
     // uplink among the flows in flight, as TCP does between real peers' sends (no queue).
-    proto::EdgeSpeedOptions speeds;
-    speeds.one_queue = !fair_.has_value();
-    for (auto& p : peers_) p.protocol->configure_edge_speeds(speeds);
-    speeds_ = speeds;
+    speeds_.one_queue = !fair_.has_value();
+    for (int r = 0; r < n_; ++r)
+        peers_[static_cast<std::size_t>(r)].protocol->configure_edge_speeds(speeds_for(r));
     // A stall: no step for 1000 of the slowest declared steps (slow periods included), and at
     // least 10 virtual minutes.
     for (const PeerSpec& p : s.cluster->peers) {
@@ -123,6 +122,7 @@ void Engine::handle(Time now, Event& e) {
         if (!p.alive || p.applier.done()) return;
         crash(f->rank);  // churn.cpp: the mass it held, its model for a rejoin
         p.alive = false;
+        any_absent_ = true;
         note_membership(now);
         --active_;
         any_failed_ = true;
@@ -150,9 +150,7 @@ void Engine::handle(Time now, Event& e) {
         const Flowing f = flowing_[fe->flow];
         fair_->finish(fe->flow, now);
         unsettle(now);
-        auto& edge = edge_queue_[static_cast<std::uint64_t>(f.rank) * n_ + f.to];
-        edge.pop_front();
-        if (!edge.empty()) start_flow(edge.front(), now);
+        if (const Flowing* next = edge_lines_.pop(edge_key(f.rank, f.to))) start_flow(*next, now);
         // As under fifo: the uplink is done with it now, its last byte arrives a latency later.
         // Every send completes (edge speeds are measured from completions); only a bounded
         // protocol's data messages count against its edges.

@@ -27,6 +27,7 @@ EdgeSpeed& EdgeSpeeds::edge(int to) {
 }
 
 void EdgeSpeeds::posted(std::uint64_t id, int to, std::uint64_t bytes, double at) {
+    if (!options_.measure) return;
     // Ids grow, so this is an append; a driver that reuses one would be a bug elsewhere.
     if (!pending_.empty() && pending_.back().id >= id)
         throw Error(fmt::format("edge speeds: send id {} after {}", id, pending_.back().id));
@@ -70,6 +71,7 @@ void EdgeSpeeds::completed(std::uint64_t id, double at, bool ok) {
 }
 
 void EdgeSpeeds::observe(int to, std::uint64_t bytes, double posted_at, double done_at) {
+    if (!options_.measure) return;
     sample(edge(to), bytes, posted_at, done_at, false);
 }
 

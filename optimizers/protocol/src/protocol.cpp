@@ -16,7 +16,6 @@ namespace gossamer::proto {
 Protocol::Protocol(PeerContext ctx) : ctx_(std::move(ctx)) {
     if (!ctx_.worker) throw Error("a protocol needs a local worker");
     if (ctx_.n < 1 || ctx_.rank < 0 || ctx_.rank >= ctx_.n) throw Error("rank out of range");
-    refused_.assign(static_cast<std::size_t>(ctx_.n), 0);
 }
 
 void Protocol::start(Time now, Actions& out) {
@@ -52,7 +51,7 @@ void Protocol::message_arrived(Time now, Message msg, Actions& out) {
     if (std::string bad = non_finite_value(msg); !bad.empty()) {
         ++stats_.messages_refused;
         const int j = msg.sender;
-        refused_[static_cast<std::size_t>(j)] = 1;
+        refused_.insert(std::upper_bound(refused_.begin(), refused_.end(), j), j);
         out.refused.push_back(Refusal{j, msg.kind, msg.round, msg.partition, std::move(bad)});
         // The sender is treated as failed: its weight goes to this peer's own, the all-reduce
         // stops or rebuilds per its policy (a done protocol that settled waits for nothing).

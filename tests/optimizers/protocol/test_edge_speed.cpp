@@ -153,3 +153,20 @@ TEST_CASE("edge speeds: the simulator's completions measure each peer's uplink")
         }
     }
 }
+
+TEST_CASE("edge speeds: measure off keeps nothing (the simulator's unrecorded peers)") {
+    proto::EdgeSpeedOptions o;
+    o.measure = false;
+    EdgeSpeeds s(o);
+    s.posted(1, 4, 1'000'000, 0.0);
+    s.handed_over(1, 0.01);
+    s.completed(1, 0.08, true);
+    s.observe(5, 1'000'000, 0.0, 0.08);
+    s.posted(1, 4, 1'000'000, 0.1);  // no id check either: nothing is pending
+    s.forget(1);
+    CHECK(s.in_flight() == 0);
+    CHECK(s.edges().size() == 0);
+    CHECK(!s.find(4));
+    CHECK(s.throughput(4) == 0);
+    CHECK(proto::merge_edge_speeds(nullptr, s).is_null());
+}

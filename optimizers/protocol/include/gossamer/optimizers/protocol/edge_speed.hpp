@@ -55,6 +55,11 @@ struct EdgeSpeedOptions {
     /// before it, on any edge. Otherwise (real transports, one connection per peer in
     /// parallel) edges are independent and only the same edge's earlier large send counts.
     bool one_queue = false;
+    /// false: nothing is measured or kept (every call a no-op, every edge unmeasured). For a
+    /// driver whose peer neither reports its edges nor acts on them (the simulator's peers
+    /// without a peers.jsonl record, Protocol::acts_on_edge_speeds() false): a simulated job
+    /// holds n of these, about 1.6 kB a peer on a one-peer exponential graph of 65,536 peers.
+    bool measure = true;
 };
 
 /// Per-edge estimator. Edges appear on their first send. Single-threaded (a protocol's).

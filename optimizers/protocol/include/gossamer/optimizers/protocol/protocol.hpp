@@ -12,6 +12,7 @@
 /// into receive buffers and are mixed at the step boundary. In debug builds, params() asserts
 /// this rule.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -60,7 +61,7 @@ class Protocol {
     void peer_failed(Time now, int rank, Actions& out);
     /// Whether this protocol refused a message of `rank` and treats it as failed.
     bool refused_peer(int rank) const noexcept {
-        return rank >= 0 && static_cast<std::size_t>(rank) < refused_.size() && refused_[rank];
+        return !refused_.empty() && std::binary_search(refused_.begin(), refused_.end(), rank);
     }
 
     /// Where the next gradient is computed: x (averaging protocols) or z = x / w (push-sum).
@@ -284,8 +285,10 @@ class Protocol {
     void check_ready_unchanged() const;
     std::int64_t checkpoint_every_ = 0, resumed_at_ = 0;
     std::optional<Snapshot> snapshot_;
-    std::vector<char> refused_;  // by rank: a message of it was refused; it counts as failed
-    double own_scale_ = 1;       // value_bound on: max(1, max |x|) at the last step boundary
+    // Ranks a message of which was refused (they count as failed), sorted: usually none, and a
+    // simulated job holds n protocols, so not a flag per rank (n^2 bytes in all).
+    std::vector<int> refused_;
+    double own_scale_ = 1;  // value_bound on: max(1, max |x|) at the last step boundary
 };
 
 }  // namespace gossamer::proto
