@@ -52,7 +52,7 @@ std::string last_line(const std::string& text) {
 }
 
 PerftestResult run_perftest(const std::string& program, const std::string& test, std::size_t bytes,
-                            int iterations, const std::string& extra) {
+                            int iterations, const std::string& extra, const std::string& env) {
     PerftestResult r;
     if (run_command(fmt::format("command -v {} >/dev/null", program)).status != 0) {
         r.error = fmt::format("{} not found (scripts/deps.sh --bench installs ucx-utils)", program);
@@ -73,13 +73,16 @@ PerftestResult run_perftest(const std::string& program, const std::string& test,
         const int port = 20000 + static_cast<int>((getpid() * 37 + calls++ * 7) % 20000);
         const auto args =
             fmt::format("-t {} -s {} -n {} -p {} {}", test, bytes, iterations, port, extra);
+        const std::string prefix = env.empty() ? "" : env + " ";
         CommandOutput server;
-        std::thread srv(
-            [&] { server = run_command(fmt::format("timeout 120 {}{} {}", pin0, program, args)); });
+        std::thread srv([&] {
+            server = run_command(fmt::format("{}timeout 120 {}{} {}", prefix, pin0, program, args));
+        });
         CommandOutput client;
         for (int attempt = 0; attempt < 50; ++attempt) {
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            client = run_command(fmt::format("timeout 120 {}{} localhost {}", pin1, program, args));
+            client = run_command(
+                fmt::format("{}timeout 120 {}{} localhost {}", prefix, pin1, program, args));
             if (client.status == 0) break;
         }
         srv.join();

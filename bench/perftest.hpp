@@ -25,7 +25,9 @@ std::string last_line(const std::string& text);
 
 /// test: ucp_am_bw, ucp_am_lat, tag_bw, tag_lat ...
 /// extra: more options for both sides, e.g. "-e" (endpoints with error handling).
+/// env: variables for both sides, e.g. "UCX_RNDV_THRESH=inf" (beside the inherited environment).
 PerftestResult run_perftest(const std::string& program, const std::string& test, std::size_t bytes,
-                            int iterations, const std::string& extra = {});
+                            int iterations, const std::string& extra = {},
+                            const std::string& env = {});
 
 }  // namespace gossamer::bench

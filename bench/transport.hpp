@@ -34,7 +34,9 @@ struct BandwidthRow {
     int window = 0;        ///< sends in flight
     double gossamer = 0;   ///< GB/s (1e9 bytes)
     double reference = 0;  ///< GB/s; 0 when not measured
-    double target = 0;     ///< minimum ratio (0.9 at >= 1 MiB; 0: none)
+    /// which ucx_perftest run gave it: "ucx" (UCX's protocol choice) or "eager" (forced)
+    std::string reference_protocol;
+    double target = 0;  ///< minimum ratio (0.9 at >= 1 MiB; 0: none)
 };
 
 struct TransportReport {

@@ -103,10 +103,12 @@ TEST_CASE("bench mix reports mix and memcpy bandwidth and their ratio for each k
 TEST_CASE("bench transport divides by ucx_perftest's figures from the same run") {
     TempDir dir;
     // A stand-in ucx_perftest: the server returns at once, the client prints a Final: line with
-    // 1000 MB/s (2^20 bytes) and 4 us overall.
+    // 1000 MB/s (2^20 bytes) and 4 us overall, or 2000 MB/s when eager is forced
+    // (UCX_RNDV_THRESH=inf): the reference is the better of the two from 8 KiB on.
     dir.write("perftest.sh",
-              "#!/bin/sh\ncase \"$1\" in localhost) echo 'Final: 100 1.0 4.0 4.0 1000.0 "
-              "1000.0 10 10';; esac\nexit 0\n");
+              "#!/bin/sh\nbw=1000.0; [ \"$UCX_RNDV_THRESH\" = inf ] && bw=2000.0\n"
+              "case \"$1\" in localhost) echo \"Final: 100 1.0 4.0 4.0 $bw $bw 10 10\";; esac\n"
+              "exit 0\n");
     const auto fake = (dir.path() / "perftest.sh").string();
     REQUIRE(run("chmod +x '" + fake + "'").status == 0);
     auto r = run(kBin +
@@ -116,9 +118,13 @@ TEST_CASE("bench transport divides by ucx_perftest's figures from the same run")
     REQUIRE(r.status == 0);
     auto j = nlohmann::json::parse(r.out);
     REQUIRE(j["bandwidth"].size() == 2);
+    CHECK(j["bandwidth"][0]["reference_gb_per_s"].get<double>() ==
+          doctest::Approx(1000.0 * 1048576 / 1e9));
+    CHECK(j["bandwidth"][0]["reference_protocol"] == "ucx");
     const auto& row = j["bandwidth"][1];
     CHECK(row["bytes"] == 1 << 20);
-    CHECK(row["reference_gb_per_s"].get<double>() == doctest::Approx(1000.0 * 1048576 / 1e9));
+    CHECK(row["reference_gb_per_s"].get<double>() == doctest::Approx(2000.0 * 1048576 / 1e9));
+    CHECK(row["reference_protocol"] == "eager");
     CHECK(row["ratio"].get<double>() == doctest::Approx(row["gossamer_gb_per_s"].get<double>() /
                                                         row["reference_gb_per_s"].get<double>()));
     CHECK(row["target_ratio_min"] == 0.9);

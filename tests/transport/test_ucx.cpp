@@ -20,6 +20,12 @@ std::unique_ptr<tr::UcxTransport> make(int rank, int n,
     return tr::make_ucx_transport(o);
 }
 
+std::vector<float> pattern(std::size_t n, float seed) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = seed + static_cast<float>(i % 1000) * 0.25f;
+    return v;
+}
+
 std::string connect_error(tr::UcxTransport& t, int peer, std::vector<std::byte> blob) {
     try {
         t.connect({{peer, std::move(blob)}});
@@ -260,4 +266,54 @@ TEST_CASE(
         REQUIRE(pump(both, [&] { return c.all_done() && got.size() == 2; }));
         CHECK(got[1].payload == big);
     }
+}
+
+// Eager payloads above 60 KiB travel as fragments (docs/modules/transport.md, "Eager in
+// fragments"): each message arrives whole and in order among the small ones, into a pooled buffer
+// or the receiver's place, and counts as one message.
+TEST_CASE("ucx: eager payloads in fragments arrive whole, in order, placed or pooled, once each") {
+    auto peers = UcxWith<tr::ErrorHandling::peer, tr::LargeMessages::eager>::make(2);
+    auto* rx = static_cast<tr::UcxTransport*>(peers[1].get());
+    REQUIRE(rx->large_messages() == tr::LargeMessages::eager);
+    // floats: one fragment exactly, one float over it, a tail of 3 floats, 1 MiB + 12 B, 5 MiB.
+    const std::vector<std::size_t> sizes{15360, 15361, 1, 262147, 3, 1310720, 15360 * 7 + 3};
+    std::vector<std::vector<float>> payloads;
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+        payloads.push_back(pattern(sizes[i], static_cast<float>(i) + 0.5f));
+    std::vector<float> placed(sizes[5], 0.0f);  // the 5 MiB message lands here
+    peers[1]->on_place([&](const tr::Message& m) {
+        return m.edge_seq == 5 ? std::as_writable_bytes(std::span(placed)) : std::span<std::byte>{};
+    });
+    std::vector<tr::Message> got;
+    peers[1]->on_receive([&](tr::Message&& m) { got.push_back(std::move(m)); });
+    Completions c;
+    for (int round = 0; round < 3; ++round)
+        for (std::size_t i = 0; i < sizes.size(); ++i)
+            peers[0]->send(header(1, i, sizes[i]), bytes_of(payloads[i]), c.make(round * 100 + i));
+    const std::size_t total = 3 * sizes.size();
+    REQUIRE(pump(peers, [&] { return c.all_done() && got.size() == total; }));
+    CHECK(c.exactly_once());
+    for (auto& [id, s] : c.status) CHECK(s.ok());
+    for (std::size_t k = 0; k < total; ++k) {
+        const std::size_t i = k % sizes.size();
+        CAPTURE(k);
+        CHECK(got[k].edge_seq == i);
+        CHECK(got[k].elements == sizes[i]);
+        CHECK(got[k].weight == 0.25 + static_cast<double>(i));
+        if (i == 5) {
+            CHECK(got[k].placed);
+            CHECK(got[k].payload.empty());
+        } else {
+            CHECK_FALSE(got[k].placed);
+            CHECK(got[k].payload == payloads[i]);
+        }
+    }
+    CHECK(placed == payloads[5]);
+    CHECK(peers[1]->counters().messages_received == total);
+    CHECK(peers[0]->counters().messages_sent == total);
+    std::uint64_t bytes = 0;
+    for (auto s : sizes) bytes += 3 * s * sizeof(float);
+    CHECK(peers[1]->counters().bytes_received == bytes);
+    for (std::size_t r = 0; r < tr::kDropReasons; ++r)
+        CHECK(peers[1]->drops()[static_cast<tr::DropReason>(r)] == 0);
 }

@@ -15,6 +15,14 @@
 namespace gossamer::transport::ucx_detail {
 
 inline constexpr unsigned kAmId = 7;
+/// Eager payloads above kFragmentBytes go as fragments of at most kFragmentBytes, each its own
+/// active message with id kFragmentAmId and a header of the wire header plus the message's number
+/// on its edge and the fragment's offset (docs/modules/transport.md, "Eager in fragments"). Each
+/// fits one UCT fragment of TCP (64 KiB), so UCP delivers it from its receive buffer instead of
+/// assembling the whole message in a buffer it allocates first: one copy less on the receiver.
+inline constexpr unsigned kFragmentAmId = 8;
+inline constexpr std::size_t kFragmentBytes = std::size_t{60} << 10;
+inline constexpr std::size_t kFragmentHeaderBytes = kHeaderBytes + 16;
 
 inline std::string ucs(ucs_status_t s) {
     return ucs_status_string(s);
@@ -25,8 +33,8 @@ class Ucx;
 struct SendOp {
     Ucx* self = nullptr;
     int peer = -1;
-    std::array<std::byte, kHeaderBytes> header{};
-    std::vector<std::byte> raw_header;  // send_raw_for_testing
+    std::array<std::byte, kFragmentHeaderBytes> header{};  // kHeaderBytes unless a fragment
+    std::vector<std::byte> raw_header;                     // send_raw_for_testing
     std::uint64_t bytes = 0;
     void* request = nullptr;  // UCX's, while in flight
     SendCallback done;
@@ -56,12 +64,22 @@ struct EpErrArg {
     int peer = -1;
 };
 
+// An eager message arriving in fragments (kFragmentAmId), from its first fragment on.
+struct Assembly {
+    std::uint64_t id = 0;  // the sender's number of the message on this edge
+    std::list<Slot>::iterator slot;
+    std::byte* into = nullptr;  // the payload's place or pooled buffer
+    std::uint64_t bytes = 0, arrived = 0;
+};
+
 struct Peer {
     ucp_ep_h ep = nullptr;
-    std::list<Slot> inbox;        // received from this peer, in order
-    std::list<SendOp*> pending;   // sends in flight, oldest first
-    ucs_status_t error = UCS_OK;  // set by the endpoint error handler
-    std::uint32_t gen = 0;        // incarnation: readmit() counts up
+    std::uint64_t fragmented_sent = 0;  // numbers the fragmented messages sent to this peer
+    std::vector<Assembly> assemblies;   // fragmented messages from this peer, incomplete
+    std::list<Slot> inbox;              // received from this peer, in order
+    std::list<SendOp*> pending;         // sends in flight, oldest first
+    ucs_status_t error = UCS_OK;        // set by the endpoint error handler
+    std::uint32_t gen = 0;              // incarnation: readmit() counts up
 };
 
 class Ucx final : public UcxTransport {
@@ -79,11 +97,15 @@ class Ucx final : public UcxTransport {
 
     void send(const Message& header, std::span<const std::byte> payload, SendCallback done,
               Duration timeout) override {
+        if (large_ == LargeMessages::eager && payload.size() > kFragmentBytes &&
+            payload.size() < kEagerLimit)
+            return send_fragments(header, payload, std::move(done), timeout);
         auto* op = new SendOp;
         Message h = header;
         h.sender = rank();
-        encode_header(h, options_.job_id, op->header);
-        start(op, header.receiver, op->header, payload, std::move(done), timeout);
+        encode_header(h, options_.job_id, std::span(op->header).first<kHeaderBytes>());
+        start(op, header.receiver, std::span(op->header).first(kHeaderBytes), payload,
+              std::move(done), timeout);
     }
     void send_raw_for_testing(int to, std::span<const std::byte> header,
                               std::span<const std::byte> payload, SendCallback done) override {
@@ -109,6 +131,8 @@ class Ucx final : public UcxTransport {
     // UCX callbacks (static trampolines below).
     ucs_status_t on_am(const void* header, std::size_t header_length, void* data,
                        std::size_t length, const ucp_am_recv_param_t* param);
+    ucs_status_t on_fragment(const void* header, std::size_t header_length, void* data,
+                             std::size_t length, const ucp_am_recv_param_t* param);
     void on_send_done(SendOp* op, void* request, ucs_status_t status);
     void on_recv_done(RecvOp* op, void* request, ucs_status_t status);
     void on_ep_error(int peer, ucp_ep_h ep, ucs_status_t status) {
@@ -121,8 +145,15 @@ class Ucx final : public UcxTransport {
   private:
     SendOp* new_op();
     void free_op(SendOp* op);
+    /// Posts one active message. `am_id` kFragmentAmId: a fragment, counted as a message only
+    /// when `first`.
     void start(SendOp* op, int to, std::span<const std::byte> header,
-               std::span<const std::byte> payload, SendCallback done, Duration timeout);
+               std::span<const std::byte> payload, SendCallback done, Duration timeout,
+               unsigned am_id = kAmId, bool first = true);
+    void send_fragments(const Message& header, std::span<const std::byte> payload,
+                        SendCallback done, Duration timeout);  // ucx_fragments.cpp
+    /// Drops `peer`'s incomplete fragmented messages (readmit: they belong to its earlier process).
+    void drop_assemblies(int peer);
     /// Fails s.peer; `own`: this transport saw the failure (not fail_peer()), so the
     /// on_own_failure observer hears of it.
     void fail(Status s, bool own = true);
@@ -177,6 +208,8 @@ UcxMemoryTypes memory_types_of(ucp_context_h context);
 // UCX callbacks.
 ucs_status_t am_cb(void* arg, const void* header, std::size_t header_length, void* data,
                    std::size_t length, const ucp_am_recv_param_t* param);
+ucs_status_t fragment_cb(void* arg, const void* header, std::size_t header_length, void* data,
+                         std::size_t length, const ucp_am_recv_param_t* param);
 void send_cb(void* request, ucs_status_t status, void* user);
 void recv_cb(void* request, ucs_status_t status, std::size_t length, void* user);
 void ep_err_cb(void* arg, ucp_ep_h ep, ucs_status_t status);

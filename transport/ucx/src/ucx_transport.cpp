@@ -91,6 +91,10 @@ Ucx::Ucx(const UcxOptions& o) : UcxTransport(o), peers_(static_cast<std::size_t>
     ap.flags = UCP_AM_FLAG_WHOLE_MSG;
     if (auto hs = ucp_worker_set_am_recv_handler(worker_, &ap); hs != UCS_OK)
         cleanup("cannot set the active-message handler: " + ucs(hs));
+    ap.id = kFragmentAmId;  // eager payloads in fragments (ucx_fragments.cpp)
+    ap.cb = fragment_cb;
+    if (auto hs = ucp_worker_set_am_recv_handler(worker_, &ap); hs != UCS_OK)
+        cleanup("cannot set the fragments' active-message handler: " + ucs(hs));
 
     ucp_address_t* addr = nullptr;
     std::size_t len = 0;
@@ -146,6 +150,7 @@ void Ucx::readmit(int peer, const std::vector<std::byte>& blob) {
     p.error = UCS_OK;
     orphans_.splice(orphans_.end(), p.pending);
     for (auto& slot : p.inbox) slot.dropped = true;
+    drop_assemblies(peer);
     clear_failed(peer);
     log::debug("transport ucx: rank {}: peer {} readmitted with a new address", rank(), peer);
 }
@@ -200,7 +205,8 @@ void Ucx::free_op(SendOp* op) {
 }
 
 void Ucx::start(SendOp* op, int to, std::span<const std::byte> header,
-                std::span<const std::byte> payload, SendCallback done, Duration timeout) {
+                std::span<const std::byte> payload, SendCallback done, Duration timeout,
+                unsigned am_id, bool first) {
     assert(std::this_thread::get_id() == owner_);
     op->self = this;
     op->peer = to;
@@ -229,9 +235,10 @@ void Ucx::start(SendOp* op, int to, std::span<const std::byte> header,
     // Eager over TCP below kEagerLimit; elsewhere UCX picks by size (UCX_RNDV_THRESH).
     rp.flags =
         large_ == LargeMessages::eager && payload.size() < kEagerLimit ? UCP_AM_SEND_FLAG_EAGER : 0;
-    void* req = ucp_am_send_nbx(p.ep, kAmId, header.data(), header.size(), payload.data(),
+    if (am_id == kFragmentAmId) rp.flags = UCP_AM_SEND_FLAG_EAGER;
+    void* req = ucp_am_send_nbx(p.ep, am_id, header.data(), header.size(), payload.data(),
                                 payload.size(), &rp);
-    counters_.messages_sent++;
+    if (first) counters_.messages_sent++;
     counters_.bytes_sent += payload.size();
     if (req == nullptr) {  // done at once: the payload was copied or sent
         defer(std::move(op->done), Status{});
