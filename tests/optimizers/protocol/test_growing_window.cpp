@@ -63,7 +63,8 @@ TEST_CASE("growing window: the values of a deque trimmed to the capacity") {
     }
 }
 
-TEST_CASE("growing window: the last value can be overwritten in place; capacity is bounded") {
+TEST_CASE(
+    "growing window: the last value can be overwritten in place, and the capacity is bounded") {
     GrowingWindow<double> w(4);
     w.push_back(1.0);
     w.push_back(2.0);
