@@ -157,7 +157,7 @@ class Engine {
     /// Messages in flight live out of the event queue's slots, which then stay small (a
     /// deadline or a step end does not carry a Message's worth of bytes). A notice (a message
     /// of header fields only: async's "finished", Notice) waits in a pool of 32-byte entries
-    /// instead of 104-byte Messages, its index tagged with kNoticeIndex.
+    /// instead of 112-byte Messages, its index tagged with kNoticeIndex.
     std::uint32_t hold(transport::Message&& m);
     transport::Message take(std::uint32_t index);
     /// Fair network: a Settle event at `now` unless one is queued.
