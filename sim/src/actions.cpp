@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "engine.hpp"
+#include "gossamer/core/error.hpp"
 #include "gossamer/core/log.hpp"
 
 namespace gossamer::sim::detail {
@@ -17,7 +19,32 @@ proto::Actions& Engine::fresh_actions() {
     return actions_;
 }
 
+namespace {
+// Only header fields that a Notice keeps, and none of the others set (bit for bit): take()
+// gives back the very Message.
+bool notice(const transport::Message& m) {
+    return m.payload.empty() && m.elements == 0 && std::bit_cast<std::uint64_t>(m.weight) == 0 &&
+           std::bit_cast<std::uint64_t>(m.sent_at) == 0 && m.partition == 0 && m.offset == 0 &&
+           m.codec == 0 && !m.placed;
+}
+}  // namespace
+
 std::uint32_t Engine::hold(transport::Message&& m) {
+    if (notice(m)) {
+        const Notice n{m.round, m.edge_seq, m.sender, m.receiver, m.chunk, m.kind};
+        if (free_notices_.empty()) {
+            if (notices_.size() >= kNoticeIndex)
+                throw Error("sim: more than 2^31 notices in flight at once");
+            notices_.push_back(n);
+            return static_cast<std::uint32_t>(notices_.size() - 1) | kNoticeIndex;
+        }
+        const std::uint32_t i = free_notices_.back();
+        free_notices_.pop_back();
+        notices_[i] = n;
+        return i | kNoticeIndex;
+    }
+    if (messages_.size() >= kNoticeIndex && free_messages_.empty())
+        throw Error("sim: more than 2^31 messages in flight at once");
     if (free_messages_.empty()) {
         messages_.push_back(std::move(m));
         return static_cast<std::uint32_t>(messages_.size() - 1);
@@ -29,6 +56,19 @@ std::uint32_t Engine::hold(transport::Message&& m) {
 }
 
 transport::Message Engine::take(std::uint32_t index) {
+    if (index & kNoticeIndex) {
+        const std::uint32_t i = index & ~kNoticeIndex;
+        const Notice& n = notices_[i];
+        transport::Message m;
+        m.kind = n.kind;
+        m.sender = n.sender;
+        m.receiver = n.receiver;
+        m.edge_seq = n.edge_seq;
+        m.round = n.round;
+        m.chunk = n.chunk;
+        free_notices_.push_back(i);
+        return m;
+    }
     transport::Message m = std::move(messages_[index]);
     messages_[index].payload = {};  // a moved-from vector's buffer is released either way
     free_messages_.push_back(index);

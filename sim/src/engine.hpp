@@ -155,7 +155,9 @@ class Engine {
     /// an event costs no allocation (docs/modules/simulator.md, "Scale").
     proto::Actions& fresh_actions();
     /// Messages in flight live out of the event queue's slots, which then stay small (a
-    /// deadline or a step end does not carry a Message's worth of bytes).
+    /// deadline or a step end does not carry a Message's worth of bytes). A notice (a message
+    /// of header fields only: async's "finished", Notice) waits in a pool of 32-byte entries
+    /// instead of 112-byte Messages, its index tagged with kNoticeIndex.
     std::uint32_t hold(transport::Message&& m);
     transport::Message take(std::uint32_t index);
     /// Fair network: a Settle event at `now` unless one is queued.
@@ -226,6 +228,18 @@ class Engine {
     proto::Actions actions_;
     std::vector<transport::Message> messages_;
     std::vector<std::uint32_t> free_messages_;
+    // When a homogeneous async job ends every peer tells every neighbour at once: n times the
+    // degree of these are in flight together (docs/modules/simulator.md, "Scale").
+    struct Notice {
+        std::int64_t round;
+        std::uint64_t edge_seq;
+        int sender, receiver;
+        std::uint32_t chunk;
+        transport::MessageKind kind;
+    };
+    static constexpr std::uint32_t kNoticeIndex = 1u << 31;
+    std::vector<Notice> notices_;
+    std::vector<std::uint32_t> free_notices_;
     SimTracer trace_;
 };
 

@@ -10,28 +10,34 @@ namespace gossamer::proto {
 
 bool ShareOutbox::free(int to) const {
     auto it = edges_.find(to);
-    return it == edges_.end() || it->second.in_flight.empty();
+    return it == edges_.end() || !it->second.busy();
 }
 
 std::size_t ShareOutbox::in_flight() const {
-    return static_cast<std::size_t>(std::count_if(
-        edges_.begin(), edges_.end(), [](const auto& e) { return !e.second.in_flight.empty(); }));
+    return static_cast<std::size_t>(
+        std::count_if(edges_.begin(), edges_.end(), [](const auto& e) { return e.second.busy(); }));
 }
 
 void ShareOutbox::sent(int to, std::span<const std::uint64_t> ids) {
     Edge& e = edges_[to];
-    if (!e.in_flight.empty())
+    if (e.busy())
         throw Error(
             fmt::format("outbox: a second share on the edge to peer {} while send {} is "
                         "in flight",
-                        to, e.in_flight.front()));
-    e.in_flight.assign(ids.begin(), ids.end());
+                        to, e.first()));
+    if (ids.size() == 1 && ids[0] != 0) {  // a whole share (send ids start at 1)
+        e.one = ids[0];
+        return;
+    }
+    if (ids.empty()) return;
+    if (!e.chunks) e.chunks = std::make_unique<std::vector<std::uint64_t>>();
+    e.chunks->assign(ids.begin(), ids.end());
 }
 
 void ShareOutbox::hold(Message m) {
     Edge& e = edges_[m.receiver];
     if (!e.waiting) {
-        e.waiting = std::move(m);
+        e.waiting = std::make_unique<Message>(std::move(m));
         ++pending_;
         return;
     }
@@ -50,12 +56,18 @@ void ShareOutbox::hold(Message m) {
 
 std::optional<Message> ShareOutbox::completed(std::uint64_t id) {
     // A peer has a few out-edges: a scan beats a second index.
+    if (id == 0) return std::nullopt;
     for (auto& [to, e] : edges_) {
-        const auto at = std::find(e.in_flight.begin(), e.in_flight.end(), id);
-        if (at == e.in_flight.end() || id == 0) continue;
-        e.in_flight.erase(at);
-        if (!e.in_flight.empty() || !e.waiting) return std::nullopt;
-        std::optional<Message> m = std::move(e.waiting);
+        if (e.one == id) {
+            e.one = 0;
+        } else {
+            if (!e.chunks) continue;
+            const auto at = std::find(e.chunks->begin(), e.chunks->end(), id);
+            if (at == e.chunks->end()) continue;
+            e.chunks->erase(at);
+        }
+        if (e.busy() || !e.waiting) return std::nullopt;
+        std::optional<Message> m = std::move(*e.waiting);
         e.waiting.reset();
         --pending_;
         return m;
@@ -66,7 +78,7 @@ std::optional<Message> ShareOutbox::completed(std::uint64_t id) {
 std::optional<Message> ShareOutbox::take(int to) {
     auto it = edges_.find(to);
     if (it == edges_.end() || !it->second.waiting) return std::nullopt;
-    std::optional<Message> m = std::move(it->second.waiting);
+    std::optional<Message> m = std::move(*it->second.waiting);
     it->second.waiting.reset();
     --pending_;
     return m;

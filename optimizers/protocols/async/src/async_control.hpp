@@ -3,7 +3,9 @@
 // Private to optimizers/protocols/async: async_gossip.cpp, async_state.cpp and async_elastic.cpp
 // share them.
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 
 namespace gossamer::proto::async_control {
 
@@ -31,5 +33,17 @@ inline constexpr std::uint32_t kAdmitted = 7;
 /// The answer to kAdmitted; edge_seq: the edge's first cut (kNoCut: the sender cuts no more).
 inline constexpr std::uint32_t kCutFrom = 8;
 inline constexpr std::uint64_t kNoCut = ~std::uint64_t{0} >> 1;  // INT64_MAX
+
+/// A share count or step a message or a checkpoint carries, in the 32 bits a neighbour keeps it
+/// in (async_gossip.hpp, Neighbour): a job takes at most INT32_MAX steps, so only a count no
+/// peer of this job sent saturates.
+inline std::int32_t count32(std::uint64_t v) noexcept {
+    return static_cast<std::int32_t>(
+        std::min<std::uint64_t>(v, std::numeric_limits<std::int32_t>::max()));
+}
+inline std::int32_t count32(std::int64_t v) noexcept {
+    return static_cast<std::int32_t>(std::clamp<std::int64_t>(
+        v, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()));
+}
 
 }  // namespace gossamer::proto::async_control

@@ -47,18 +47,18 @@ void AsyncGossip::send_control(Actions& out, int to, std::uint32_t code, std::ui
 void AsyncGossip::on_peer_absent(int j) {
     auto it = nbrs_.find(j);
     if (it == nbrs_.end()) return;  // not a neighbour: nothing to do
-    it->second.e.absent = true;
+    it->second.absent = true;
     collect_live_out();
 }
 
 void AsyncGossip::reset_neighbour(Neighbour& nb, Time entered_at) {
     // A new incarnation counts its edges from zero: shares, pushes and the final counts.
-    nb.e.failed = nb.e.finished = nb.e.absent = nb.e.leaving = false;
-    nb.e.final_shares = -1;
-    nb.e.shares = 0;
-    nb.e.pushes = 0;
-    nb.e.last_push = -1;
-    nb.e.late_now = false;
+    nb.failed = nb.finished = nb.absent = nb.leaving = false;
+    nb.final_shares = -1;
+    nb.shares = 0;
+    nb.pushes = 0;
+    nb.last_push = -1;
+    nb.late_now = false;
     nb.arrivals.set_capacity(nb.arrivals.capacity());  // empties it
     nb.heard.set_capacity(nb.heard.capacity());
     nb.armed = false;
@@ -86,10 +86,10 @@ void AsyncGossip::on_join(Time now, Entry entry, Actions& out) {
     // A new incarnation counts every edge from zero, as its neighbours will once they hear of it
     // (a checkpoint's counts included: restore() brought them back).
     for (auto& [j, nb] : nbrs_) {
-        const bool absent = nb.e.absent, failed = nb.e.failed;
+        const bool absent = nb.absent, failed = nb.failed;
         reset_neighbour(nb, now);
-        nb.e.absent = absent;
-        nb.e.failed = failed;
+        nb.absent = absent;
+        nb.failed = failed;
     }
     collect_live_out();
     quiescing_ = false;
@@ -97,7 +97,7 @@ void AsyncGossip::on_join(Time now, Entry entry, Actions& out) {
     held_.clear();
     ask_sponsor(out);
     for (const auto& [j, nb] : nbrs_)
-        if (j != sponsor_ && !nb.e.absent && !nb.e.failed)
+        if (j != sponsor_ && !nb.absent && !nb.failed)
             send_control(out, j, async_control::kJoined, 0);
 }
 
@@ -105,7 +105,7 @@ void AsyncGossip::ask_sponsor(Actions& out) {
     // The lowest live neighbour rank, in or out: a direct message needs no edge of the graph.
     sponsor_ = -1;
     for (const auto& [j, nb] : nbrs_)
-        if (!nb.e.absent && !nb.e.failed && !nb.e.leaving) {  // a finished peer still has mass
+        if (!nb.absent && !nb.failed && !nb.leaving) {  // a finished peer still has mass
             sponsor_ = j;
             break;
         }
@@ -123,7 +123,7 @@ void AsyncGossip::serve_sponsored(Actions& out) {
     for (const auto& [j, rejoin] : asks_) {
         if (leaving_) {  // nothing left to split: the joiner asks its next neighbour
             send_control(out, j, async_control::kLeaving, 0);
-            neighbour(j).ack_due = neighbour(j).e.in;
+            neighbour(j).ack_due = neighbour(j).in;
             continue;
         }
         if (options_.outbox && !outbox_.free(j)) {
@@ -149,7 +149,7 @@ void AsyncGossip::serve_sponsored(Actions& out) {
 
 bool AsyncGossip::on_membership(Time now, const Message& msg, Neighbour& nb, Actions& out) {
     now_ = now;
-    const int j = nb.e.peer;
+    const int j = nb.peer;
     if (msg.kind == MessageKind::full_model) {
         on_admitted(now, msg, out);
         return true;
@@ -167,18 +167,18 @@ bool AsyncGossip::on_membership(Time now, const Message& msg, Neighbour& nb, Act
             if (msg.chunk == async_control::kSponsor) asks_.emplace_back(j, msg.edge_seq == 1);
             if (leaving_ && msg.chunk == async_control::kJoined) {
                 send_control(out, j, async_control::kLeaving, 0);
-                neighbour(j).ack_due = neighbour(j).e.in;
+                neighbour(j).ack_due = neighbour(j).in;
             } else if (done() && !leaving_) {
                 send_control(out, j, async_control::kFinished, 0);  // push nothing here
             }
             serve_sponsored(out);
             return true;
         case async_control::kLeaving:
-            nb.e.leaving = true;
+            nb.leaving = true;
             collect_live_out();
             // Every push to it counts, those still in the outbox too (they go out and it passes
             // them on); no more follow.
-            send_control(out, j, async_control::kLeaveAck, static_cast<std::uint64_t>(nb.e.pushes));
+            send_control(out, j, async_control::kLeaveAck, static_cast<std::uint64_t>(nb.pushes));
             if (joining() && j == sponsor_) ask_sponsor(out);
             return true;
         case async_control::kAdmitted:
@@ -186,7 +186,7 @@ bool AsyncGossip::on_membership(Time now, const Message& msg, Neighbour& nb, Act
             on_cut_agreement(msg, nb, out);  // async_state.cpp
             return true;
         case async_control::kLeaveAck:
-            nb.e.final_shares = static_cast<std::int64_t>(msg.edge_seq);
+            nb.final_shares = async_control::count32(msg.edge_seq);
             nb.ack_due = false;
             check_left(out);
             return true;
@@ -255,7 +255,7 @@ void AsyncGossip::hand_over(Actions& out) {
     const std::span<float> x = params();
     double left = w_;
     for (std::size_t i = 0; i < targets.size(); ++i) {
-        AsyncEdge& e = nbrs_.at(targets[i]).e;
+        Neighbour& e = nbrs_.at(targets[i]);
         Message m;
         m.kind = MessageKind::mass_share;
         m.receiver = targets[i];
@@ -267,7 +267,7 @@ void AsyncGossip::hand_over(Actions& out) {
         m.weight = i + 1 == targets.size() ? left : w_ / k;
         left -= m.weight;
         e.weight_sent += m.weight;
-        e.last_push = t_;
+        e.last_push = static_cast<std::int32_t>(t_);
         if (math_.on()) m.payload = math_.share(x, 1.0 / k);
         post(out, std::move(m));
     }
@@ -276,8 +276,8 @@ void AsyncGossip::hand_over(Actions& out) {
         if (math_.on()) math_.keep(x, 0.0);
     }
     for (auto& [j, nb] : nbrs_) {
-        if (nb.e.absent || nb.e.failed) continue;
-        nb.ack_due = nb.e.in;
+        if (nb.absent || nb.failed) continue;
+        nb.ack_due = nb.in;
         Message m;
         m.kind = MessageKind::control;
         m.chunk = async_control::kLeaving;
@@ -300,7 +300,7 @@ std::vector<int> AsyncGossip::takers() const {
     // live in-neighbours: a hand-over is a direct message and needs no edge of the graph.
     std::vector<int> out, in;
     for (const auto& [j, nb] : nbrs_)
-        if (!nb.e.failed && !nb.e.absent && !nb.e.leaving) (nb.e.out ? out : in).push_back(j);
+        if (!nb.failed && !nb.absent && !nb.leaving) (nb.out ? out : in).push_back(j);
     return out.empty() ? in : out;
 }
 
@@ -312,7 +312,7 @@ void AsyncGossip::pass_on(const Message& msg, Actions& out) {
         if (math_.on()) math_.add(params(), msg.payload);
     } else {
         const int to = targets.front();
-        AsyncEdge& e = nbrs_.at(to).e;
+        Neighbour& e = nbrs_.at(to);
         Message m = msg;
         m.receiver = to;
         m.round = t_;
@@ -327,8 +327,8 @@ void AsyncGossip::pass_on(const Message& msg, Actions& out) {
 void AsyncGossip::check_left(Actions& out) {
     if (!leaving_ || left_) return;
     for (const auto& [j, nb] : nbrs_) {
-        if (!nb.e.in || nb.e.absent || nb.e.failed) continue;
-        if (nb.ack_due || nb.e.shares < nb.e.final_shares) return;
+        if (!nb.in || nb.absent || nb.failed) continue;
+        if (nb.ack_due || nb.shares < nb.final_shares) return;
     }
     left_ = true;
     finish(out);  // every neighbour gets its final count: nothing more comes from here

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "async_control.hpp"
@@ -33,6 +34,14 @@ AsyncGossip::AsyncGossip(PeerContext ctx, AsyncOptions options)
     if (!topo) throw Error("async needs a topology");
     if (topo->n() != n())
         throw Error(fmt::format("the topology has {} peers but the job has {}", topo->n(), n()));
+    // Per-neighbour counters are 32-bit (async_gossip.hpp, Neighbour).
+    if (context().max_steps > std::numeric_limits<std::int32_t>::max())
+        throw Error(fmt::format("async takes at most {} steps, not {}",
+                                std::numeric_limits<std::int32_t>::max(), context().max_steps));
+    history_.set_capacity(kHistory + 1);
+    // A schedule with no period may name round out-neighbours beyond the base graph (its first
+    // 64 rounds): every neighbour's messages are then kept for the silence rule.
+    heard_all_ = !topo->period().has_value();
     // One base graph for every peer of the job (shared by the schedule): nothing here is O(n).
     const topology::Digraph& base = topo->base_graph();
     base_ = &base;
@@ -42,8 +51,8 @@ AsyncGossip::AsyncGossip(PeerContext ctx, AsyncOptions options)
     std::size_t both = 0;
     for (int j : ins) both += std::binary_search(outs.begin(), outs.end(), j);
     nbrs_.reserve(outs.size() + ins.size() - both);
-    for (int j : base.out_neighbors(rank())) neighbour(j).e.out = true;
-    for (int j : base.in_neighbors(rank())) neighbour(j).e.in = true;
+    for (int j : base.out_neighbors(rank())) neighbour(j).out = true;
+    for (int j : base.in_neighbors(rank())) neighbour(j).in = true;
     collect_live_out();
     check_share_chunks(options_.chunk_bytes, worker().size());
 }
@@ -52,7 +61,7 @@ AsyncGossip::Neighbour& AsyncGossip::neighbour(int j) {
     // Inserting moves the others (one sorted vector): callers hold one reference at a time.
     if (auto it = nbrs_.find(j); it != nbrs_.end()) return it->second;
     Neighbour& nb = nbrs_[j];
-    nb.e.peer = j;
+    nb.peer = j;
     const auto window = static_cast<std::size_t>(options_.rate_window);
     nb.arrivals.set_capacity(window + 1);
     nb.heard.set_capacity(window + 1);
@@ -63,6 +72,8 @@ bool AsyncGossip::silent(const Neighbour& nb) const {
     // Judged only once its window is full: a few early gaps say little about its cadence (and a
     // neighbour never heard from keeps its shares).
     if (options_.silence <= 0 || nb.heard.size() < nb.heard.capacity()) return false;
+    // The threshold is at least `silence`: most calls (every candidate, every step) end here.
+    if (now_ - nb.heard.back() <= options_.silence) return false;
     double gap = 0;
     for (std::size_t i = 1; i < nb.heard.size(); ++i)
         gap = std::max(gap, nb.heard[i] - nb.heard[i - 1]);
@@ -86,8 +97,8 @@ double AsyncGossip::neighbour_rate() const {
     double sum = 0;
     int count = 0;
     for (const auto& [j, nb] : nbrs_)
-        if (usable(nb) && nb.e.rate > 0) {
-            sum += nb.e.rate;
+        if (usable(nb) && nb.rate > 0) {
+            sum += nb.rate;
             ++count;
         }
     return count ? sum / count : 0;
@@ -99,10 +110,10 @@ double AsyncGossip::outflow() const {
 
 double AsyncGossip::push_fraction(int peer) const {
     const int k = std::min<int>(options_.targets, static_cast<int>(live_out().size()));
-    return fraction_to(edge(peer), k);
+    return fraction_to(known(peer), k);
 }
 
-double AsyncGossip::fraction_to(const AsyncEdge& e, int k) const {
+double AsyncGossip::fraction_to(const Neighbour& e, int k) const {
     if (k == 0) return 0.0;
     const double base = (1.0 - self_share_) / k;
     if (!options_.straggler_aware || !options_.balance) return base;
@@ -120,7 +131,7 @@ std::vector<int> AsyncGossip::live_out() const {
 void AsyncGossip::collect_live_out() {
     live_.clear();
     for (const auto& [j, nb] : nbrs_)
-        if (nb.e.out && usable(nb)) live_.push_back(j);
+        if (nb.out && usable(nb)) live_.push_back(j);
 }
 
 std::int64_t AsyncGossip::edge_bound() const {
@@ -139,42 +150,8 @@ std::int64_t AsyncGossip::report_period() const {
 
 int AsyncGossip::late_neighbours() const {
     int late = 0;
-    for (const auto& [j, nb] : nbrs_) late += usable(nb) && nb.e.late_now;
+    for (const auto& [j, nb] : nbrs_) late += usable(nb) && nb.late_now;
     return late;
-}
-
-std::vector<AsyncEdge> AsyncGossip::edges() const {
-    std::vector<AsyncEdge> v;
-    for (const auto& [j, nb] : nbrs_) v.push_back(nb.e);
-    return v;
-}
-
-json::Json AsyncGossip::edge_metrics() const {
-    json::Json out = json::Json::array();
-    for (const AsyncEdge& e : edges())
-        out.push_back({{"peer", e.peer},
-                       {"out", e.out},
-                       {"in", e.in},
-                       {"rate", e.rate},
-                       {"reported_self", e.reported_self},
-                       {"reports", e.reports},
-                       {"pushes", e.pushes},
-                       {"last_fraction", e.last_fraction},
-                       {"weight_sent", e.weight_sent},
-                       {"shares", e.shares},
-                       {"weight_received", e.weight_received},
-                       {"staleness_max", e.staleness_max},
-                       {"staleness_mean", e.staleness_mean},
-                       {"deadline", e.deadline},
-                       {"late", e.late}});
-    return out;
-}
-
-const AsyncEdge& AsyncGossip::edge(int peer) const {
-    auto it = nbrs_.find(peer);
-    if (it == nbrs_.end())
-        throw Error(fmt::format("async: peer {} is not a neighbour of {}", peer, rank()));
-    return it->second.e;
 }
 
 void AsyncGossip::on_start(Time now, Actions& out) {
@@ -233,6 +210,14 @@ struct PushScratch {
     std::vector<std::pair<int, double>> preferred;
 };
 thread_local PushScratch push_scratch;
+// x^p, without the call for the default p = 1 (pow(x, 1) is x exactly: its error is below one
+// unit in the last place); every step weighs every candidate with it.
+double power(double x, double p) {
+    return p == 1.0 ? x : std::pow(x, p);
+}
+// on_message's copy of a neighbour's gap window for the deadline quantile (one per thread, as
+// push_scratch).
+thread_local std::vector<double> deadline_scratch;
 }  // namespace
 
 void AsyncGossip::push_shares(Actions& out) {
@@ -252,13 +237,13 @@ void AsyncGossip::push_shares(Actions& out) {
     }
     cands.clear();
     for (int j : live_) {
-        if (silent(nbrs_.at(j))) continue;
-        const AsyncEdge& e = nbrs_.at(j).e;
+        const Neighbour& e = nbrs_.at(j);
+        if (silent(e)) continue;
         double weight = 1.0;
         if (options_.straggler_aware) {
             // An unmeasured target counts as fast as this peer (neutral).
             const double r = e.rate > 0 ? e.rate : (r_self > 0 ? r_self : 1.0);
-            weight = std::pow(r, options_.target_power);
+            weight = power(r, options_.target_power);
         }
         weight *= link_weight(j, r_self);
         cands.push_back({j, e.last_push, std::max(weight, 1e-300)});
@@ -286,9 +271,9 @@ void AsyncGossip::push_shares(Actions& out) {
             auto it = nbrs_.find(j);
             if (it == nbrs_.end() || !usable(it->second) || silent(it->second)) continue;
             double accept = 1.0;
-            const double r = it->second.e.rate;
+            const double r = it->second.rate;
             if (options_.straggler_aware && r > 0 && r_self > 0 && r < r_self)
-                accept = std::pow(r / r_self, options_.target_power);
+                accept = power(r / r_self, options_.target_power);
             accept *= link_weight(j, r_self);
             preferred.emplace_back(j, accept);
         }
@@ -297,7 +282,7 @@ void AsyncGossip::push_shares(Actions& out) {
     const std::span<float> x = params();
     double kept = 1.0;
     for (int j : sc.chosen) {
-        AsyncEdge& e = nbrs_.at(j).e;
+        Neighbour& e = nbrs_.at(j);
         const double fraction = fraction_to(e, k);
         kept -= fraction;
         Message m;
@@ -309,7 +294,7 @@ void AsyncGossip::push_shares(Actions& out) {
         m.elements = worker().size();
         m.edge_seq = static_cast<std::uint64_t>(e.pushes);
         ++e.pushes;
-        e.last_push = t_;
+        e.last_push = static_cast<std::int32_t>(t_);
         e.last_fraction = fraction;
         e.weight_sent += m.weight;
         if (math_.on()) m.payload = math_.share(x, fraction);
@@ -367,7 +352,7 @@ void AsyncGossip::send_reports(Time now, Actions& out) {
         // Every in-neighbour at once, after the first step and every period steps.
         if (t_ != 1 && t_ % period != 0) return;
         for (const auto& [j, nb] : nbrs_)
-            if (nb.e.in && usable(nb)) report(j);
+            if (nb.in && usable(nb)) report(j);
         return;
     }
     // The period raised to ceil(in-degree / targets): in-neighbour number i (ascending rank)
@@ -385,11 +370,11 @@ void AsyncGossip::send_reports(Time now, Actions& out) {
 void AsyncGossip::on_report(const Message& msg, Neighbour& nb) {
     if (msg.payload.size() != 2 || !(msg.payload[0] >= 0) || !(msg.payload[1] >= 0) ||
         !(msg.payload[1] <= 1))
-        throw Error(fmt::format("async: a malformed rate report from peer {}", nb.e.peer));
-    ++nb.e.reports;
+        throw Error(fmt::format("async: a malformed rate report from peer {}", nb.peer));
+    ++nb.reports;
     const double rate = msg.payload[0];
-    nb.e.reported_self = msg.payload[1];
-    if (rate > 0) nb.e.rate = rate;
+    nb.reported_self = msg.payload[1];
+    if (rate > 0) nb.rate = rate;
 }
 
 void AsyncGossip::absorb(int from, Time sent_at) {
@@ -398,15 +383,25 @@ void AsyncGossip::absorb(int from, Time sent_at) {
     // slow its sender is.
     if (from == rank()) return;  // own mass back from the outbox (a failed receiver)
     Neighbour& nb = neighbour(from);
-    const auto lo = std::upper_bound(history_.begin(), history_.end(), sent_at);
-    const auto hi = std::lower_bound(lo, history_.end(), now_);
+    // history_ is a ring (ascending times, oldest first): binary searches over its positions.
+    const auto first = [&](std::size_t from, auto&& past) {
+        std::size_t lo = from, hi = history_.size();
+        while (lo < hi) {
+            const std::size_t mid = lo + (hi - lo) / 2;
+            if (past(history_[mid]))
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        return lo;
+    };
+    const std::size_t lo = first(0, [&](Time b) { return b > sent_at; });
+    const std::size_t hi = first(lo, [&](Time b) { return b >= now_; });
     const auto stale = static_cast<std::int64_t>(hi - lo);
-    ++nb.e.absorbed;
+    ++nb.absorbed;
     nb.staleness_sum += stale;
-    nb.e.staleness_max = std::max(nb.e.staleness_max, stale);
+    nb.staleness_max = std::max(nb.staleness_max, static_cast<std::int32_t>(stale));
     mutable_stats().staleness_max = std::max(mutable_stats().staleness_max, stale);
-    nb.e.staleness_mean =
-        static_cast<double>(nb.staleness_sum) / static_cast<double>(nb.e.absorbed);
 }
 
 void AsyncGossip::absorb_buffer() {
@@ -427,18 +422,22 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     // silence / silence_factor are one hearing (the latest of them): a slow edge delivers the
     // rate reports queued behind a share (the outbox's) in one burst, whose tiny gaps would
     // otherwise pass for the neighbour's cadence and call it silent just after each burst.
+    // Only an out-neighbour can be judged silent (push_shares: the live out-neighbours, and a
+    // periodic schedule's rounds are within the base graph), so only its window is kept.
     const double burst = options_.silence / options_.silence_factor;
-    if (nb.heard.size() >= 2 && now - nb.heard[nb.heard.size() - 2] < burst)
-        nb.heard[nb.heard.size() - 1] = now;
-    else
-        nb.heard.push_back(now);
+    if (nb.out || heard_all_) {
+        if (nb.heard.size() >= 2 && now - nb.heard[nb.heard.size() - 2] < burst)
+            nb.heard[nb.heard.size() - 1] = now;
+        else
+            nb.heard.push_back(now);
+    }
     if (on_membership(now, msg, nb, out)) return;                 // async_elastic.cpp
     if (quiesce_intercept(msg)) return check_quiesced(now, out);  // async_state.cpp
     if (msg.kind == MessageKind::control) {
         if (msg.chunk == kControlRate) return on_report(msg, nb);
-        nb.e.finished = true;  // its last step is done: push nothing more to it
+        nb.finished = true;  // its last step is done: push nothing more to it
         collect_live_out();
-        nb.e.final_shares = static_cast<std::int64_t>(msg.edge_seq);
+        nb.final_shares = async_control::count32(msg.edge_seq);
         return;
     }
     if (msg.kind != MessageKind::mass_share)
@@ -459,11 +458,11 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     // against the new one's edge (docs/operations/elastic.md).
     if (msg.sent_at >= nb.entered_at) {
         if (options_.outbox)
-            nb.e.shares = std::max(nb.e.shares, static_cast<std::int64_t>(msg.edge_seq) + 1);
+            nb.shares = std::max(nb.shares, async_control::count32(msg.edge_seq + 1));
         else
-            ++nb.e.shares;
+            ++nb.shares;
     }
-    nb.e.weight_received += msg.weight;
+    nb.weight_received += msg.weight;
     nb.last_share = msg.weight;
     now_ = now;
     // Rate: the sender's steps over the arrival times of its shares, in a sliding window.
@@ -473,17 +472,18 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
     for (std::size_t i = 0; i < nb.arrivals.size(); ++i)
         lo = std::min(lo, nb.arrivals[i].second), hi = std::max(hi, nb.arrivals[i].second);
     const double span = nb.arrivals.back().first - nb.arrivals.front().first;
-    if (span > 0 && hi > lo && nb.e.reports == 0) nb.e.rate = static_cast<double>(hi - lo) / span;
-    nb.e.late_now = false;  // a late share is still absorbed; lateness was counted at its deadline
+    if (span > 0 && hi > lo && nb.reports == 0) nb.rate = static_cast<double>(hi - lo) / span;
+    nb.late_now = false;  // a late share is still absorbed; lateness was counted at its deadline
     if (leaving_) return pass_on(msg, out);  // async_elastic.cpp
     take_mass(j, msg);
     if (nb.arrivals.size() > 1) {
         // The inter-arrival times of the window (what a separate window of gaps would hold).
-        scratch_.clear();
+        auto& gaps = deadline_scratch;
+        gaps.clear();
         for (std::size_t i = 1; i < nb.arrivals.size(); ++i)
-            scratch_.push_back(nb.arrivals[i].first - nb.arrivals[i - 1].first);
-        nb.e.deadline = std::min(quantile_in_place(scratch_, options_.deadline_percentile),
-                                 options_.deadline_cap);
+            gaps.push_back(nb.arrivals[i].first - nb.arrivals[i - 1].first);
+        nb.deadline =
+            std::min(quantile_in_place(gaps, options_.deadline_percentile), options_.deadline_cap);
         if (!nb.armed) arm_deadline(now, nb, out);
     }
     if (quiescing_) check_quiesced(now, out);
@@ -491,10 +491,10 @@ void AsyncGossip::on_message(Time now, Message msg, Actions& out) {
 
 void AsyncGossip::arm_deadline(Time now, Neighbour& nb, Actions& out) {
     if (done() || !usable(nb)) return;
-    const Time due = nb.arrivals.back().first + nb.e.deadline;
+    const Time due = nb.arrivals.back().first + nb.deadline;
     if (due < now) return;
     nb.armed = true;
-    out.deadlines.push_back({due, static_cast<std::uint64_t>(nb.e.peer)});
+    out.deadlines.push_back({due, static_cast<std::uint64_t>(nb.peer)});
 }
 
 void AsyncGossip::on_deadline(Time now, std::uint64_t id, Actions& out) {
@@ -503,24 +503,24 @@ void AsyncGossip::on_deadline(Time now, std::uint64_t id, Actions& out) {
     Neighbour& nb = it->second;
     nb.armed = false;
     if (done() || !usable(nb) || nb.arrivals.empty()) return;
-    const Time due = nb.arrivals.back().first + nb.e.deadline;
+    const Time due = nb.arrivals.back().first + nb.deadline;
     if (due > now) return arm_deadline(now, nb, out);  // a share came since: the next is due
-    if (!nb.e.late_now) {
-        nb.e.late_now = true;  // counted; nobody waits for it
-        ++nb.e.late;
+    if (!nb.late_now) {
+        nb.late_now = true;  // counted; nobody waits for it
+        ++nb.late;
     }
 }
 
 void AsyncGossip::finish(Actions& out) {
     // Tell every neighbour, so that none keeps pushing mass to a peer that never pushes back.
     for (const auto& [j, nb] : nbrs_) {
-        if (nb.e.failed || nb.e.absent) continue;
+        if (nb.failed || nb.absent) continue;
         Message m;
         m.kind = MessageKind::control;
         m.chunk = kControlFinished;
         m.receiver = j;
         m.round = t_;
-        m.edge_seq = static_cast<std::uint64_t>(nb.e.pushes);  // no more after these
+        m.edge_seq = static_cast<std::uint64_t>(nb.pushes);  // no more after these
         send(out, std::move(m));
     }
     out.done = true;
@@ -529,8 +529,7 @@ void AsyncGossip::finish(Actions& out) {
 // Shares pushed here before the sender learnt this peer finished are still absorbed (on_message
 // adds them to w and x when no step runs), so the final mass is exact.
 bool AsyncGossip::awaits(const Neighbour& nb) {
-    return nb.e.in && !nb.e.failed && !nb.e.absent &&
-           (!nb.e.finished || nb.e.shares < nb.e.final_shares);
+    return nb.in && !nb.failed && !nb.absent && (!nb.finished || nb.shares < nb.final_shares);
 }
 
 bool AsyncGossip::settled() const {
@@ -551,8 +550,8 @@ std::vector<int> AsyncGossip::settling_on() const {
 void AsyncGossip::on_peer_failed(Time now, int j, Actions& out) {
     if (j == rank() || j < 0 || j >= n()) return;
     Neighbour& nb = neighbour(j);
-    if (nb.e.failed) return;
-    nb.e.failed = true;
+    if (nb.failed) return;
+    nb.failed = true;
     collect_live_out();
     // A share still waiting for the edge to j never left: its mass comes back here.
     if (auto m = outbox_.take(j)) take_mass(rank(), *m);

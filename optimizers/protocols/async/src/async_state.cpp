@@ -40,16 +40,16 @@ void AsyncGossip::send_cut_mark(const Neighbour& nb, Actions& out) {
     Message m;
     m.kind = MessageKind::control;
     m.chunk = kControlCut;
-    m.receiver = nb.e.peer;
+    m.receiver = nb.peer;
     m.round = t_;
-    m.edge_seq = static_cast<std::uint64_t>(nb.e.pushes);
+    m.edge_seq = static_cast<std::uint64_t>(nb.pushes);
     send(out, std::move(m));
 }
 
 void AsyncGossip::begin_quiesce(Actions& out) {
     quiescing_ = true;
     for (const auto& [j, nb] : nbrs_)
-        if (nb.e.out && usable(nb) && cuts_with(nb, t_)) send_cut_mark(nb, out);
+        if (nb.out && usable(nb) && cuts_with(nb, t_)) send_cut_mark(nb, out);
     check_quiesced(now_, out);
 }
 
@@ -70,13 +70,13 @@ void AsyncGossip::check_quiesced(Time now, Actions& out) {
     if (!quiescing_ || outbox_.pending() > 0) return;
     bool whole = true;  // every live edge takes part: the snapshot is one of a consistent cut
     for (const auto& [j, nb] : nbrs_) {
-        if (nb.e.failed || nb.e.absent || nb.e.leaving) continue;
+        if (nb.failed || nb.absent || nb.leaving) continue;
         // An admitted joiner's answer says whether the edge takes part here (it comes at once).
-        if (nb.cut == CutEdge::asked && !nb.e.finished) return;
-        if (!nb.e.finished && !cuts_with(nb, t_)) whole = false;
-        if (!nb.e.in || nb.e.finished || !cuts_with(nb, t_)) continue;
+        if (nb.cut == CutEdge::asked && !nb.finished) return;
+        if (!nb.finished && !cuts_with(nb, t_)) whole = false;
+        if (!nb.in || nb.finished || !cuts_with(nb, t_)) continue;
         const auto it = cut_marks_.find(j);
-        if (it == cut_marks_.end() || nb.e.shares < it->second) return;
+        if (it == cut_marks_.end() || nb.shares < it->second) return;
     }
     absorb_buffer();
     if (whole) cut(t_);
@@ -114,7 +114,7 @@ void AsyncGossip::agree_first_cuts(Actions& out) {
             answer_first_cut(nb, nb.cut_from, out);
             continue;
         }
-        if (nb.e.failed || nb.e.absent || nb.e.leaving || nb.e.finished) continue;
+        if (nb.failed || nb.absent || nb.leaving || nb.finished) continue;
         nb.cut = CutEdge::asked;
         send_control(out, j, async_control::kAdmitted, static_cast<std::uint64_t>(proposal));
     }
@@ -125,7 +125,7 @@ void AsyncGossip::answer_first_cut(Neighbour& nb, std::int64_t proposed, Actions
     if (done() || leaving_) first = static_cast<std::int64_t>(async_control::kNoCut);
     nb.cut = CutEdge::steady;
     nb.cut_from = first;
-    send_control(out, nb.e.peer, async_control::kCutFrom, static_cast<std::uint64_t>(first));
+    send_control(out, nb.peer, async_control::kCutFrom, static_cast<std::uint64_t>(first));
 }
 
 void AsyncGossip::on_cut_agreement(const Message& msg, Neighbour& nb, Actions& out) {
@@ -137,14 +137,14 @@ void AsyncGossip::on_cut_agreement(const Message& msg, Neighbour& nb, Actions& o
             return;
         }
         // Both were admitted at once and asked each other: the higher rank answers.
-        if (nb.cut == CutEdge::asked && rank() < nb.e.peer) return;
+        if (nb.cut == CutEdge::asked && rank() < nb.peer) return;
         return answer_first_cut(nb, value, out);
     }
     if (nb.cut != CutEdge::asked) return;  // answered its proposal instead (the higher rank)
     nb.cut = CutEdge::steady;
     nb.cut_from = value;
     // Quiescing at this very step: the mark the edge owes goes out now.
-    if (quiescing_ && nb.e.out && usable(nb) && cuts_with(nb, t_)) send_cut_mark(nb, out);
+    if (quiescing_ && nb.out && usable(nb) && cuts_with(nb, t_)) send_cut_mark(nb, out);
     check_quiesced(now_, out);
 }
 
@@ -158,10 +158,10 @@ void AsyncGossip::save_state(StateWriter& w) const {
     // The base graph's neighbours: a failure report about another rank (a crash elsewhere in
     // the job) also makes an entry, which is no edge of this peer's and not its state.
     std::uint64_t edges = 0;
-    for (const auto& [j, nb] : nbrs_) edges += nb.e.in || nb.e.out;
+    for (const auto& [j, nb] : nbrs_) edges += nb.in || nb.out;
     w.u64(edges);
     for (const auto& [j, nb] : nbrs_) {
-        const AsyncEdge& e = nb.e;
+        const Neighbour& e = nb;
         if (!e.in && !e.out) continue;
         w.u32(static_cast<std::uint32_t>(j));
         w.i64(e.pushes);
@@ -187,26 +187,33 @@ void AsyncGossip::restore_state(StateReader& r) {
     rng_.set_state(rng);
     const auto count = r.count("async neighbours", static_cast<std::uint64_t>(n()));
     std::uint64_t edges = 0;
-    for (const auto& [j, nb] : nbrs_) edges += nb.e.in || nb.e.out;
+    for (const auto& [j, nb] : nbrs_) edges += nb.in || nb.out;
     if (count != edges)
         r.fail(
             fmt::format("{} neighbours in the checkpoint, {} in this job's graph", count, edges));
+    // A neighbour keeps its counters in 32 bits (a job takes at most INT32_MAX steps).
+    const auto count32 = [&](const char* what) {
+        const std::int64_t v = r.counter(what);
+        if (v > std::numeric_limits<std::int32_t>::max())
+            r.fail(fmt::format("async {} {} is past this job's steps", what, v));
+        return static_cast<std::int32_t>(v);
+    };
     for (std::uint64_t k = 0; k < count; ++k) {
         const int j = static_cast<int>(r.u32("a neighbour"));
         auto it = nbrs_.find(j);
-        if (it == nbrs_.end() || (!it->second.e.in && !it->second.e.out))
+        if (it == nbrs_.end() || (!it->second.in && !it->second.out))
             r.fail(fmt::format("peer {} is not a neighbour in this graph", j));
-        AsyncEdge& e = it->second.e;
-        e.pushes = r.counter("pushes");
-        e.last_push = r.counter("last push");
+        Neighbour& e = it->second;
+        e.pushes = count32("pushes");
+        e.last_push = count32("last push");
         e.last_fraction = r.f64("last fraction");
         e.weight_sent = r.f64("weight sent");
-        e.shares = r.counter("shares");
+        e.shares = count32("shares");
         e.weight_received = r.f64("weight received");
-        e.absorbed = r.counter("shares absorbed");
+        e.absorbed = count32("shares absorbed");
         e.rate = r.f64("rate");
         e.reported_self = r.f64("reported self share");
-        e.reports = r.counter("reports");
+        e.reports = count32("reports");
     }
 }
 

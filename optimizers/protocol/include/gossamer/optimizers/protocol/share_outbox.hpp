@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -47,9 +48,14 @@ class ShareOutbox {
     std::uint64_t merged() const noexcept { return merged_; }
 
   private:
+    // 24 bytes an out-edge (a simulated job holds one per out-edge of each peer): a whole share's
+    // send id inline, a chunked share's ids and the pending share only while there are any.
     struct Edge {
-        std::vector<std::uint64_t> in_flight;  // the share's send ids (chunks); none: free
-        std::optional<Message> waiting;
+        std::uint64_t one = 0;  // the send id of the whole share in flight (0: none)
+        std::unique_ptr<std::vector<std::uint64_t>> chunks;  // a chunked share's sends left
+        std::unique_ptr<Message> waiting;
+        bool busy() const noexcept { return one != 0 || (chunks && !chunks->empty()); }
+        std::uint64_t first() const noexcept { return one != 0 ? one : chunks->front(); }
     };
     FlatMap<int, Edge> edges_;
     std::size_t pending_ = 0;

@@ -22,7 +22,6 @@
 /// is counted late; its share is still absorbed when it comes.
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +33,7 @@
 
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/rng.hpp"
+#include "gossamer/optimizers/protocol/growing_window.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/optimizers/protocol/push_sum_math.hpp"
 #include "gossamer/optimizers/protocol/share_chunks.hpp"
@@ -166,7 +166,8 @@ class AsyncGossip final : public Protocol {
     std::vector<AsyncEdge> edges() const;
     /// edges() as JSON, one object per neighbour (written by the simulator into peers.jsonl).
     json::Json edge_metrics() const override;
-    const AsyncEdge& edge(int peer) const;
+    /// By value: the protocol keeps its neighbours in a narrower form.
+    AsyncEdge edge(int peer) const;
     /// Done, and every in-neighbour that has not failed finished and its last share arrived:
     /// the mass this peer holds is final (sum of w over the peers = n with no failure).
     bool settled() const override;
@@ -215,24 +216,44 @@ class AsyncGossip final : public Protocol {
         asked,     ///< this peer was admitted and asked the neighbour for its first cut
         deferred,  ///< the neighbour asked (cut_from: its proposal) while this peer was joining
     };
+    /// One neighbour, either direction (docs/modules/simulator.md, "Scale": a simulated job
+    /// holds n peers times their neighbours of these). The public view is AsyncEdge (edge()):
+    /// counters are 32-bit (a job takes at most INT32_MAX steps, checked at construction), the
+    /// flags are bits, staleness_mean is computed from staleness_sum, and the windows allocate
+    /// as they fill (GrowingWindow).
     struct Neighbour {
-        AsyncEdge e;
-        // (time, sender step), rate_window + 1; the inter-arrival times (the deadline's window)
-        // are the differences of consecutive entries.
-        Window<std::pair<Time, std::int64_t>> arrivals;
-        Window<Time> heard;     // when its recent messages (shares and reports) arrived
-        double last_share = 0;  // w of its latest share
-        bool armed = false;     // a deadline is pending
-        std::int64_t staleness_sum = 0;
-        // Elastic jobs: when its latest incarnation entered (its own clock; shares sent before
-        // are absorbed but not counted), and whether its answer to this peer's leave is due.
-        Time entered_at = -1;
-        bool ack_due = false;
+        int peer = 0;
+        bool out : 1 = false, in : 1 = false;  // base edge this -> peer / peer -> this
+        bool failed : 1 = false, finished : 1 = false, absent : 1 = false, leaving : 1 = false;
+        bool late_now : 1 = false;  // its deadline passed and no share has come since
+        bool armed : 1 = false;     // a deadline is pending
+        // Elastic jobs: whether its answer to this peer's leave is due.
+        bool ack_due : 1 = false;
         // Checkpoint cuts in an elastic job (async_state.cpp): whether this edge takes part in
         // the cut at step S (steady and S >= cut_from), or is still being agreed.
         CutEdge cut = CutEdge::steady;
+        // This peer's pushes to the neighbour (pushes, the step of the latest) and the
+        // neighbour's shares here (received, absorbed), as AsyncEdge.
+        std::int32_t pushes = 0, last_push = -1, shares = 0, absorbed = 0;
+        std::int32_t reports = 0, late = 0, staleness_max = 0;
+        std::int32_t final_shares = -1;  // with `finished` (-1: not known yet)
+        double rate = 0, reported_self = 0, last_fraction = 0, weight_sent = 0;
+        double weight_received = 0, deadline = 0;
+        double last_share = 0;  // w of its latest share
+        std::int64_t staleness_sum = 0;
+        // Elastic jobs: when its latest incarnation entered (its own clock; shares sent before
+        // are absorbed but not counted).
+        Time entered_at = -1;
         std::int64_t cut_from = 0;
+        // (time, sender step), rate_window + 1; the inter-arrival times (the deadline's window)
+        // are the differences of consecutive entries.
+        GrowingWindow<std::pair<Time, std::int64_t>> arrivals;
+        GrowingWindow<Time> heard;  // when its recent messages (shares and reports) arrived
     };
+    /// The public view of nb.
+    static AsyncEdge view(const Neighbour& nb);
+    /// peer's entry; throws Error when it is none.
+    const Neighbour& known(int peer) const;
 
     /// j's state, created (with its windows sized) on first use.
     Neighbour& neighbour(int j);
@@ -266,9 +287,9 @@ class AsyncGossip final : public Protocol {
     /// that push nothing keep everything), else the latest push's.
     double advertised_self() const;
     /// push_fraction with k targets this step.
-    double fraction_to(const AsyncEdge& e, int k) const;
+    double fraction_to(const Neighbour& e, int k) const;
     bool usable(const Neighbour& nb) const {
-        return !nb.e.failed && !nb.e.finished && !nb.e.absent && !nb.e.leaving;
+        return !nb.failed && !nb.finished && !nb.absent && !nb.leaving;
     }
     /// Heard from recently enough to be pushed to (AsyncOptions::silence).
     bool silent(const Neighbour& nb) const;
@@ -281,10 +302,12 @@ class AsyncGossip final : public Protocol {
     double w_ = 1.0, buf_w_ = 0.0, self_share_, effective_self_;
     PushSumMath math_;                           // z and the receive buffer
     std::vector<std::pair<int, Time>> pending_;  // (sender, sent at) in the buffer
-    std::deque<Time> history_;                   // own step boundaries: rate, staleness
-    Time now_ = 0;                               // time of the event being handled
+    // Own step boundaries (rate, staleness): the last kHistory (async_gossip.cpp), one more
+    // for a moment after a join; a ring that allocates as it fills.
+    GrowingWindow<Time> history_;
+    bool heard_all_ = false;  // every neighbour's `heard` window is kept, not only out-edges'.
+    Time now_ = 0;            // time of the event being handled
     FlatMap<int, Neighbour> nbrs_;
-    std::vector<double> scratch_;              // the deadline quantile's copy of a gap window
     std::vector<int> live_;                    // live out-neighbours, ascending
     const topology::Digraph* base_ = nullptr;  // the schedule's base graph (shared, immutable)
     ShareOutbox outbox_;
