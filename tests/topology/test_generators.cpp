@@ -151,10 +151,13 @@ TEST_CASE("check_once runs a whole-schedule check once per key and keeps its ans
     CHECK(sched->check_once("a", failing) == "not a chain");
     CHECK(sched->check_once("a", failing) == "not a chain");  // the first answer, not a rerun
     CHECK(runs == 1);
-    CHECK(sched->check_once("b", [&runs]() -> std::string {
-        ++runs;
-        return {};
-    }).empty());
+    CHECK(sched
+              ->check_once("b",
+                           [&runs]() -> std::string {
+                               ++runs;
+                               return {};
+                           })
+              .empty());
     CHECK(runs == 2);  // another key is another check
     CHECK(sched->check_once("b", failing).empty());
     CHECK(runs == 2);
