@@ -48,6 +48,8 @@ TEST_CASE("the header round-trips every field, little-endian at fixed offsets") 
     CHECK(std::to_integer<int>(h[0]) == 'G');
     CHECK(std::to_integer<int>(h[6]) == static_cast<int>(tr::MessageKind::reduce));
     CHECK(tr::announced_payload_bytes(h) == 400);
+    CHECK(tr::announced_sender(h) == 3);
+    CHECK(tr::announced_sender(std::span<const std::byte>(h).first(10)) == -1);  // short
     tr::Message out;
     auto check = tr::decode_header(h, expect(), 400, out);
     REQUIRE(check.ok);

@@ -99,6 +99,12 @@ std::uint64_t announced_payload_bytes(std::span<const std::byte> header) noexcep
     return header.size() < kHeaderBytes ? 0 : get<std::uint64_t>(header.data(), kPayload);
 }
 
+int announced_sender(std::span<const std::byte> header) noexcept {
+    return header.size() < kHeaderBytes
+               ? -1
+               : static_cast<std::int32_t>(get<std::uint32_t>(header.data(), kSender));
+}
+
 HeaderCheck decode_header(std::span<const std::byte> header, const HeaderExpectation& expect,
                           std::int64_t arrived_bytes, Message& m) {
     if (header.size() < kHeaderBytes)

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "gossamer/core/log.hpp"
+#include "gossamer/transport/wire.hpp"
 #include "ucx_impl.hpp"
 
 namespace gossamer::transport::ucx_detail {
@@ -112,8 +113,7 @@ ucs_status_t Ucx::on_fragment(const void* header, std::size_t header_length, voi
         p.assemblies.push_back(Assembly{id, slot, into, bytes, 0});
     }
     // The sender's rank, as the (checked) first fragment's header said.
-    const int from = std::to_integer<int>(h[16]) | std::to_integer<int>(h[17]) << 8 |
-                     std::to_integer<int>(h[18]) << 16 | std::to_integer<int>(h[19]) << 24;
+    const int from = announced_sender({h, kHeaderBytes});
     if (from < 0 || from >= size() || peer_failed(from)) return UCS_OK;
     auto& list = peers_[static_cast<std::size_t>(from)].assemblies;
     auto a = std::find_if(list.begin(), list.end(), [&](const Assembly& x) { return x.id == id; });

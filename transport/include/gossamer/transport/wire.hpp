@@ -82,4 +82,8 @@ std::uint64_t largest_payload_bytes(std::uint64_t parameters) noexcept;
 /// Payload bytes a header announces (no checks; 0 for a short header).
 std::uint64_t announced_payload_bytes(std::span<const std::byte> header) noexcept;
 
+/// The sender field of a header (no checks; -1 for a short header): for the later pieces of a
+/// message whose first piece's header was checked (the UCX backend's eager fragments).
+int announced_sender(std::span<const std::byte> header) noexcept;
+
 }  // namespace gossamer::transport

@@ -10,11 +10,11 @@
 
 namespace gossamer::proto {
 
-/// The last `capacity` values pushed (a sliding window), oldest first, as Window
-/// (small_containers.hpp), but narrower: the buffer grows as the window fills (4, 8, ... then the
-/// capacity), so a window that sees few values holds little, and the object is 16 bytes instead
-/// of 32 (at most 65,535 values). A simulated async job keeps two of these per neighbour of each
-/// of its peers (docs/modules/simulator.md, "Scale").
+/// The last `capacity` values pushed (a sliding window), oldest first. The buffer grows as the
+/// window fills (4, 8, ... then the capacity), so a window that sees few values holds little,
+/// and the object is 16 bytes (at most 65,535 values). A simulated async job keeps two of these
+/// per neighbour of each of its peers (docs/modules/simulator.md, "Scale"); dpsgd and choco keep
+/// one per edge (RecentSends).
 template <class T>
 class GrowingWindow {
   public:

@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "gossamer/optimizers/protocol/growing_window.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
-#include "gossamer/optimizers/protocol/small_containers.hpp"
 
 namespace gossamer::proto {
 
@@ -57,7 +57,7 @@ class RecentSends {
         Time done = -1;  // < 0: in flight
         bool ok = true;
     };
-    Window<Entry> window_;
+    GrowingWindow<Entry> window_;
 };
 
 /// Which edge each send in flight belongs to, so that its completion finds its RecentSends.
