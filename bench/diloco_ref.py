@@ -18,10 +18,12 @@ outer.momentum, Nesterov for "nesterov", dampening 0; its momentum buffer starts
 the first is the mean Delta), then x restarts from theta. Every inner step is padded to the
 cluster file's step time (GOSSAMER_STEP_TIME) as bench/ddp_ref.py pads a step.
 
-The model judged is theta, the anchor, never the inner point x: the evaluation points (rank 0's,
-every rank holds the same theta) evaluate the theta of the last finished round, and the final
-evaluation (OUT/average.json) and OUT/model.bin (rank 0, Gossamer's model file) are theta after
-the last round, as for a built-in peer with "outer".
+The model judged is theta, the anchor, never the inner point x, as for a built-in peer with
+"outer": the evaluation points (rank 0's: every rank holds the same theta) come between rounds,
+at the first round's end at or after each tick, and the final evaluation (OUT/average.json) and
+OUT/model.bin (rank 0, Gossamer's model file) are theta after the last round. As a built-in
+peer's under "outer", a step of OUT/peer<rank>.jsonl and of the summary is a round (the summary's
+inner_steps: T).
 
 Started by `gossamer launch` (never by hand), as ddp_ref.py is, with the same environment
 (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME in the lab; GOSSAMER_CONFIG,
@@ -68,8 +70,6 @@ def outer_options(job):
 
 def main():
     job = torch_job.Job(SCRIPT)
-    import gossamer.torch as gt
-
     h, outer_lr, mu, nesterov = outer_options(job)
     job.build()
     torch, dist, world, steps = job.torch, job.dist, job.world, job.steps
@@ -79,43 +79,47 @@ def main():
     # refuses nesterov=True without momentum).
     outer = torch.optim.SGD([theta], lr=outer_lr, momentum=mu, nesterov=nesterov and mu > 0)
     delta = torch.zeros_like(buffer)
-    # The model judged: theta, in a net of its own (the trained net holds x within a round).
-    judged = torch_job.build_model(SCRIPT, job.cfg, job.x.shape[1], job.net[-1].out_features,
-                                   torch)
-    judged_flat = gt.flatten(judged).buffer
-    with torch.no_grad():
-        judged_flat.copy_(theta)
     t0 = job.start()
     busy = idle = 0.0
     rounds = 0
+    round_loss = round_seconds = 0.0
     for s in range(steps):
         loss, start, waited = job.gradient(s)
         busy += waited - start
+        round_loss += loss.item()
+        round_seconds += waited - start
         job.set_lr(s)  # the inner step's own index: the schedule runs over inner steps only
         job.opt.step()
-        if (s + 1) % h == 0 or s + 1 == steps:  # the round's end: k = min(H, T - r H) steps
-            ready = time.monotonic()
-            with torch.no_grad():
-                torch.sub(theta, buffer, out=delta)  # Delta = theta - x, float32
-            dist.all_reduce(delta)  # the sum over ranks (gloo), then the mean
-            delta /= world
-            idle += time.monotonic() - ready
-            theta.grad = delta
-            outer.step()
-            with torch.no_grad():
-                buffer.copy_(theta)  # x restarts from the new anchor
-                judged_flat.copy_(theta)
-            rounds += 1
+        if (s + 1) % h != 0 and s + 1 != steps:
+            continue
+        # The round's end, after k = min(H, T - r H) inner steps.
+        ready = time.monotonic()
+        with torch.no_grad():
+            torch.sub(theta, buffer, out=delta)  # Delta = theta - x, float32
+        dist.all_reduce(delta)  # the sum over ranks (gloo), then the mean
+        delta /= world
+        idle += time.monotonic() - ready
+        theta.grad = delta
+        outer.step()
+        with torch.no_grad():
+            buffer.copy_(theta)  # x restarts from the new anchor: the net holds theta now
+        k = s + 1 - rounds * h
         now = time.monotonic() - t0
-        job.metrics.write({"rank": job.rank, "step": s, "time": now, "loss": loss.item(),
-                           "step_seconds": waited - start})  # computing and padding, as peer's
-        job.evaluation_point(now, judged)  # theta of the last finished round, never x
+        # One line a round, as a built-in peer under "outer" writes (its step is a round): the
+        # mean loss of the round's inner steps, their seconds computed and padded.
+        job.metrics.write({"rank": job.rank, "step": rounds, "time": now,
+                           "loss": round_loss / k, "step_seconds": round_seconds})
+        rounds += 1
+        round_loss = round_seconds = 0.0
+        # Evaluation points between rounds, on theta (never on the inner point x).
+        job.evaluation_point(now)
     end = time.monotonic() - t0
     # Each round's ring all-reduce sends 2 (n - 1) / n of Delta from every rank.
     sent = rounds * 2 * (world - 1) * 4 * delta.numel() / world
     if job.rank == 0 and job.launch.out:
-        job.save_model(f"{job.launch.out}/model.bin", steps)  # theta after the last round
-    job.finish(end, busy, idle, sent, {"rounds": rounds})
+        job.save_model(f"{job.launch.out}/model.bin", rounds)  # theta after the last round
+    job.finish(end, busy, idle, sent, steps=rounds, extra={"inner_steps": steps},
+               what=f"rounds ({steps} inner steps)")
     return 0
 
 

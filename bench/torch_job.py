@@ -189,23 +189,24 @@ class Job:
         for group in self.opt.param_groups:
             group["lr"] = float(self.lrs[s])
 
-    def evaluation_point(self, now, net=None):
-        """At the first step boundary at or after tick k * interval: rank 0 evaluates net (default
-        the trained one) as it stands (every rank holds the same model, so rank 0's point stands
-        for all)."""
+    def evaluation_point(self, now):
+        """At the first step boundary at or after tick k * interval: rank 0 evaluates the net as
+        it stands (every rank holds the same model, so rank 0's point stands for all)."""
         if self.interval > 0 and now >= self.next_tick * self.interval:
             tick = int(now // self.interval)
             if self.rank == 0:
-                n, net = self.eval_samples, self.net if net is None else net
-                e_loss, e_acc = evaluate(net, self.test_x[:n], self.test_y[:n], self.torch)
+                n = self.eval_samples
+                e_loss, e_acc = evaluate(self.net, self.test_x[:n], self.test_y[:n], self.torch)
                 self.metrics.write({"eval": tick, "rank": self.rank,
                                     "time": tick * self.interval, "accuracy": e_acc,
                                     "loss": e_loss})
             self.next_tick = tick + 1
 
-    def finish(self, end, busy, idle, sent, extra=None):
-        """The summary line, rank 0's average.json and closing line, then the last barrier."""
-        algorithm, steps, rank, world = self.script.algorithm, self.steps, self.rank, self.world
+    def finish(self, end, busy, idle, sent, steps=None, extra=None, what="steps"):
+        """The summary line, rank 0's average.json and closing line, then the last barrier.
+        steps: what the summary counts as steps (default the job's steps), `what` in the line."""
+        algorithm, rank, world = self.script.algorithm, self.rank, self.world
+        steps = self.steps if steps is None else steps
         self.metrics.write({"summary": True, "rank": rank, "algorithm": algorithm,
                             "steps": steps, "end_time": end, "busy": busy, "idle": idle,
                             "bytes_sent": sent, "bytes_received": sent, "failed": 0,
@@ -214,7 +215,7 @@ class Job:
             loss, acc = evaluate(self.net, self.test_x, self.test_y, self.torch)
             self.launch.write_average({"average_of": list(range(world)), "n": world,
                                        "algorithm": algorithm, "steps": steps}, loss, acc)
-            print(f"rank 0: {steps} steps in {end:.2f} s (idle {idle:.2f} s), test loss "
+            print(f"rank 0: {steps} {what} in {end:.2f} s (idle {idle:.2f} s), test loss "
                   f"{loss:.4f}, accuracy {100 * acc:.2f}%", flush=True)
         self.dist.barrier()
         self.dist.destroy_process_group()
