@@ -76,6 +76,9 @@ void check_algorithms(const std::vector<std::string>& algorithms,
         const auto options = config ? config->algorithm_options(algo) : std::nullopt;
         proto::make_protocol(algo, options ? &*options : nullptr,
                              proto::PeerContext{0, topology->n(), topology, &probe, 1});
+        if (config)
+            proto::check_outer_algorithm(config->outer, algo, options ? &*options : nullptr,
+                                         config->doc.file);
         if (config && train) {
             const auto model = optim::build_model(*config, *train);
             const auto rates =

@@ -62,10 +62,18 @@ void ComputeThread::loop(std::stop_token stop) {
         const double start = start_;
         request_.reset();
         lock.unlock();
+        // Under "outer" one call is a round of k inner steps, each padded as a step is.
+        const std::int64_t k = worker_.steps_per_gradient();
+        const std::int64_t first_inner = worker_.inner_steps();
+        const bool rounds = worker_.inner_steps() != worker_.steps() || k > 1;
         const auto t0 = Clock::now();
         d.loss = worker_.compute_gradient(at);
         d.measured = std::chrono::duration<double>(Clock::now() - t0).count();
-        const double declared = declared_ ? declared_(d.step, start) : 0.0;
+        double declared = 0.0;
+        if (declared_ && !rounds) declared = declared_(d.step, start);
+        if (declared_ && rounds)
+            for (std::int64_t j = 0; j < k; ++j)
+                declared += declared_(first_inner + j, start + declared);
         lock.lock();
         computed_ = GradientDone{d.step, std::max(declared, d.measured)};
         if (declared > d.measured && wake_computed_) {  // padded: say so now, not only at its end

@@ -297,7 +297,7 @@ int run_peer_job(PeerJob& job) {
     DriverResult r;
     const std::int64_t resumed = job.protocol->resumed_at();  // steps taken before a resume
     try {
-        Driver driver(*job.protocol, *job.worker.trainer, me->transport(), d);
+        Driver driver(*job.protocol, job.worker.protocol_worker(), me->transport(), d);
         guard.restart();
         r = driver.run();
     } catch (const NotMember& e) {

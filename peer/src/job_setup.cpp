@@ -73,7 +73,7 @@ void assemble_peer_job(PeerJob& job) {
     job.worker = optim::make_training_worker(cfg, job.data.train, job.rank, n, job.epochs);
     const auto options = cfg.algorithm_options(job.algorithm);
     proto::PeerContext ctx{
-        job.rank,         n,          job.topology.schedule, job.worker.trainer.get(),
+        job.rank,         n,          job.topology.schedule, &job.worker.protocol_worker(),
         job.worker.steps, job.cluster};
     ctx.value_bound = cfg.value_bound;  // docs/operations/reliability.md
     job.protocol = proto::make_protocol(job.algorithm, options ? &*options : nullptr, ctx);

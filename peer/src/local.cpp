@@ -74,11 +74,11 @@ LocalTrainingResult run_local_training(const LocalTraining& job) {
     for (int r = 0; r < n; ++r) {
         workers.push_back(optim::make_training_worker(*job.config, *job.train, r, n, job.epochs));
         auto& w = workers.back();
-        proto::PeerContext ctx{r, n, job.topology, w.trainer.get(), w.steps, job.cluster};
+        proto::PeerContext ctx{r, n, job.topology, &w.protocol_worker(), w.steps, job.cluster};
         ctx.value_bound = job.config->value_bound;  // docs/operations/reliability.md
         owned.push_back(proto::make_protocol(job.algorithm, job.algorithm_options, ctx));
         protocols.push_back(owned.back().get());
-        locals.push_back(w.trainer.get());
+        locals.push_back(&w.protocol_worker());
     }
     LocalTrainingResult res;
     std::function<DriverOptions(int)> options = job.options;

@@ -162,6 +162,10 @@ void add_training_settings(std::vector<Setting>& out, const optim::TrainingConfi
     if (const auto* o = member(c, "optimizer")) opt["optimizer"] = *o;
     if (const auto* s = member(c, "schedule")) opt["schedule"] = *s;
     out.push_back(bootstrap::make_setting("optimizer", canonical(&opt), shown(&opt), config));
+    // The outer layer (docs/algorithms/outer.md): every peer must take the same rounds.
+    const std::string outer = c.outer ? c.outer->describe() : "none";
+    out.push_back(bootstrap::make_setting("outer", outer, c.outer ? "outer " + outer : "no outer",
+                                          config + " (its \"outer\" section)"));
 }
 
 void add_cluster_setting(std::vector<Setting>& out, const std::string& path) {

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "gossamer/core/blas.hpp"
+#include "gossamer/core/error.hpp"
 #include "gossamer/core/memory.hpp"
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/model_file.hpp"
@@ -23,6 +24,11 @@ TrainResult run_train_job(const optim::TrainingConfig& cfg, const OutputOrigin& 
     progress(fmt::format("loading {}", cfg.data.name));
     auto data = optim::load_training_data(cfg);
     optim::check_batch_size(cfg, data.train.size());
+    if (cfg.outer)
+        throw ConfigError(cfg.doc.file, "outer",
+                          "gossamer train runs one process, and the outer layer's rounds are "
+                          "between peers",
+                          "drop \"outer\", or run the config with gossamer sim, peer or launch");
     auto model = optim::build_model(cfg, data.train);
     optim::check_training_memory(cfg, *model);
     auto layout = optim::build_partitions(cfg, *model);

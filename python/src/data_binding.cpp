@@ -82,7 +82,8 @@ void bind_data(py::module_& m) {
             py::array_t<float> params(static_cast<py::ssize_t>(p.size()));
             std::copy(p.begin(), p.end(), params.mutable_data());
             out["params"] = params;
-            out["steps"] = w.steps;
+            out["steps"] = w.inner_steps;  // local (inner) steps
+            out["rounds"] = w.steps;       // protocol steps: rounds under "outer"
             out["batch_size"] = w.trainer->batch_size();
             // The trainer's batches (rows of the shard, step after step: BatchLoader's epoch
             // permutations, the tail of each epoch dropped) and learning rates, so that a
@@ -91,11 +92,11 @@ void bind_data(py::module_& m) {
             const auto per_epoch = w.trainer->batches_per_epoch();
             const auto seed = optim::LocalTrainer::batch_seed(cfg.seed, rank);
             py::array_t<std::int64_t> rows(
-                {static_cast<py::ssize_t>(w.steps), static_cast<py::ssize_t>(b)});
-            py::array_t<double> lr(static_cast<py::ssize_t>(w.steps));
-            const auto schedule = optim::build_schedule(cfg, w.steps);
+                {static_cast<py::ssize_t>(w.inner_steps), static_cast<py::ssize_t>(b)});
+            py::array_t<double> lr(static_cast<py::ssize_t>(w.inner_steps));
+            const auto schedule = optim::build_schedule(cfg, w.inner_steps);
             std::vector<std::int64_t> order;
-            for (std::int64_t s = 0; s < w.steps; ++s) {
+            for (std::int64_t s = 0; s < w.inner_steps; ++s) {
                 if (s % per_epoch == 0)
                     order = epoch_permutation(static_cast<std::int64_t>(w.shard->size()), seed,
                                               static_cast<std::uint64_t>(s / per_epoch));

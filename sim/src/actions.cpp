@@ -149,9 +149,13 @@ void Engine::start_step(int rank, Time now) {
     if (!p.stepping) trace_.wait(rank, p.idle_since, now);
     p.stepping = true;
     p.step_start = now;
+    // Under "outer" one protocol step is a round: each of its inner steps costs a step.
+    const std::int64_t inner = p.worker->steps_per_gradient();
     const double loss =
-        p.worker->math() ? p.worker->compute_gradient(p.protocol->compute_point()) : 0.0;
-    const Time end = compute_.step_end(rank, p.started++, now);
+        p.worker->math() || p.inner ? p.worker->compute_gradient(p.protocol->compute_point()) : 0.0;
+    p.round_steps = inner;
+    Time end = now;
+    for (std::int64_t k = 0; k < inner; ++k) end = compute_.step_end(rank, p.started++, end);
     p.busy += end - now;
     p.step_end = end;
     if (p.protocol->takes_partition_ready()) schedule_ready(rank, now, end);

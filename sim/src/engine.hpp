@@ -92,14 +92,16 @@ struct Flowing {
 };
 
 struct Peer {
-    std::unique_ptr<Dataset> shard;  // math mode: the samples its trainer reads
-    std::unique_ptr<proto::LocalWorker> worker;
+    std::unique_ptr<Dataset> shard;              // math mode: the samples its trainer reads
+    std::unique_ptr<proto::LocalWorker> inner;   // under "outer": the trainer the layer drives
+    std::unique_ptr<proto::LocalWorker> worker;  // what the protocol drives
     std::unique_ptr<proto::Protocol> protocol;
     // Applies and checks its protocol's actions (the bound on data messages in flight per edge)
     // and knows whether it is done.
     proto::ActionApplier applier{{"peer", true}};
     bool alive = true, stepping = false;
-    std::int64_t started = 0;
+    std::int64_t started = 0;      // inner steps started
+    std::int64_t round_steps = 1;  // inner steps of the running protocol step ("outer": a round)
     Time busy = 0, idle = 0, idle_since = 0, step_start = 0, step_end = 0;
     // Elastic jobs (churn.cpp).
     int life = 0;                    // incarnation: one more at each rejoin

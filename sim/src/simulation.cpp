@@ -15,6 +15,7 @@
 #include "gossamer/core/log.hpp"
 #include "gossamer/core/params.hpp"
 #include "gossamer/optimizers/local/training_worker.hpp"
+#include "gossamer/optimizers/outer/outer_worker.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/optimizers/protocol/questions.hpp"
 #include "gossamer/sim/event_queue.hpp"
@@ -37,6 +38,9 @@ Engine::Engine(const SimSetup& s)
         throw Error(fmt::format("the cluster has {} peers, the topology {}", s.cluster->n(), n_));
     const bool math = s.mode == Mode::math;
     std::int64_t steps = s.steps;
+    if (s.config)
+        proto::check_outer_algorithm(s.config->outer, s.algorithm,
+                                     s.options ? &*s.options : nullptr, s.config->doc.file);
     if (math) {
         eval_model_ = optim::build_model(*s.config, *s.train);
         peer_test_ = first_samples(*s.test, s.peer_eval_samples);
@@ -52,7 +56,18 @@ Engine::Engine(const SimSetup& s)
                 });
             steps = w.steps;
             p.shard = std::move(w.shard);
-            p.worker = std::move(w.trainer);
+            if (w.outer) {
+                p.worker = std::move(w.outer);
+                p.inner = std::move(w.trainer);
+            } else {
+                p.worker = std::move(w.trainer);
+            }
+        } else if (s.config && s.config->outer && !s.config->outer->identity()) {
+            // Cost mode under "outer": s.steps are inner steps, taken in rounds.
+            p.inner = std::make_unique<proto::CostOnlyWorker>(s.model_size);
+            p.worker = std::make_unique<optim::OuterWorker>(*p.inner, *s.config->outer, s.steps,
+                                                            nullptr, s.config->doc.file);
+            steps = optim::outer_rounds(s.steps, *s.config->outer);
         } else {
             p.worker = std::make_unique<proto::CostOnlyWorker>(s.model_size);
         }
@@ -99,7 +114,7 @@ void Engine::handle(Time now, Event& e) {
         trace_.cause({});
         ++peer_steps_;
         last_step_ = now;
-        result_.samples += s_.mode == Mode::math ? s_.config->batch_size : 1;
+        result_.samples += (s_.mode == Mode::math ? s_.config->batch_size : 1) * p.round_steps;
         judge_pending(d->rank, now);  // the model at the boundary, before this step's update
         p.protocol->step_finished(now, d->loss, a);
         apply(d->rank, now, a);

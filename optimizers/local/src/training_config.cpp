@@ -51,7 +51,8 @@ DataConfig parse_data(const Node& node) {
 TrainingConfig parse_training_config(const json::Document& doc) {
     Node root(doc);
     root.expect_object({"description", "seed", "data", "model", "optimizer", "schedule", "training",
-                        "partitions", "multirate", "output", "sharding", "algorithms", "guard"});
+                        "partitions", "multirate", "output", "sharding", "algorithms", "guard",
+                        "outer"});
     TrainingConfig c;
     c.doc = doc;
     if (auto v = root.find("description")) v->as_string();
@@ -111,6 +112,14 @@ TrainingConfig parse_training_config(const json::Document& doc) {
         }
     }
     c.sharding.seed = c.seed;
+    c.outer = find_outer_options(root);
+    if (c.outer) {  // eval_every and checkpoint_every count rounds from here on
+        c.eval_every = outer_rounds(c.eval_every, *c.outer);
+        c.checkpoint_every = outer_rounds(c.checkpoint_every, *c.outer);
+        if (root.find("multirate"))
+            root.at("outer").fail("multirate partitions cannot be combined with outer rounds yet",
+                                  "drop \"multirate\" or \"outer\"");
+    }
     if (auto m = root.find("multirate"); m && !m->is_object())
         m->fail("expected an object", "e.g. {\"partitions\": {\"slow\": {\"period\": 4}}}");
     if (auto al = root.find("algorithms")) {

@@ -2,6 +2,7 @@
 
 #include "gossamer/core/sharding.hpp"
 #include "gossamer/optimizers/local/multirate.hpp"
+#include "gossamer/optimizers/outer/outer_worker.hpp"
 
 namespace gossamer::optim {
 
@@ -24,6 +25,12 @@ TrainingWorker make_training_worker(const TrainingConfig& config, const Dataset&
                                                build_schedule(config, w.steps), *w.shard,
                                                config.batch_size, config.seed, rank);
     w.trainer->set_multirate(std::move(rates));
+    w.inner_steps = w.steps;
+    if (config.outer && !config.outer->identity()) {
+        w.outer = std::make_unique<OuterWorker>(*w.trainer, *config.outer, w.inner_steps,
+                                                &w.trainer->layout(), config.doc.file);
+        w.steps = outer_rounds(w.inner_steps, *config.outer);
+    }
     return w;
 }
 

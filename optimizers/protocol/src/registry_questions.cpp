@@ -93,6 +93,28 @@ void check_multirate_algorithm(const optim::Multirate& m, std::string_view name)
     }
 }
 
+std::string outer_refusal(std::string_view name, const json::Node* options) {
+    const auto* a = find_algorithm(name);
+    return a && a->outer_refusal ? a->outer_refusal(options) : std::string();
+}
+
+void check_outer_algorithm(const std::optional<optim::OuterOptions>& outer, std::string_view name,
+                           const json::Node* options, const std::string& config_file) {
+    if (!outer || outer->identity()) return;
+    const std::string why = outer_refusal(name, options);
+    if (!why.empty())
+        throw ConfigError(
+            config_file, "outer", why,
+            fmt::format("drop \"outer\", or run {}", join_names(outer_algorithms(), "or")));
+}
+
+std::vector<std::string> outer_algorithms() {
+    std::vector<std::string> out;
+    for (const auto& a : algorithms())
+        if (!a.outer_refusal || a.outer_refusal(nullptr).empty()) out.push_back(a.name);
+    return out;
+}
+
 double wait_per_step(std::string_view name, const JobSetup& setup, double latency) {
     const auto* a = find_algorithm(name);
     return a && a->wait_per_step ? a->wait_per_step(setup, latency) : 0.0;

@@ -20,6 +20,16 @@ Algorithm allreduce_algorithm() {
     };
     // Three model-sized copies for the ring, whatever the degree of the topology.
     a.model_copies = [](const JobSetup&) { return 3.0; };
+    // Under "outer" its step averages the pseudo-gradients: DiLoCo. Local SGD's "period" would
+    // put a second, uncounted level of local steps under the outer rounds.
+    a.outer_refusal = [](const json::Node* options) {
+        if (options && options->has("period") && parse_allreduce_options(options).period > 1)
+            return std::string(
+                "allreduce with \"period\" > 1 is local SGD already; under \"outer\" its "
+                "rounds are \"outer.steps\" (outer sgd at lr 1 with no momentum is that local "
+                "SGD)");
+        return std::string();
+    };
     return a;
 }
 

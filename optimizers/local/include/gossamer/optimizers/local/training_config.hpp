@@ -17,6 +17,7 @@
 #include "gossamer/optimizers/local/local_optimizer.hpp"
 #include "gossamer/optimizers/local/lr_schedule.hpp"
 #include "gossamer/optimizers/local/multirate.hpp"
+#include "gossamer/optimizers/outer/outer_options.hpp"
 
 namespace gossamer::optim {
 
@@ -51,6 +52,10 @@ struct TrainingConfig {
     /// "guard": {"value_bound": R}: a received value beyond R times the receiver's own largest
     /// |x| (at least 1) is refused like a non-finite one (docs/operations/reliability.md); 0 = off.
     double value_bound = 0;
+    /// "outer": local updates and an outer optimizer (docs/algorithms/outer.md); nullopt: none.
+    /// With it, a protocol step is a round of outer->steps inner steps, and eval_every and
+    /// checkpoint_every (given in inner steps) are read as rounds, rounded up.
+    std::optional<OuterOptions> outer;
 
     /// The options of algorithm `name` ("algorithms": {"sgp": {...}}), or nullopt.
     std::optional<json::Node> algorithm_options(const std::string& name) const;

@@ -17,7 +17,15 @@ namespace gossamer::optim {
 struct TrainingWorker {
     std::unique_ptr<Dataset> shard;  ///< this peer's samples (the trainer reads them)
     std::unique_ptr<LocalTrainer> trainer;
-    std::int64_t steps = 0;  ///< local steps for `epochs` passes over the shard
+    /// The outer layer around `trainer` when the config has "outer" (and it is not the identity:
+    /// OuterOptions::identity()); else null.
+    std::unique_ptr<proto::LocalWorker> outer;
+    std::int64_t steps = 0;        ///< protocol steps: local steps, or rounds under "outer"
+    std::int64_t inner_steps = 0;  ///< local steps for `epochs` passes over the shard
+    /// The worker the protocol drives: the outer layer, or the trainer itself.
+    proto::LocalWorker& protocol_worker() const {
+        return outer ? *outer : static_cast<proto::LocalWorker&>(*trainer);
+    }
 };
 
 /// Peer `rank` of `n`: its shard of `train` (config.sharding), the model, partitions, multirate

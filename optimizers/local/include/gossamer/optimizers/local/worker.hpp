@@ -42,6 +42,12 @@ class LocalWorker {
     virtual void apply_gradient(std::span<float> x, std::span<const float> g) = 0;
     /// Optimizer steps applied so far.
     virtual std::int64_t steps() const = 0;
+    /// Inner steps the next compute_gradient takes: 1, except under the outer layer
+    /// (optim::OuterWorker), where one call is a round of up to H steps. Drivers charge (sim)
+    /// and pad (peers) that many steps of compute.
+    virtual std::int64_t steps_per_gradient() const { return 1; }
+    /// Inner steps taken so far (steps() except under the outer layer).
+    virtual std::int64_t inner_steps() const { return steps(); }
     /// The multirate rates the worker trains with, or nullptr (every partition, every step).
     /// Protocols that gossip per partition (dpsgd) follow their gossip periods.
     virtual const optim::Multirate* multirate() const { return nullptr; }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gossamer/optimizers/local/multirate.hpp"
+#include "gossamer/optimizers/outer/outer_options.hpp"
 #include "gossamer/optimizers/protocol/registry.hpp"
 
 namespace gossamer::proto {
@@ -45,6 +46,16 @@ std::vector<std::string> per_partition_algorithms();
 /// ConfigError naming the partition when `m` gives a partition its own gossip period or
 /// compressor and algorithm `name` gossips the whole model every round.
 void check_multirate_algorithm(const optim::Multirate& m, std::string_view name);
+
+// The outer layer (docs/algorithms/outer.md).
+/// Algorithm::outer_refusal of `name` with `options`, or "" (a name the registry lacks).
+std::string outer_refusal(std::string_view name, const json::Node* options);
+/// ConfigError naming `config_file` and "outer" when `outer` is set (and not the identity) and
+/// algorithm `name` with `options` refuses it.
+void check_outer_algorithm(const std::optional<optim::OuterOptions>& outer, std::string_view name,
+                           const json::Node* options, const std::string& config_file);
+/// The algorithms that take "outer" at their default options, in registry order.
+std::vector<std::string> outer_algorithms();
 
 // Sizes and times (the simulator's checks before it runs; docs/modules/simulator.md, "Sizes").
 /// Algorithm::wait_per_step of `name`, or 0.

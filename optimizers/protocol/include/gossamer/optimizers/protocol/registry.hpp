@@ -80,6 +80,11 @@ struct Algorithm {
     /// protocols that resynchronise replicas with full copies; the simulator checks that one
     /// full model crosses the slowest link in less. Default: none.
     std::function<double(const json::Node* options)> resync_timeout;
+    /// The outer layer (the config's "outer", docs/algorithms/outer.md): "" when the algorithm
+    /// with these options takes its rounds, else one line saying why not and what to do.
+    /// Default: "" (the layer is a worker around the peer's own, which every protocol that
+    /// takes its step with LocalWorker::apply_gradient reaches).
+    std::function<std::string(const json::Node* options)> outer_refusal;
 };
 
 /// Every registered algorithm: the built-in ones in the order of algorithm_list.hpp, then those

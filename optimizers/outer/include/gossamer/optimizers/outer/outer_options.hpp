@@ -1,0 +1,53 @@
+#pragma once
+/// The outer layer's options: the training config's "outer" section (docs/algorithms/outer.md,
+/// docs/formats/train-config.md). With them every protocol's step becomes a round of `steps`
+/// inner steps followed by an outer optimizer step on the anchor (DiLoCo and its gossip forms).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gossamer/core/json.hpp"
+
+namespace gossamer::optim {
+
+enum class OuterKind { sgd, nesterov };
+
+struct OuterOptions {
+    /// H: inner steps per round (>= 1).
+    std::int64_t steps = 1;
+    /// The outer optimizer: SGD (heavy-ball momentum when momentum > 0) or SGD with Nesterov
+    /// momentum, torch.optim.SGD's formulas with dampening 0.
+    OuterKind kind = OuterKind::sgd;
+    /// Outer learning rate (> 0, finite). The default, 1 with no momentum, is local SGD: the
+    /// bounded choice; DiLoCo's 0.7 with Nesterov 0.9 is explicit.
+    double lr = 1.0;
+    /// Outer momentum in [0, 1).
+    double momentum = 0.0;
+    /// The partitions the outer optimizer steps (names of the config's partitions); empty: all.
+    /// The others take the mixed pseudo-gradient at rate 1 (local SGD).
+    std::vector<std::string> partitions;
+
+    /// True when the layer is the identity on every protocol: one inner step and outer SGD at
+    /// rate 1 with no momentum. Drivers then skip it (the exact path: today's algorithms bit
+    /// for bit).
+    bool identity() const noexcept {
+        return steps == 1 && kind == OuterKind::sgd && lr == 1.0 && momentum == 0.0;
+    }
+    /// One line for logs, the handshake and the report: "H=8 nesterov lr=0.7 momentum=0.9".
+    std::string describe() const;
+    friend bool operator==(const OuterOptions&, const OuterOptions&) = default;
+};
+
+/// Reads the "outer" object. Throws ConfigError naming the JSON path of an unknown key, a wrong
+/// type or a value out of range (steps < 1, lr not finite and > 0, momentum outside [0, 1), an
+/// unknown optimizer). Partition names are checked against the model later (OuterWorker).
+OuterOptions parse_outer_options(const json::Node& node);
+/// The config's "outer" section, or nullopt when it has none.
+std::optional<OuterOptions> find_outer_options(const json::Node& root);
+
+/// Rounds a peer takes for `inner_steps` inner steps: ceil(inner_steps / steps).
+std::int64_t outer_rounds(std::int64_t inner_steps, const OuterOptions& o);
+
+}  // namespace gossamer::optim
