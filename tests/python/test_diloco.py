@@ -96,11 +96,12 @@ def test_diloco_matches_ours_on_a_longer_job_with_padded_steps(tmp_path):
         rows
     assert rows["diloco"]["final_accuracy"] > 0.6
     assert rows["diloco"]["time_to_target"] is not None, rows["diloco"]
-    # 10 all-reduces of the model, as ours: the same bytes (the ring's 2 (n - 1) / n each).
-    assert rows["diloco"]["mb_sent_per_peer"] == pytest.approx(
-        rows["allreduce"]["mb_sent_per_peer"], rel=0.05), rows
+    # 10 all-reduces of the model (the ring's 2 (n - 1) / n each), as ours, whose figure also
+    # counts its messages' headers (60 of them here, on 210-byte chunks).
     size = gossamer.shard(CONFIG, 0, 4)["params"].size
     assert rows["diloco"]["mb_sent_per_peer"] == pytest.approx(10 * 2 * 3 / 4 * 4 * size / 1e6)
+    assert 0 <= rows["allreduce"]["mb_sent_per_peer"] - rows["diloco"]["mb_sent_per_peer"] \
+        <= 60 * 128 / 1e6, rows
     for rank in range(4):
         lines = peer_lines(out, rank)
         assert [x["step"] for x in lines if "step" in x] == list(range(10))  # a line a round
@@ -188,7 +189,8 @@ def test_diloco_bad_input_is_one_line_exit_2(tmp_path):
                     "the source tree")
     churn = tmp_path / "churn.json"
     churn.write_text(json.dumps({"version": 1, "defaults": {"base_time": BASE_TIME},
-                                 "peers": [{"rank": 3, "join_at": 0.5}]}))
+                                 "peers": [{"rank": 3, "join_at": 0.5}],
+                                 "network": {"latency": 2e-5, "bandwidth": 1.25e9}}))
     r = launch("--topology", topo, "--config", train, "--cluster", str(churn), "--algorithms",
                "diloco", "--out", str(tmp_path / "o6"))
     one_line_exit_2(r, contains="diloco (torch DiLoCo, bench/diloco_ref.py) cannot join, leave "
