@@ -142,8 +142,11 @@ class Job:
         import gossamer.torch as gt
 
         torch, launch, script = self.torch, self.launch, self.script
-        shard = gossamer.shard(self.cfg, self.rank, self.world, epochs=launch.epochs)
-        data = gossamer.load_data(self.cfg)
+        try:
+            shard = gossamer.shard(self.cfg, self.rank, self.world, epochs=launch.epochs)
+            data = gossamer.load_data(self.cfg)
+        except gossamer.ConfigError as e:  # the config's own line, as gossamer peer says it
+            script.fail(f"{launch.config}: {str(e).removeprefix('config: ')}")
         self.x = torch.from_numpy(shard["x"]).reshape(len(shard["y"]), -1)
         self.y = torch.from_numpy(shard["y"])
         self.test_x = torch.from_numpy(data["test"]["x"]).reshape(len(data["test"]["y"]), -1)

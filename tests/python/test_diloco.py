@@ -217,3 +217,18 @@ def test_the_script_by_hand_is_one_line_exit_2():
                        env=env)
     one_line_exit_2(r, "diloco_ref.py: RANK is not set; gossamer launch --algorithms diloco "
                     "sets it")
+
+
+def test_a_config_the_shard_refuses_is_one_line_per_peer(tmp_path):
+    # What only the built-in job finds (a warm-up longer than the run's 8 inner steps): each
+    # torch rank says it in one line, exit 2, as gossamer peer does, not with a traceback.
+    bad = dict(with_samples(640), schedule={"schedule": "cosine", "warmup_steps": 50})
+    topo, train, _ = write_job(tmp_path, bad)
+    r = launch("--topology", topo, "--config", train, "--algorithms", "diloco", "--out",
+               str(tmp_path / "out"), "--no-plots")
+    assert r.returncode == 1, r.stderr
+    assert "diloco: peer 0 failed: exit status 2" in r.stderr, r.stderr
+    log = (tmp_path / "out" / "diloco" / "peer0.log").read_text().strip().splitlines()
+    assert log == [f"diloco_ref.py: {train}: schedule.warmup_steps: warmup_steps 50 is not below "
+                   "the run's 8 steps (a cosine schedule without total_steps spans the whole "
+                   "run); lower warmup_steps, or give total_steps"], log
