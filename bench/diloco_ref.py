@@ -20,20 +20,22 @@ cluster file's step time (GOSSAMER_STEP_TIME) as bench/ddp_ref.py pads a step.
 
 The model judged is theta, the anchor, never the inner point x, as for a built-in peer with
 "outer": the evaluation points (rank 0's: every rank holds the same theta) come between rounds,
-at the first round's end at or after each tick, and the final evaluation (OUT/average.json) and
-OUT/model.bin (rank 0, Gossamer's model file) are theta after the last round. As a built-in
-peer's under "outer", a step of OUT/peer<rank>.jsonl and of the summary is a round (the summary's
-inner_steps: T).
+at the start (tick 0: the first point) and at the first round's end at or after each later
+tick, and the final evaluation (OUT/average.json) and OUT/model.bin (rank 0, Gossamer's model
+file) are theta after the last round. As a built-in peer's under "outer", a step of
+OUT/peer<rank>.jsonl and of the summary is a round (the summary's inner_steps: T).
 
 Started by `gossamer launch` (never by hand), as ddp_ref.py is, with the same environment
 (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME in the lab; GOSSAMER_CONFIG,
 GOSSAMER_EPOCHS, GOSSAMER_OUT, GOSSAMER_EVAL_INTERVAL, GOSSAMER_EVAL_SAMPLES,
 GOSSAMER_STEP_TIME). Writes OUT/peer<rank>.jsonl (step lines, evaluation points, summary) and
-rank 0 OUT/average.json and OUT/model.bin. Exit status 2 with one line on bad input (no "outer"
+rank 0 OUT/average.json and OUT/model.bin (with GOSSAMER_DILOCO_ROUNDS=1 also OUT/theta-<r>.bin
+after every round r). Exit status 2 with one line on bad input (no "outer"
 section, outer.partitions, a model or optimizer this script does not mirror). What it shares with
 ddp_ref.py is in bench/torch_job.py, beside it.
 """
 import math
+import os
 import sys
 import time
 
@@ -79,7 +81,14 @@ def main():
     # refuses nesterov=True without momentum).
     outer = torch.optim.SGD([theta], lr=outer_lr, momentum=mu, nesterov=nesterov and mu > 0)
     delta = torch.zeros_like(buffer)
+    # GOSSAMER_DILOCO_ROUNDS=1: rank 0 also writes theta after every round r as
+    # OUT/theta-<r>.bin (to set beside a built-in peer's checkpoint-<rank>-<r>.bin of
+    # --checkpoint-every 1: under "outer" its checkpoints count rounds).
+    every_round = os.environ.get("GOSSAMER_DILOCO_ROUNDS", "") not in ("", "0")
     t0 = job.start()
+    # Tick 0 before the first round (a round boundary too): the first point, as a built-in peer
+    # evaluates it.
+    job.evaluation_point(0.0)
     busy = idle = 0.0
     rounds = 0
     round_loss = round_seconds = 0.0
@@ -111,6 +120,8 @@ def main():
                            "loss": round_loss / k, "step_seconds": round_seconds})
         rounds += 1
         round_loss = round_seconds = 0.0
+        if every_round and job.rank == 0:  # theta after this round, for comparisons
+            job.save_model(f"{job.launch.out}/theta-{rounds}.bin", rounds)
         # Evaluation points between rounds, on theta (never on the inner point x).
         job.evaluation_point(now)
     end = time.monotonic() - t0

@@ -38,10 +38,10 @@ def with_samples(samples, epochs=1, **outer):
                 outer=dict(OUTER, **outer))
 
 
-def run(tmp_path, config, algorithms="allreduce,diloco", *extra):
+def run(tmp_path, config, algorithms="allreduce,diloco", *extra, env=None):
     topo, train, cluster = write_job(tmp_path, config)
     out = tmp_path / "out"
-    r = launch("--topology", topo, "--config", train, "--cluster", cluster, "--algorithms",
+    r = launch_env(env, "--topology", topo, "--config", train, "--cluster", cluster, "--algorithms",
                algorithms, "--out", str(out), "--no-plots", "--json", "--timeout", "120",
                "--eval-interval", "0.2", *extra)
     assert r.returncode == 0, r.stderr
@@ -49,6 +49,17 @@ def run(tmp_path, config, algorithms="allreduce,diloco", *extra):
     for row in rows.values():
         assert row["ok"] and row["failed_peers"] == 0, row
     return out, rows
+
+
+def launch_env(env, *args):
+    if env is None:
+        return launch(*args)
+    return subprocess.run([cli(), "launch", *args], capture_output=True, text=True, timeout=150,
+                          env=dict(os.environ, **env))
+
+
+def distance(a, b):
+    return float(numpy.linalg.norm(a - b) / numpy.linalg.norm(b))
 
 
 def relative_distance(out):
@@ -78,11 +89,20 @@ def test_first_round_matches_ours_to_1e_5(tmp_path):
     assert numpy.linalg.norm(theta - first) > 1e-3  # the round moved it
 
 
-def test_rounds_of_unequal_length_and_sgd_match_ours(tmp_path):
+def test_rounds_of_unequal_length_and_sgd_match_ours_round_by_round(tmp_path):
     # 20 inner steps a peer, H = 8: rounds of 8, 8 and 4 steps; plain outer SGD with momentum.
-    out, _ = run(tmp_path, with_samples(1600, optimizer="sgd", lr=1.3, momentum=0.6))
-    d = relative_distance(out)
-    assert d <= 1e-5, d
+    # Theta after every round from both sides: our peers' checkpoints (under "outer" they
+    # count rounds) and the torch row's theta-<r>.bin (GOSSAMER_DILOCO_ROUNDS).
+    out, _ = run(tmp_path, with_samples(1600, optimizer="sgd", lr=1.3, momentum=0.6),
+                 "allreduce,diloco", "--checkpoint-every", "1",
+                 env={"GOSSAMER_DILOCO_ROUNDS": "1"})
+    for r in (1, 2):  # the last round's theta is the final model.bin
+        ours = gossamer.load_model(str(out / "allreduce" / f"checkpoint-0-{r}.bin")).params
+        theirs = gossamer.load_model(str(out / "diloco" / f"theta-{r}.bin")).params
+        assert distance(ours, theirs) <= 1e-5, (r, distance(ours, theirs))
+    final = gossamer.load_model(str(out / "diloco" / "theta-3.bin")).params
+    assert distance(gossamer.load_model(str(out / "diloco" / "model.bin")).params, final) == 0
+    assert relative_distance(out) <= 1e-5
     for rank in range(4):
         summary = peer_lines(out, rank)[-1]
         assert summary["steps"] == 3 and summary["inner_steps"] == 20
