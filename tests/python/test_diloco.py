@@ -246,9 +246,12 @@ def test_a_config_the_shard_refuses_is_one_line_per_peer(tmp_path):
     topo, train, _ = write_job(tmp_path, bad)
     r = launch("--topology", topo, "--config", train, "--algorithms", "diloco", "--out",
                str(tmp_path / "out"), "--no-plots")
-    assert r.returncode == 1, r.stderr
-    assert "diloco: peer 0 failed: exit status 2" in r.stderr, r.stderr
-    log = (tmp_path / "out" / "diloco" / "peer0.log").read_text().strip().splitlines()
-    assert log == [f"diloco_ref.py: {train}: schedule.warmup_steps: warmup_steps 50 is not below "
-                   "the run's 8 steps (a cosine schedule without total_steps spans the whole "
-                   "run); lower warmup_steps, or give total_steps"], log
+    # The first rank to exit 2 "could not start" (exit 2) or failed (exit 1), as it falls.
+    assert r.returncode in (1, 2), r.stderr
+    assert "exit status 2" in r.stderr, r.stderr
+    line = (f"diloco_ref.py: {train}: schedule.warmup_steps: warmup_steps 50 is not below the "
+            "run's 8 steps (a cosine schedule without total_steps spans the whole run); lower "
+            "warmup_steps, or give total_steps")
+    logs = [(tmp_path / "out" / "diloco" / f"peer{k}.log").read_text().strip() for k in range(4)]
+    said = [log for log in logs if log]  # a rank stopped before it spoke has said nothing
+    assert said and all(log == line for log in said), logs
