@@ -14,6 +14,7 @@
 #include "gossamer/core/log.hpp"
 #include "gossamer/core/trace.hpp"
 #include "gossamer/optimizers/local/multirate.hpp"
+#include "gossamer/optimizers/outer/outer_worker.hpp"
 #include "gossamer/optimizers/protocol/questions.hpp"
 #include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/peer.hpp"
@@ -35,6 +36,26 @@ double seconds(Clock::duration d) {
 std::optional<json::Document> option_json(const std::string& text, const char* name) {
     if (text.empty()) return std::nullopt;
     return json::parse_text(text, fmt::format("PeerOptions::{}", name));
+}
+
+// PeerOptions::outer built in C++ (Python's outer= is read by parse_outer_options): the limits
+// of the config's "outer" section, with its lines.
+void check_outer(const optim::OuterOptions& o) {
+    const auto bad = [](const char* field, std::string what, const char* fix) {
+        throw ConfigError("", fmt::format("PeerOptions::outer.{}", field), std::move(what), fix);
+    };
+    if (o.steps < 1)
+        bad("steps", fmt::format("{} inner steps per round; a round takes at least one", o.steps),
+            "use an integer >= 1, e.g. 8");
+    if (!(o.lr > 0) || !std::isfinite(o.lr))
+        bad("lr", fmt::format("outer learning rate {:g} must be finite and > 0", o.lr),
+            "use e.g. 1.0 (local SGD) or 0.7 (DiLoCo's)");
+    if (!(o.momentum >= 0 && o.momentum < 1))
+        bad("momentum", fmt::format("outer momentum {:g} is outside [0, 1)", o.momentum),
+            "use e.g. 0 or 0.9");
+    if (o.kind == optim::OuterKind::nesterov && o.momentum == 0)
+        bad("momentum", "Nesterov's outer step needs momentum > 0",
+            "set momentum, e.g. 0.9, or use the sgd outer optimizer");
 }
 
 void check_options(const PeerOptions& o, std::size_t params, const PartitionLayout& layout) {
@@ -72,6 +93,7 @@ void check_options(const PeerOptions& o, std::size_t params, const PartitionLayo
     if (o.transport == PeerTransport::inproc && !o.inproc)
         throw ConfigError("", "PeerOptions::inproc", "the inproc transport needs a job",
                           "set it to make_inproc_job(n), shared by the n peers");
+    if (o.outer) check_outer(*o.outer);
 }
 
 }  // namespace
@@ -89,6 +111,9 @@ struct Peer::Impl {
     std::vector<bootstrap::Setting> settings;  // what the handshake compares
     std::optional<json::Document> algorithm_options;
     std::unique_ptr<api::UserWorker> worker;
+    /// PeerOptions::outer (not the identity): the outer layer around `worker`, which the
+    /// protocol drives; else null and the protocol drives `worker`.
+    std::unique_ptr<optim::OuterWorker> outer;
     std::unique_ptr<proto::Protocol> protocol;
     std::atomic<bool> leave{false};
     bool closed = false;  // finish() ran (user thread)
@@ -179,7 +204,9 @@ void Peer::Impl::run_comm() {
         };
         const transport::Transport* t = &conn->transport();
         d.on_step = [this, t](const peer::StepRecord&) { snapshot(t, nullptr); };
-        peer::Driver driver(*protocol, *worker, conn->transport(), d);
+        proto::LocalWorker& driven = outer ? static_cast<proto::LocalWorker&>(*outer)
+                                           : static_cast<proto::LocalWorker&>(*worker);
+        peer::Driver driver(*protocol, driven, conn->transport(), d);
         const peer::DriverResult r = driver.run();
         snapshot(t, &r);
         finished = !r.failed;
@@ -247,12 +274,29 @@ Peer::Peer(PeerOptions options, std::span<float> params, PartitionLayout layout)
                                  SettingSource::api);
     peer::add_partition_settings(m.settings, rates, SettingSource::api);
     peer::add_final_average_setting(m.settings, options.exact_average);
+    peer::add_outer_setting(m.settings, options.outer, "PeerOptions::outer");
     m.worker = std::make_unique<api::UserWorker>(params, std::move(rates),
                                                  api::make_peer_device(options.device));
     std::optional<json::Node> node;
     if (m.algorithm_options) node.emplace(*m.algorithm_options);
-    proto::PeerContext ctx{m.rank, m.topology.n(), m.topology.schedule, m.worker.get(),
-                           options.steps};
+    // The outer layer (docs/library/api.md, "Outer rounds"): the user's steps are its inner
+    // steps and the protocol takes one step per round. Refusals (the algorithm, a device, per-
+    // partition gossip, an unknown partition name) name PeerOptions::outer.
+    std::int64_t protocol_steps = options.steps;
+    if (options.outer && !options.outer->identity()) {
+        try {
+            proto::check_outer_algorithm(options.outer, options.algorithm, node ? &*node : nullptr,
+                                         "");
+            m.outer = std::make_unique<optim::OuterWorker>(*m.worker, *options.outer, options.steps,
+                                                           &layout, "");
+        } catch (const ConfigError& e) {
+            throw ConfigError("", "PeerOptions::" + e.path(), e.problem(), e.fix());
+        }
+        protocol_steps = optim::outer_rounds(options.steps, *options.outer);
+    }
+    proto::LocalWorker* driven = m.outer ? static_cast<proto::LocalWorker*>(m.outer.get())
+                                         : static_cast<proto::LocalWorker*>(m.worker.get());
+    proto::PeerContext ctx{m.rank, m.topology.n(), m.topology.schedule, driven, protocol_steps};
     m.protocol = proto::make_protocol(options.algorithm, node ? &*node : nullptr, ctx);
     m.params = params;
     m.layout = std::move(layout);
