@@ -1,8 +1,8 @@
 // gossamer::Peer with PeerOptions::outer (docs/library/api.md, "Outer rounds"): the user's own
 // optimizer is the inner one. Outer SGD at lr 1 without momentum is allreduce's local SGD
 // ("period" H); Nesterov runs with every peer on the same anchor under allreduce; the step
-// counts line up (step() calls, rounds, a last short round, finish() early); bad options are
-// one line before anything starts.
+// counts line up (step() calls, rounds, a last short round, finish() early) and the timeline
+// shows the rounds with their inner steps; bad options are one line before anything starts.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -117,7 +117,12 @@ TEST_CASE("Peer outer nesterov keeps every allreduce peer on one anchor, a short
     const auto cfg = logreg_config();
     const auto data = optim::load_training_data(cfg);
     const auto nesterov = outer(7, optim::OuterKind::nesterov, 0.7, 0.9);
-    const Run run = train(path, n, cfg, data, [&](PeerOptions& o) { o.outer = nesterov; });
+    // Rank 0 writes its timeline: the rounds with their inner steps (docs/formats/trace.md).
+    const auto trace = (dir.path() / "outer.trace.json").string();
+    const Run run = train(path, n, cfg, data, [&](PeerOptions& o) {
+        o.outer = nesterov;
+        if (o.rank == 0) o.trace_path = trace;
+    });
     const Run plain = train(path, n, cfg, data, [](PeerOptions&) {});
     for (int r = 0; r < n; ++r) {
         const auto& a = run.peers[static_cast<std::size_t>(r)];
@@ -129,6 +134,26 @@ TEST_CASE("Peer outer nesterov keeps every allreduce peer on one anchor, a short
         for (float v : a.params) REQUIRE(std::isfinite(v));
     }
     CHECK(relative(run.peers[0].params, plain.peers[0].params) > 1e-4);  // it did something
+    std::int64_t rounds = 0, inner = 0;
+    double round_end = 0;
+    const auto doc = json::load_file(trace);  // held: the loop reads into it
+    for (const auto& e : (*doc.root)["traceEvents"]) {
+        const std::string cat = e.value("cat", "");
+        if (cat == "round") {
+            CHECK(e["args"]["round"].get<std::int64_t>() == rounds);
+            CHECK(e["args"]["H"].get<std::int64_t>() == 7);
+            CHECK(e["args"]["steps"].get<std::int64_t>() == (rounds < 8 ? 7 : 4));
+            round_end = e["ts"].get<double>() + e["dur"].get<double>();
+            ++rounds;
+        } else if (cat == "step") {
+            CHECK(e["args"]["step"].get<std::int64_t>() == inner);
+            CHECK(e["args"]["round"].get<std::int64_t>() == rounds - 1);
+            CHECK(e["ts"].get<double>() + e["dur"].get<double>() <= round_end + 0.01);
+            ++inner;
+        }
+    }
+    CHECK(rounds == 9);
+    CHECK(inner == 60);
     // finish() after 10 steps on rank 0: its other 50 inner steps are zero updates, and the
     // others (which need its rounds under allreduce) still end.
     const Run early = train(
