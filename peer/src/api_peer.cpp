@@ -8,13 +8,13 @@
 #include <utility>
 
 #include "api_connect.hpp"
+#include "api_outer.hpp"
 #include "api_worker.hpp"
 #include "gossamer/bootstrap/environment.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/log.hpp"
 #include "gossamer/core/trace.hpp"
 #include "gossamer/optimizers/local/multirate.hpp"
-#include "gossamer/optimizers/outer/outer_worker.hpp"
 #include "gossamer/optimizers/protocol/questions.hpp"
 #include "gossamer/optimizers/protocol/registry.hpp"
 #include "gossamer/peer.hpp"
@@ -36,26 +36,6 @@ double seconds(Clock::duration d) {
 std::optional<json::Document> option_json(const std::string& text, const char* name) {
     if (text.empty()) return std::nullopt;
     return json::parse_text(text, fmt::format("PeerOptions::{}", name));
-}
-
-// PeerOptions::outer built in C++ (Python's outer= is read by parse_outer_options): the limits
-// of the config's "outer" section, with its lines.
-void check_outer(const optim::OuterOptions& o) {
-    const auto bad = [](const char* field, std::string what, const char* fix) {
-        throw ConfigError("", fmt::format("PeerOptions::outer.{}", field), std::move(what), fix);
-    };
-    if (o.steps < 1)
-        bad("steps", fmt::format("{} inner steps per round; a round takes at least one", o.steps),
-            "use an integer >= 1, e.g. 8");
-    if (!(o.lr > 0) || !std::isfinite(o.lr))
-        bad("lr", fmt::format("outer learning rate {:g} must be finite and > 0", o.lr),
-            "use e.g. 1.0 (local SGD) or 0.7 (DiLoCo's)");
-    if (!(o.momentum >= 0 && o.momentum < 1))
-        bad("momentum", fmt::format("outer momentum {:g} is outside [0, 1)", o.momentum),
-            "use e.g. 0 or 0.9");
-    if (o.kind == optim::OuterKind::nesterov && o.momentum == 0)
-        bad("momentum", "Nesterov's outer step needs momentum > 0",
-            "set momentum, e.g. 0.9, or use the sgd outer optimizer");
 }
 
 void check_options(const PeerOptions& o, std::size_t params, const PartitionLayout& layout) {
@@ -93,7 +73,7 @@ void check_options(const PeerOptions& o, std::size_t params, const PartitionLayo
     if (o.transport == PeerTransport::inproc && !o.inproc)
         throw ConfigError("", "PeerOptions::inproc", "the inproc transport needs a job",
                           "set it to make_inproc_job(n), shared by the n peers");
-    if (o.outer) check_outer(*o.outer);
+    if (o.outer) api::check_outer_options(*o.outer);
 }
 
 }  // namespace
@@ -279,21 +259,10 @@ Peer::Peer(PeerOptions options, std::span<float> params, PartitionLayout layout)
                                                  api::make_peer_device(options.device));
     std::optional<json::Node> node;
     if (m.algorithm_options) node.emplace(*m.algorithm_options);
-    // The outer layer (docs/library/api.md, "Outer rounds"): the user's steps are its inner
-    // steps and the protocol takes one step per round. Refusals (the algorithm, a device, per-
-    // partition gossip, an unknown partition name) name PeerOptions::outer.
-    std::int64_t protocol_steps = options.steps;
-    if (options.outer && !options.outer->identity()) {
-        try {
-            proto::check_outer_algorithm(options.outer, options.algorithm, node ? &*node : nullptr,
-                                         "");
-            m.outer = std::make_unique<optim::OuterWorker>(*m.worker, *options.outer, options.steps,
-                                                           &layout, "");
-        } catch (const ConfigError& e) {
-            throw ConfigError("", "PeerOptions::" + e.path(), e.problem(), e.fix());
-        }
-        protocol_steps = optim::outer_rounds(options.steps, *options.outer);
-    }
+    // The outer layer (docs/library/api.md, "Outer rounds"): one protocol step per round.
+    m.outer = api::make_outer_worker(options, *m.worker, layout, node ? &*node : nullptr);
+    const std::int64_t protocol_steps =
+        m.outer ? optim::outer_rounds(options.steps, *options.outer) : options.steps;
     proto::LocalWorker* driven = m.outer ? static_cast<proto::LocalWorker*>(m.outer.get())
                                          : static_cast<proto::LocalWorker*>(m.worker.get());
     proto::PeerContext ctx{m.rank, m.topology.n(), m.topology.schedule, driven, protocol_steps};
