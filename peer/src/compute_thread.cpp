@@ -66,6 +66,8 @@ void ComputeThread::loop(std::stop_token stop) {
         const std::int64_t k = worker_.steps_per_gradient();
         const std::int64_t first_inner = worker_.inner_steps();
         const bool rounds = worker_.inner_steps() != worker_.steps() || k > 1;
+        d.inner = k;
+        d.first_inner = first_inner;
         const auto t0 = Clock::now();
         d.loss = worker_.compute_gradient(at);
         d.measured = std::chrono::duration<double>(Clock::now() - t0).count();
