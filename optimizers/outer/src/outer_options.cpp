@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "gossamer/core/error.hpp"
+
 namespace gossamer::optim {
 
 std::string OuterOptions::describe() const {
@@ -58,6 +60,16 @@ OuterOptions parse_outer_options(const json::Node& node) {
 std::optional<OuterOptions> find_outer_options(const json::Node& root) {
     if (auto n = root.find("outer")) return parse_outer_options(*n);
     return std::nullopt;
+}
+
+void check_outer_partitions(const OuterOptions& o, const PartitionLayout* layout,
+                            const std::string& config_file) {
+    for (const std::string& name : o.partitions)
+        if (!layout || !layout->find(name))
+            throw ConfigError(config_file, "outer.partitions",
+                              fmt::format("no partition \"{}\"{}", name,
+                                          layout ? " in " + layout->describe() : ""),
+                              "name partitions of \"partitions\" (or drop the list: all)");
 }
 
 std::int64_t outer_rounds(std::int64_t inner_steps, const OuterOptions& o) {

@@ -27,14 +27,9 @@ OuterWorker::OuterWorker(proto::LocalWorker& inner, OuterOptions options, std::i
     if (options_.partitions.empty()) {
         outer_ranges_.emplace_back(0, inner_.size());
     } else {
+        check_outer_partitions(options_, layout, config_file);
         for (const std::string& name : options_.partitions) {
-            const auto id = layout ? layout->find(name) : std::nullopt;
-            if (!id)
-                throw ConfigError(config_file, "outer.partitions",
-                                  fmt::format("no partition \"{}\"{}", name,
-                                              layout ? " in " + layout->describe() : ""),
-                                  "name partitions of \"partitions\" (or drop the list: all)");
-            const Partition& p = (*layout)[*id];
+            const Partition& p = (*layout)[*layout->find(name)];
             outer_ranges_.emplace_back(p.offset, p.end());
         }
         std::sort(outer_ranges_.begin(), outer_ranges_.end());

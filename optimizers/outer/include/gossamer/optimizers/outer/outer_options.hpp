@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gossamer/core/json.hpp"
+#include "gossamer/core/partition.hpp"
 
 namespace gossamer::optim {
 
@@ -46,6 +47,11 @@ struct OuterOptions {
 OuterOptions parse_outer_options(const json::Node& node);
 /// The config's "outer" section, or nullopt when it has none.
 std::optional<OuterOptions> find_outer_options(const json::Node& root);
+
+/// ConfigError naming `config_file` and outer.partitions when a name of o.partitions is not a
+/// partition of `layout` (nullptr: none may be named). Drivers call it before anything starts.
+void check_outer_partitions(const OuterOptions& o, const PartitionLayout* layout,
+                            const std::string& config_file);
 
 /// Rounds a peer takes for `inner_steps` inner steps: ceil(inner_steps / steps).
 std::int64_t outer_rounds(std::int64_t inner_steps, const OuterOptions& o);
