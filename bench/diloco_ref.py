@@ -129,8 +129,14 @@ def main():
     sent = rounds * 2 * (world - 1) * 4 * delta.numel() / world
     if job.rank == 0 and job.launch.out:
         job.save_model(f"{job.launch.out}/model.bin", rounds)  # theta after the last round
-    job.finish(end, busy, idle, sent, steps=rounds, extra={"inner_steps": steps},
-               what=f"rounds ({steps} inner steps)")
+    # As a built-in peer's under "outer" (docs/formats/metrics.md): the summary line's "outer"
+    # (the options in OuterOptions::describe()'s words) and "inner_steps", average.json's
+    # "inner_steps" and "rounds".
+    options = f"H={h} {'nesterov' if nesterov else 'sgd'} lr={outer_lr:g} momentum={mu:g}"
+    job.finish(end, busy, idle, sent, steps=rounds,
+               extra={"outer": options, "inner_steps": steps},
+               what=f"rounds ({steps} inner steps)",
+               average={"inner_steps": steps, "rounds": rounds})
     return 0
 
 

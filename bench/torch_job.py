@@ -205,9 +205,10 @@ class Job:
                                     "loss": e_loss})
             self.next_tick = tick + 1
 
-    def finish(self, end, busy, idle, sent, steps=None, extra=None, what="steps"):
+    def finish(self, end, busy, idle, sent, steps=None, extra=None, what="steps", average=None):
         """The summary line, rank 0's average.json and closing line, then the last barrier.
-        steps: what the summary counts as steps (default the job's steps), `what` in the line."""
+        steps: what the summary counts as steps (default the job's steps), `what` in the line;
+        extra and average: more fields of the summary line and of average.json."""
         algorithm, rank, world = self.script.algorithm, self.rank, self.world
         steps = self.steps if steps is None else steps
         self.metrics.write({"summary": True, "rank": rank, "algorithm": algorithm,
@@ -217,7 +218,8 @@ class Job:
         if rank == 0:
             loss, acc = evaluate(self.net, self.test_x, self.test_y, self.torch)
             self.launch.write_average({"average_of": list(range(world)), "n": world,
-                                       "algorithm": algorithm, "steps": steps}, loss, acc)
+                                       "algorithm": algorithm, "steps": steps,
+                                       **(average or {})}, loss, acc)
             print(f"rank 0: {steps} {what} in {end:.2f} s (idle {idle:.2f} s), test loss "
                   f"{loss:.4f}, accuracy {100 * acc:.2f}%", flush=True)
         self.dist.barrier()

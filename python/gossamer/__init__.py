@@ -289,6 +289,8 @@ class Launch:
                   "lost": [r for r in range(n) if r not in survivors], "loss": float(loss),
                   "accuracy": None if accuracy is None else float(accuracy),
                   "steps": metrics.get("steps", 0)}
+        # Under "outer" steps count rounds: both counts, as gossamer peer's average.json has them.
+        record.update({k: metrics[k] for k in ("inner_steps", "rounds") if k in metrics})
         path = _os.path.join(self.out, "average.json")
         with open(path + ".tmp", "w") as f:
             f.write(_json.dumps(record, indent=2, allow_nan=False) + "\n")

@@ -1,7 +1,8 @@
-"""gossamer launch --algorithms allreduce,diloco: torch DiLoCo over gloo (bench/diloco_ref.py) trains
-the built-in job round for round as a built-in `allreduce` peer with the config's "outer" section
-(DiLoCo) and lands in the same table, result.json and per-peer files; on loopback (inner steps
-padded from a cluster file) and in the network-namespace lab; bad input is one line, exit 2."""
+"""gossamer launch --algorithms allreduce,diloco: torch DiLoCo over gloo (bench/diloco_ref.py)
+trains the built-in job round for round as a built-in `allreduce` peer with the config's "outer"
+section (DiLoCo) and lands in the same table, result.json and per-peer files; on loopback (inner
+steps padded from a cluster file) and in the network-namespace lab; bad input is one line, exit
+2."""
 
 import json
 import os
@@ -135,13 +136,19 @@ def test_diloco_matches_ours_on_a_longer_job_with_padded_steps(tmp_path):
     assert rows["diloco"]["train_seconds"] >= steps * 2 * BASE_TIME
     average = json.loads((out / "diloco" / "average.json").read_text())
     assert average["algorithm"] == "diloco" and average["survivors"] == [0, 1, 2, 3]
+    # The outer counts and options in the words of a built-in peer's under "outer".
+    assert (average["steps"], average["rounds"], average["inner_steps"]) == (10, 10, steps)
+    ours = [json.loads(x) for x in (out / "allreduce" / "peer1.jsonl").read_text().splitlines()]
+    options = "H=8 nesterov lr=0.7 momentum=0.9"
+    assert peer_lines(out, 1)[-1]["outer"] == ours[-1]["outer"] == options
     # The torch row is judged on theta: its final evaluation is model.bin's.
     theta = gossamer.load_model(str(out / "diloco" / "model.bin"))
     assert theta.step == 10
     report = subprocess.run([cli(), "report", str(out)], capture_output=True, text=True,
                             timeout=60)
     assert report.returncode == 0, report.stderr
-    assert "diloco" in (out / "report.html").read_text()
+    page = (out / "report.html").read_text()  # its Outer rounds table has the torch row too
+    assert f"<td>diloco</td><td>{options}</td><td>10</td><td>80</td>" in page
 
 
 def test_diloco_in_the_lab(tmp_path):
