@@ -149,6 +149,22 @@ def test_diloco_matches_ours_on_a_longer_job_with_padded_steps(tmp_path):
     assert report.returncode == 0, report.stderr
     page = (out / "report.html").read_text()  # its Outer rounds table has the torch row too
     assert f"<td>diloco</td><td>{options}</td><td>10</td><td>80</td>" in page
+    # scripts/lab/experiment_table.py takes the torch row and a labelled row of ours.
+    seed = tmp_path / "lab" / "uneven8" / "seed1"
+    seed.mkdir(parents=True)
+    for label in ("diloco", "ours8"):
+        (seed / f"real-{label}").symlink_to(out)
+    (seed / "config.json").write_text(json.dumps(CONFIG))  # its target, 70%
+    table = subprocess.run(
+        ["/usr/bin/python3", os.path.join(os.environ["GOSSAMER_SOURCE_DIR"], "scripts", "lab",
+                                          "experiment_table.py"),
+         str(tmp_path / "lab"), "--seeds", "1", "--algorithms", "diloco,ours8=allreduce"],
+        capture_output=True, text=True, timeout=60)
+    assert table.returncode == 0, table.stderr
+    acc = f"{100 * rows['diloco']['final_accuracy']:.2f} / —"
+    assert "| diloco (torch; sim: ours) | " in table.stdout and acc in table.stdout, table.stdout
+    assert "| ours8 (allreduce) | " in table.stdout, table.stdout
+    assert "- ours8 reaches the target " in table.stdout, table.stdout
 
 
 def test_diloco_in_the_lab(tmp_path):
