@@ -116,6 +116,11 @@ void check_elastic(const std::vector<std::string>& algorithms, const optim::Trai
                               "ddp (torch DDP, bench/ddp_ref.py) cannot join, leave or rejoin a "
                               "running job",
                               fix);
+        if (algo == "diloco")
+            throw ConfigError(cluster_path, "peers",
+                              "diloco (torch DiLoCo, bench/diloco_ref.py) cannot join, leave or "
+                              "rejoin a running job",
+                              fix);
         if (const auto why = proto::elastic_refusal(algo); !why.empty())
             throw ConfigError(cluster_path, "peers", why, fix);
         // With the config's multirate partitions (the entry's check_churn; the options are

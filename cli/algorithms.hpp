@@ -16,7 +16,7 @@
 namespace gossamer::cli {
 
 /// A comma-separated list of algorithm names (`--algorithms`); UsageError naming an unknown
-/// one and the known ones. `extra`: names known besides the protocols (launch's `ddp`).
+/// one and the known ones. `extra`: names known besides the protocols (launch's `ddp`, `diloco`).
 std::vector<std::string> parse_algorithms(const std::string& list,
                                           const std::vector<std::string>& extra = {});
 

@@ -75,8 +75,9 @@ int run_launch(const std::vector<std::string>& args) {
           "the cluster file (docs/formats/cluster-format.md); default: natural speed"},
          {"algorithms", "LIST",
           "comma-separated (default " + default_launch_algorithms() +
-              "); ddp: torch DDP over gloo on the same job (bench/ddp_ref.py, "
-              "docs/results/benchmarks.md)"},
+              "); ddp: torch DDP over gloo on the same job (bench/ddp_ref.py); diloco: torch "
+              "DiLoCo over gloo on the same job and the config's \"outer\" section "
+              "(bench/diloco_ref.py; docs/results/benchmarks.md)"},
          {"epochs", "N", "passes of each peer over its shard (default: training.epochs)"},
          {"threads-per-peer", "N", "BLAS threads of each peer (default cores / n, >= 1)"},
          {"target", "ACC",
@@ -127,8 +128,8 @@ int run_launch(const std::vector<std::string>& args) {
     r.topology_path = *a.value("topology");
     r.config_path = *a.value("config");
     r.cluster_path = a.value("cluster");
-    r.algorithms =
-        parse_algorithms(a.value("algorithms").value_or(default_launch_algorithms()), {"ddp"});
+    r.algorithms = parse_algorithms(a.value("algorithms").value_or(default_launch_algorithms()),
+                                    {"ddp", "diloco"});
     r.out = a.value("out");
     if (a.value("epochs")) r.epochs = static_cast<int>(a.integer("epochs", 1, 1, 100000));
     if (a.value("threads-per-peer"))
@@ -148,7 +149,8 @@ int run_launch(const std::vector<std::string>& args) {
     if (a.value("checkpoint-every"))
         r.checkpoint_every = a.integer("checkpoint-every", 0, 0, INT64_MAX);
     r.resume = a.value("resume");
-    r.ddp_script = GOSSAMER_SOURCE_DIR "/bench/ddp_ref.py";
+    r.torch_scripts = {{"ddp", GOSSAMER_SOURCE_DIR "/bench/ddp_ref.py"},
+                       {"diloco", GOSSAMER_SOURCE_DIR "/bench/diloco_ref.py"}};
 
     // Everything is loaded and checked before anything runs or is written.
     auto job = launch::prepare_job(r);
@@ -159,9 +161,9 @@ int run_launch(const std::vector<std::string>& args) {
     launch::check_restart(job, r);
     Progress progress(30.0);
     auto data = launch::load_job_data(job, progress);
-    std::vector<std::string> protocols;  // ddp is no protocol of Gossamer's
+    std::vector<std::string> protocols;  // the torch rows are no protocols of Gossamer's
     std::copy_if(job.algorithms.begin(), job.algorithms.end(), std::back_inserter(protocols),
-                 [](const std::string& a) { return a != "ddp"; });
+                 [](const std::string& a) { return a != "ddp" && a != "diloco"; });
     check_algorithms(protocols, job.config.get(), &data->train, job.topology.schedule, 0);
     launch::check_job_data(job, *data);
     if (!job.inproc) data.reset();  // the peer processes load their own

@@ -83,6 +83,37 @@ void Recorder::step(int peer, double start, double end, std::int64_t step, doubl
     add(e);
 }
 
+void Recorder::round(int peer, double start, std::span<const double> inner_ends, std::int64_t round,
+                     std::int64_t first_step, std::int64_t steps_per_round, double loss) {
+    std::int64_t& slot = slot_of(peer);
+    const double end = inner_ends.empty() ? start : inner_ends.back();
+    Event e;
+    e.type = Type::round;
+    e.pid = peer;
+    e.ts = start;
+    e.dur = std::max(0.0, end - start);
+    e.slot = slot;
+    e.round = round;
+    e.value = loss;
+    e.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(steps_per_round, 0));
+    e.other = static_cast<std::int32_t>(inner_ends.size());
+    add(e);  // before its steps: a viewer nests the steps in the span that comes first
+    double at = start;
+    for (std::size_t j = 0; j < inner_ends.size(); ++j) {
+        Event s;
+        s.type = Type::inner_step;
+        s.pid = peer;
+        s.ts = at;
+        s.dur = std::max(0.0, inner_ends[j] - at);
+        s.slot = slot;
+        s.round = first_step + static_cast<std::int64_t>(j);
+        s.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(round, 0));
+        add(s);
+        at = inner_ends[j];
+    }
+    ++slot;
+}
+
 void Recorder::wait(int peer, double start, double end, WaitCause cause) {
     Event e;
     e.type = Type::wait;
@@ -213,6 +244,20 @@ void Recorder::write(const std::string& path) const {
                                "\"tid\":0,\"ts\":{:.3f},\"dur\":{:.3f},\"args\":{{\"step\":{},"
                                "\"loss\":{:.6g}}}}}",
                                e.pid, ts, dur, e.round, e.value);
+                break;
+            case Type::round:
+                fmt::format_to(std::back_inserter(b),
+                               "{{\"ph\":\"X\",\"cat\":\"round\",\"name\":\"round {}\",\"pid\":{},"
+                               "\"tid\":0,\"ts\":{:.3f},\"dur\":{:.3f},\"args\":{{\"round\":{},"
+                               "\"H\":{},\"steps\":{},\"loss\":{:.6g}}}}}",
+                               e.round, e.pid, ts, dur, e.round, e.bytes, e.other, e.value);
+                break;
+            case Type::inner_step:
+                fmt::format_to(std::back_inserter(b),
+                               "{{\"ph\":\"X\",\"cat\":\"step\",\"name\":\"step\",\"pid\":{},"
+                               "\"tid\":0,\"ts\":{:.3f},\"dur\":{:.3f},\"args\":{{\"step\":{},"
+                               "\"round\":{}}}}}",
+                               e.pid, ts, dur, e.round, e.bytes);
                 break;
             case Type::wait: {
                 std::string name = "wait";

@@ -27,7 +27,8 @@ std::string lab_cluster(const LaunchJob& job, const std::filesystem::path& dir);
 std::vector<std::string> lab_exec_prefix(const LaunchJob& job, int rank);
 std::vector<std::pair<std::string, std::string>> lab_environment(const LaunchJob& job, int rank);
 
-/// Where rank `rank` of `ddp` (bench/ddp_ref.py) meets the others through torch.distributed:
+/// Where rank `rank` of a torch row (`ddp`, `diloco`: bench/ddp_ref.py, bench/diloco_ref.py)
+/// meets the others through torch.distributed:
 /// MASTER_ADDR (rank 0's address: its lab address, or its host in the topology file), a port
 /// for MASTER_PORT and, in the lab, GLOO_SOCKET_IFNAME (its veth; else empty).
 struct DdpRendezvous {

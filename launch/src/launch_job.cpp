@@ -31,55 +31,103 @@ namespace fs = std::filesystem;
     throw ConfigError("", "", line);
 }
 
-/// `ddp` mirrors the built-in softmax and mlp with SGD (bench/ddp_ref.py): anything else is
-/// refused before the first algorithm runs, rather than by each script peer.
-void check_ddp_config(const std::string& path, const optim::TrainingConfig& cfg) {
+/// The torch rows of --algorithms (docs/results/benchmarks.md): the script each runs and the
+/// variable that names another.
+struct TorchRow {
+    const char* algorithm;
+    const char* script;  ///< in the source tree
+    const char* env;
+};
+constexpr TorchRow kTorchRows[] = {
+    {"ddp", "bench/ddp_ref.py", "GOSSAMER_DDP_SCRIPT"},
+    {"diloco", "bench/diloco_ref.py", "GOSSAMER_DILOCO_SCRIPT"},
+};
+
+/// A torch row mirrors the built-in softmax and mlp with SGD (bench/torch_job.py); `ddp` is
+/// per-step (no "outer" section) and `diloco` is DiLoCo's outer loop over the whole model (an
+/// "outer" section without partitions): anything else is refused before the first algorithm
+/// runs, rather than by each script peer.
+void check_torch_config(const std::string& path, const optim::TrainingConfig& cfg,
+                        const TorchRow& row) {
     std::ifstream in(path);
     const auto doc = json::Json::parse(in, nullptr, false, true);
+    const std::string algo = row.algorithm;
     const auto model = doc.is_object() && doc.contains("model") && doc["model"].is_object()
                            ? doc["model"].value("name", std::string())
                            : std::string();
     if (model != "softmax" && model != "mlp")
         refuse(fmt::format(
-            "{}: model.name: ddp (bench/ddp_ref.py) has torch twins of softmax and mlp, not "
-            "\"{}\"; leave ddp out of --algorithms or use one of those models",
-            path, model));
+            "{}: model.name: {} ({}) has torch twins of softmax and mlp, not \"{}\"; leave {} out "
+            "of --algorithms or use one of those models",
+            path, algo, row.script, model, algo));
     if (cfg.optimizer.kind != optim::OptimizerKind::sgd)
         refuse(fmt::format(
-            "{}: optimizer.name: ddp mirrors sgd only (torch.optim.SGD is its rule); leave ddp "
+            "{}: optimizer.name: {} mirrors sgd only (torch.optim.SGD is its rule); leave {} "
             "out of --algorithms or use sgd",
-            path));
+            path, algo, algo));
     if (doc.is_object() && doc.contains("multirate"))
         refuse(
-            fmt::format("{}: multirate: ddp trains every parameter at every step; leave ddp out "
+            fmt::format("{}: multirate: {} trains every parameter at every step; leave {} out "
                         "of --algorithms or remove multirate",
-                        path));
+                        path, algo, algo));
+    const bool outer = doc.is_object() && doc.contains("outer");
+    if (algo == "ddp" && outer)
+        refuse(fmt::format(
+            "{}: outer: ddp (bench/ddp_ref.py) all-reduces the gradients at every step and has "
+            "no outer loop; list diloco in --algorithms for torch DiLoCo, or remove \"outer\"",
+            path));
+    if (algo == "diloco" && !outer)
+        refuse(fmt::format(
+            "{}: outer: diloco (bench/diloco_ref.py) is DiLoCo's outer loop, and the config has "
+            "no \"outer\" section; add one, e.g. \"outer\": {{\"steps\": 8, \"optimizer\": "
+            "\"nesterov\", \"lr\": 0.7, \"momentum\": 0.9}}, or leave diloco out of --algorithms",
+            path));
+    if (algo == "diloco" && doc["outer"].is_object() && doc["outer"].contains("partitions"))
+        refuse(fmt::format(
+            "{}: outer.partitions: diloco (bench/diloco_ref.py) takes the outer step on the whole "
+            "model; remove outer.partitions or leave diloco out of --algorithms",
+            path));
 }
 
-// The ddp reference script, absolute (GOSSAMER_DDP_SCRIPT overrides the source tree's).
-std::string ddp_script(const LaunchRequest& r) {
-    const char* env = std::getenv("GOSSAMER_DDP_SCRIPT");
-    const fs::path ddp = env && *env ? fs::path(env) : fs::path(r.ddp_script);
-    if (!fs::is_regular_file(ddp))
-        refuse(
-            fmt::format("--algorithms: ddp needs its script {}, which is not a file; set "
-                        "GOSSAMER_DDP_SCRIPT to bench/ddp_ref.py of the source tree",
-                        ddp.string()));
-    return fs::absolute(ddp).string();
+// A torch row's script, absolute (its variable overrides the source tree's).
+std::string torch_script(const TorchRow& row, const std::string& source_tree_path) {
+    const char* env = std::getenv(row.env);
+    const fs::path script = env && *env ? fs::path(env) : fs::path(source_tree_path);
+    if (!fs::is_regular_file(script))
+        refuse(fmt::format(
+            "--algorithms: {} needs its script {}, which is not a file; set {} to {} of the "
+            "source tree",
+            row.algorithm, script.string(), row.env, row.script));
+    return fs::absolute(script).string();
+}
+
+// The torch rows among the request's algorithms.
+std::vector<TorchRow> torch_rows(const LaunchRequest& r) {
+    std::vector<TorchRow> rows;
+    for (const auto& row : kTorchRows)
+        if (std::find(r.algorithms.begin(), r.algorithms.end(), row.algorithm) !=
+            r.algorithms.end())
+            rows.push_back(row);
+    return rows;
 }
 
 // --hosts, --script and --checkpoint-every against each other and --inproc.
-void check_hosts_and_script(LaunchJob& job, const LaunchRequest& r, bool with_ddp) {
+void check_hosts_and_script(LaunchJob& job, const LaunchRequest& r) {
     const int n = job.topology.n();
     if (r.hosts != "local" && r.hosts != "netns")
         refuse(fmt::format("--hosts: \"{}\" is not a kind of host; use local or netns", r.hosts));
     job.hosts = r.hosts;
     const bool netns = r.hosts == "netns";
-    if (with_ddp && r.inproc)
-        refuse(
-            "--algorithms: ddp runs torch processes (bench/ddp_ref.py), not --inproc threads; "
-            "leave out --inproc or ddp");
-    if (with_ddp) job.ddp_script = ddp_script(r);
+    for (const auto& row : torch_rows(r)) {
+        if (r.inproc)
+            refuse(fmt::format(
+                "--algorithms: {} runs torch processes ({}), not --inproc threads; leave out "
+                "--inproc or {}",
+                row.algorithm, row.script, row.algorithm));
+        const auto given = r.torch_scripts.find(row.algorithm);
+        job.torch_scripts[row.algorithm] =
+            torch_script(row, given != r.torch_scripts.end() ? given->second : row.script);
+    }
     if (netns && (r.inproc || r.script))
         refuse(fmt::format("--hosts netns: the lab runs gossamer peer processes, not {}",
                            r.inproc ? "--inproc threads" : "--script peers"));
@@ -122,13 +170,11 @@ LaunchJob prepare_job(const LaunchRequest& r) {
     if (job.cluster_path)
         job.cluster = std::make_shared<const Cluster>(load_cluster(*job.cluster_path, n));
     job.algorithms = r.algorithms;
-    const bool with_ddp =
-        std::find(r.algorithms.begin(), r.algorithms.end(), "ddp") != r.algorithms.end();
     job.out = r.out.value_or("out/launch");
     job.config =
         std::make_shared<const optim::TrainingConfig>(optim::load_training_config(job.config_path));
     const auto& cfg = *job.config;
-    if (with_ddp) check_ddp_config(job.config_path, cfg);
+    for (const auto& row : torch_rows(r)) check_torch_config(job.config_path, cfg, row);
     job.epochs = r.epochs.value_or(cfg.epochs);
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     job.threads_per_peer = r.threads_per_peer.value_or(std::max(1, cores / n));
@@ -147,7 +193,7 @@ LaunchJob prepare_job(const LaunchRequest& r) {
     if (job.target && !(*job.target > 0 && *job.target <= 1))
         refuse(fmt::format("--target: {} is not an accuracy in (0, 1]", *job.target));
     job.inproc = r.inproc;
-    check_hosts_and_script(job, r, with_ddp);
+    check_hosts_and_script(job, r);
     return job;
 }
 
@@ -159,11 +205,11 @@ void check_restart(LaunchJob& job, const LaunchRequest& r) {
             refuse(
                 "--resume: the job resumes into the folder it stopped in; leave out --out or give "
                 "the same folder");
-        if (job.inproc || job.script || !job.ddp_script.empty())
+        if (job.inproc || job.script || !job.torch_scripts.empty())
             refuse(fmt::format("--resume: resumes gossamer peer processes, not {}; leave it out",
                                job.inproc   ? "--inproc threads"
                                : job.script ? "--script peers"
-                                            : "ddp"));
+                                            : job.torch_scripts.begin()->first));
         job.out = *r.resume;
         // Every algorithm's step before anything starts: a folder that cannot resume is one
         // line and exit 2 (each peer checks its own file again before it joins).

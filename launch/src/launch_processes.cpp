@@ -205,11 +205,13 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
     // then sleeps on UCX's event fd instead of spinning.
     s.env = {{"GOSSAMER_JOB_TOKEN", hex_token()},
              {"OPENBLAS_NUM_THREADS", std::to_string(job.threads_per_peer)}};
-    // `ddp` runs bench/ddp_ref.py as a script peer; torch.distributed meets at rank 0's
-    // address on a port free now (in the lab: rank 0's own namespace, where nothing listens).
-    s.ddp = algo == "ddp";
-    s.script = s.ddp ? std::optional<std::string>(job.ddp_script) : job.script;
-    if (s.ddp) s.master = ddp_rendezvous(job, 0);
+    // `ddp` and `diloco` run bench/ddp_ref.py and bench/diloco_ref.py as script peers;
+    // torch.distributed meets at rank 0's address on a port free now (in the lab: rank 0's own
+    // namespace, where nothing listens).
+    const auto torch_script = job.torch_scripts.find(algo);
+    s.torch_row = torch_script != job.torch_scripts.end();
+    s.script = s.torch_row ? std::optional<std::string>(torch_script->second) : job.script;
+    if (s.torch_row) s.master = ddp_rendezvous(job, 0);
 
     Children kids;
     std::vector<Follower> follow(static_cast<std::size_t>(n));

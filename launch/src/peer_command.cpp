@@ -77,7 +77,7 @@ std::pair<std::vector<std::string>, std::vector<std::pair<std::string, std::stri
     auto peer_env = s.env;
     if (s.script) {  // the same facts through the environment (gossamer.launched())
         argv = {job.python, *s.script};
-        if (!s.ddp) argv.insert(argv.end(), job.script_args.begin(), job.script_args.end());
+        if (!s.torch_row) argv.insert(argv.end(), job.script_args.begin(), job.script_args.end());
         peer_env.insert(peer_env.end(),
                         {{"GOSSAMER_RANK", std::to_string(r)},
                          {"GOSSAMER_TOPOLOGY", s.topology},
@@ -95,7 +95,7 @@ std::pair<std::vector<std::string>, std::vector<std::pair<std::string, std::stri
                                              {"GOSSAMER_STEP_TIME",
                                               fmt::format("{}", spec.base_time * spec.factor)}});
         }
-        if (s.ddp) {
+        if (s.torch_row) {
             peer_env.insert(peer_env.end(), {{"RANK", std::to_string(r)},
                                              {"WORLD_SIZE", std::to_string(s.n)},
                                              {"MASTER_ADDR", s.master.master_addr},

@@ -1,7 +1,7 @@
 #pragma once
 // The command line and environment of one peer process of gossamer launch (docs/operations/cli.md):
-// a `gossamer peer` (or a --script peer, or ddp's torch script), in the lab behind its namespace's
-// `ip netns exec`. Private to launch/.
+// a `gossamer peer` (or a --script peer, or a torch row's script), in the lab behind its
+// namespace's `ip netns exec`. Private to launch/.
 
 #include <cstdint>
 #include <map>
@@ -26,7 +26,7 @@ struct PeerSetup {
     std::vector<std::pair<std::string, std::string>> env{};
     std::uint64_t job_id = 0;
     std::map<std::string, LaunchJob::Resume>::const_iterator resume{};
-    bool ddp = false;
+    bool torch_row = false;  ///< ddp or diloco: a torch.distributed script (job.torch_scripts)
     DdpRendezvous master{};
     const ChurnPlan* plan = nullptr;
     int n = 0;

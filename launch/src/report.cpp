@@ -14,6 +14,7 @@
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/topology/topology_file.hpp"
 #include "report_edges.hpp"
+#include "report_outer.hpp"
 #include "svg.hpp"
 
 namespace gossamer::launch {
@@ -30,6 +31,7 @@ struct Algo {
     EdgeMaps edges;                               // staleness and weights, from edge metrics
     std::vector<std::vector<svg::Span>> lanes;    // steps and waits per peer, from a timeline
     std::vector<std::string> traces;
+    OuterNote outer;  // under "outer": its options and rounds (report_outer.hpp)
 };
 
 // Lines of a JSON-lines file, the malformed ones (a peer killed mid-line) left out.
@@ -118,6 +120,7 @@ std::vector<Algo> read_sim(const fs::path& run, std::string& table) {
         const auto peers = lines_of(d / "seed0" / "peers.jsonl");
         for (const auto& p : peers) {
             a.idle.push_back(p.value("idle_share", 0.0));
+            note_outer(p, a.outer);
             if (p.contains("edges"))
                 add_edge_metrics(p.value("rank", -1), p["edges"], peers.size(), a.edges);
         }
@@ -201,6 +204,7 @@ std::vector<Algo> read_launch(const fs::path& run, const Json& result, std::stri
             }
             for (const auto& l : lines) {
                 if (l.contains("summary")) {
+                    note_outer(l, a.outer);
                     if (l.contains("edges"))
                         add_edge_metrics(r, l["edges"], static_cast<std::size_t>(n), a.edges);
                     const double busy = l.value("busy", 0.0), idle = l.value("idle", 0.0);
@@ -297,6 +301,7 @@ ReportSummary write_report(const ReportOptions& o) {
     }
     const bool launch = sum.kind == "launch";
     std::string body;
+    body += outer_section(algos);
     body += "<h2>Accuracy and loss</h2>\n<div class=\"plots\">";
     body += svg::line_chart(
         launch ? "Mean accuracy of the peers' own models" : "Accuracy of the average model",

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "api_connect.hpp"
+#include "api_outer.hpp"
 #include "api_worker.hpp"
 #include "gossamer/bootstrap/environment.hpp"
 #include "gossamer/core/error.hpp"
@@ -72,6 +73,7 @@ void check_options(const PeerOptions& o, std::size_t params, const PartitionLayo
     if (o.transport == PeerTransport::inproc && !o.inproc)
         throw ConfigError("", "PeerOptions::inproc", "the inproc transport needs a job",
                           "set it to make_inproc_job(n), shared by the n peers");
+    if (o.outer) api::check_outer_options(*o.outer);
 }
 
 }  // namespace
@@ -89,6 +91,9 @@ struct Peer::Impl {
     std::vector<bootstrap::Setting> settings;  // what the handshake compares
     std::optional<json::Document> algorithm_options;
     std::unique_ptr<api::UserWorker> worker;
+    /// PeerOptions::outer (not the identity): the outer layer around `worker`, which the
+    /// protocol drives; else null and the protocol drives `worker`.
+    std::unique_ptr<optim::OuterWorker> outer;
     std::unique_ptr<proto::Protocol> protocol;
     std::atomic<bool> leave{false};
     bool closed = false;  // finish() ran (user thread)
@@ -179,7 +184,9 @@ void Peer::Impl::run_comm() {
         };
         const transport::Transport* t = &conn->transport();
         d.on_step = [this, t](const peer::StepRecord&) { snapshot(t, nullptr); };
-        peer::Driver driver(*protocol, *worker, conn->transport(), d);
+        proto::LocalWorker& driven = outer ? static_cast<proto::LocalWorker&>(*outer)
+                                           : static_cast<proto::LocalWorker&>(*worker);
+        peer::Driver driver(*protocol, driven, conn->transport(), d);
         const peer::DriverResult r = driver.run();
         snapshot(t, &r);
         finished = !r.failed;
@@ -247,12 +254,18 @@ Peer::Peer(PeerOptions options, std::span<float> params, PartitionLayout layout)
                                  SettingSource::api);
     peer::add_partition_settings(m.settings, rates, SettingSource::api);
     peer::add_final_average_setting(m.settings, options.exact_average);
+    peer::add_outer_setting(m.settings, options.outer, "PeerOptions::outer");
     m.worker = std::make_unique<api::UserWorker>(params, std::move(rates),
                                                  api::make_peer_device(options.device));
     std::optional<json::Node> node;
     if (m.algorithm_options) node.emplace(*m.algorithm_options);
-    proto::PeerContext ctx{m.rank, m.topology.n(), m.topology.schedule, m.worker.get(),
-                           options.steps};
+    // The outer layer (docs/library/api.md, "Outer rounds"): one protocol step per round.
+    m.outer = api::make_outer_worker(options, *m.worker, layout, node ? &*node : nullptr);
+    const std::int64_t protocol_steps =
+        m.outer ? optim::outer_rounds(options.steps, *options.outer) : options.steps;
+    proto::LocalWorker* driven = m.outer ? static_cast<proto::LocalWorker*>(m.outer.get())
+                                         : static_cast<proto::LocalWorker*>(m.worker.get());
+    proto::PeerContext ctx{m.rank, m.topology.n(), m.topology.schedule, driven, protocol_steps};
     m.protocol = proto::make_protocol(options.algorithm, node ? &*node : nullptr, ctx);
     m.params = params;
     m.layout = std::move(layout);

@@ -62,10 +62,14 @@ void ComputeThread::loop(std::stop_token stop) {
         const double start = start_;
         request_.reset();
         lock.unlock();
-        // Under "outer" one call is a round of k inner steps, each padded as a step is.
-        const std::int64_t k = worker_.steps_per_gradient();
-        const std::int64_t first_inner = worker_.inner_steps();
-        const bool rounds = worker_.inner_steps() != worker_.steps() || k > 1;
+        // Under "outer" one call is a round of k inner steps, each padded as a step is. Only
+        // the outer layer's counters are read here: they change on this thread (its inner steps)
+        // or between steps; a plain worker's step count belongs to the communication thread.
+        const bool rounds = worker_.takes_rounds();
+        const std::int64_t k = rounds ? worker_.steps_per_gradient() : 1;
+        const std::int64_t first_inner = rounds ? worker_.inner_steps() : d.step;
+        d.inner = k;
+        d.first_inner = first_inner;
         const auto t0 = Clock::now();
         d.loss = worker_.compute_gradient(at);
         d.measured = std::chrono::duration<double>(Clock::now() - t0).count();

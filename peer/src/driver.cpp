@@ -17,6 +17,7 @@
 #include "gossamer/core/log.hpp"
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/ranks_text.hpp"
+#include "gossamer/optimizers/outer/outer_worker.hpp"
 #include "gossamer/optimizers/protocol/action_applier.hpp"
 #include "peer_trace.hpp"
 
@@ -50,6 +51,12 @@ struct Inbox {
     // of the message's payload; the protocol keeps it unchanged until send_completed.
     std::map<std::uint64_t, std::span<const float>> borrowed;
 };
+
+// H of the outer layer when `w` is one (the trace then shows rounds), else 0.
+std::int64_t outer_steps(const proto::LocalWorker& w) {
+    const auto* o = dynamic_cast<const optim::OuterWorker*>(&w);
+    return o ? o->options().steps : 0;
+}
 
 double seconds(Clock::duration d) {
     return std::chrono::duration<double>(d).count();
@@ -96,6 +103,7 @@ class Loop final : proto::ActionTarget {
                               : std::numeric_limits<double>::infinity()),
           trace_(p.rank(), o.trace_path, o.trace_limit, std::chrono::system_clock::now(),
                  o.clock_offset),
+          outer_h_(outer_steps(w)),
           compute_(w, on_job_clock(o.declared_step_time, shift_), [&t] { t.wake(); }),
           comm_thread_(std::this_thread::get_id()) {
         result_.rank = p.rank();
@@ -157,6 +165,8 @@ class Loop final : proto::ActionTarget {
     DriverResult result_;
     bool gave_up_settling_ = false;  // settle_timeout passed
     PeerTracer trace_;
+    // Under "outer" (the worker is an optim::OuterWorker): its H, and the trace shows rounds.
+    const std::int64_t outer_h_ = 0;
     ComputeThread compute_;  // last: its thread stops before the rest goes
     const std::thread::id comm_thread_;
 };
@@ -333,7 +343,9 @@ bool Loop::deliver_one() {
         result_.busy += d->took;
         result_.step_log.push_back({d->step, t, d->loss, d->took, t + shift_});
         if (options_.on_step) options_.on_step(result_.step_log.back());
-        const StepWait w = trace_.step(t, d->took, d->step, d->loss);
+        const StepWait w = outer_h_ > 0 ? trace_.round(t, d->took, d->step, d->first_inner,
+                                                       d->inner, outer_h_, d->loss)
+                                        : trace_.step(t, d->took, d->step, d->loss);
         if (metrics_)
             metrics_->write({{"rank", result_.rank},
                              {"step", d->step},
@@ -448,26 +460,32 @@ void Loop::finish() {
     trace_.finish(result_.end_time, result_.failed);
     if (!metrics_) return;
     const auto& st = result_.stats;
-    metrics_->write({{"summary", true},
-                     {"rank", result_.rank},
-                     {"algorithm", std::string(protocol_.name())},
-                     {"steps", result_.steps},
-                     {"end_time", result_.end_time},
-                     {"job_shift", shift_},
-                     {"busy", result_.busy},
-                     {"idle", result_.idle},
-                     {"bytes_sent", st.bytes_sent},
-                     {"bytes_received", st.bytes_received},
-                     {"messages_sent", st.messages_sent},
-                     {"messages_received", st.messages_received},
-                     {"messages_refused", st.messages_refused},
-                     {"rounds", st.rounds},
-                     {"mass", protocol_.mass()},
-                     {"mass_lost", st.mass_lost},
-                     {"failed", result_.failed},
-                     {"failed_peers", result_.failed_peers},
-                     {"dropped", dropped_json(transport_.drops())},
-                     {"edges", result_.edges}});
+    json::Json summary = {{"summary", true},
+                          {"rank", result_.rank},
+                          {"algorithm", std::string(protocol_.name())},
+                          {"steps", result_.steps},
+                          {"end_time", result_.end_time},
+                          {"job_shift", shift_},
+                          {"busy", result_.busy},
+                          {"idle", result_.idle},
+                          {"bytes_sent", st.bytes_sent},
+                          {"bytes_received", st.bytes_received},
+                          {"messages_sent", st.messages_sent},
+                          {"messages_received", st.messages_received},
+                          {"messages_refused", st.messages_refused},
+                          {"rounds", st.rounds},
+                          {"mass", protocol_.mass()},
+                          {"mass_lost", st.mass_lost},
+                          {"failed", result_.failed},
+                          {"failed_peers", result_.failed_peers},
+                          {"dropped", dropped_json(transport_.drops())},
+                          {"edges", result_.edges}};
+    // Under "outer" "steps" are rounds: the inner steps too (docs/modules/peer.md, "Metrics").
+    if (const auto* o = dynamic_cast<const optim::OuterWorker*>(&worker_)) {
+        summary["outer"] = o->options().describe();
+        summary["inner_steps"] = o->inner_steps();
+    }
+    metrics_->write(summary);
 }
 
 DriverResult Loop::run() {

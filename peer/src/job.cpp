@@ -101,6 +101,15 @@ JoinOptions join_options(const PeerJob& job, const PartitionLayout& layout,
     return o;
 }
 
+// Under "outer" (docs/algorithms/outer.md): "steps" counts rounds, so a record that has it says
+// both counts, "inner_steps" (this peer's worker's) and "rounds" (its outer rounds). Records of
+// jobs without "outer" are unchanged.
+void add_outer_counts(json::Json& rec, const PeerJob& job) {
+    if (!job.worker.outer) return;
+    rec["inner_steps"] = job.worker.outer->inner_steps();
+    rec["rounds"] = job.worker.outer->steps();
+}
+
 // The lowest surviving rank evaluates the average and writes average.json and model.bin;
 // returns what average.json holds.
 json::Json write_average(const PeerJob& job, Model& model, const PartitionLayout& layout,
@@ -127,6 +136,7 @@ json::Json write_average(const PeerJob& job, Model& model, const PartitionLayout
                       {"total_mass", avg.total_mass},
                       {"steps", steps},
                       {"job_id", job.job_id}};
+    add_outer_counts(rec, job);
     save_model_file((job.out / "model.bin").string(), model.describe(), steps, layout, avg.model);
     const auto path = job.out / "average.json";
     write_file_atomically(path.string(), rec.dump(2) + "\n", "average");
@@ -401,13 +411,17 @@ int run_peer_job(PeerJob& job) {
     // it) were dropped by the transport, never applied.
     const auto from_lost = me->transport().drops()[transport::DropReason::not_member];
     say(rank,
-        fmt::format("finished {} steps in {:.1f} s; lost peers: {}{}{}", steps_done, r.end_time,
-                    ranks_text(lost), loss_causes(*me, lost),
+        fmt::format("finished {} in {:.1f} s; lost peers: {}{}{}",
+                    job.worker.outer ? fmt::format("{} rounds ({} inner steps)", steps_done,
+                                                   job.worker.outer->inner_steps())
+                                     : fmt::format("{} steps", steps_done),
+                    r.end_time, ranks_text(lost), loss_causes(*me, lost),
                     from_lost ? fmt::format("; dropped {} messages from lost peers", from_lost)
                               : std::string()));
     json::Json summary = {{"rank", rank},           {"algorithm", job.algorithm},
                           {"steps", steps_done},    {"end_time", r.end_time},
                           {"survivors", survivors}, {"lost", lost}};
+    add_outer_counts(summary, job);
     if (survivors.front() == rank) try {
             summary["average"] =
                 write_average(job, *model, layout, avg, survivors, lost, steps_done);

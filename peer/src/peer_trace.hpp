@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gossamer/bootstrap/clock.hpp"
 #include "gossamer/core/json.hpp"
@@ -69,6 +70,28 @@ class PeerTracer {
         if (r_) {
             r_->wait(rank_, last_end_, start, wait_cause_);
             r_->step(rank_, start, now, step, loss);
+        }
+        last_end_ = now;
+        cause_ = {};
+        return w;
+    }
+    /// Under "outer": round `round` of `inner` inner steps (H = `h`, the first `first_inner`)
+    /// that took `took` seconds until `now`; the inner steps split it evenly (the compute
+    /// thread times the round, padding included, not each step).
+    StepWait round(double now, double took, std::int64_t round, std::int64_t first_inner,
+                   std::int64_t inner, std::int64_t h, double loss) {
+        const double start = std::max(last_end_, now - took);
+        const StepWait w{start - last_end_,
+                         wait_cause_.kind == trace::WaitCause::message ? wait_cause_.peer : -1};
+        if (r_) {
+            r_->wait(rank_, last_end_, start, wait_cause_);
+            std::vector<double> ends(static_cast<std::size_t>(std::max<std::int64_t>(inner, 1)));
+            for (std::size_t j = 0; j < ends.size(); ++j)
+                ends[j] = j + 1 == ends.size()
+                              ? now
+                              : start + (now - start) * static_cast<double>(j + 1) /
+                                            static_cast<double>(ends.size());
+            r_->round(rank_, start, ends, round, first_inner, h, loss);
         }
         last_end_ = now;
         cause_ = {};

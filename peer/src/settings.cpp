@@ -184,4 +184,11 @@ void add_final_average_setting(std::vector<Setting>& out, bool exact_average) {
                                           "give every peer the same PeerOptions::exact_average"));
 }
 
+void add_outer_setting(std::vector<Setting>& out, const std::optional<optim::OuterOptions>& outer,
+                       const std::string& fix_field) {
+    const std::string d = outer ? outer->describe() : "none";
+    out.push_back(bootstrap::make_setting("outer", d, outer ? "outer " + d : "no outer",
+                                          "give every peer the same " + fix_field));
+}
+
 }  // namespace gossamer::peer

@@ -88,13 +88,18 @@ class Peer:
         this process sharing job=gossamer.InprocJob(n)). Timeouts are in seconds.
     trace: a file for this peer's timeline (Chrome trace / Perfetto JSON, docs/formats/trace.md),
         written when the peer finishes; "" for none. trace_limit bounds its events in bytes.
+    outer: local updates and an outer optimizer, the training config's "outer" section as a dict
+        ({"steps": H, "optimizer": "sgd" | "nesterov", "lr": L, "momentum": M}; DiLoCo is
+        allreduce with outer={"steps": 8, "optimizer": "nesterov", "lr": 0.7, "momentum": 0.9}):
+        your optimizer's steps become inner steps, `steps` of them in rounds of H, and the point
+        handed back after a round's last inner step is the new anchor (docs/library/python.md).
     """
 
     def __init__(self, params, topology=None, *, rank=None, algorithm=DEFAULT_ALGORITHM, options=None,
                  partitions=None, layout=None, steps, transport="ucx", job=None, token_file="",
                  job_id=None, join_timeout=30.0, step_timeout=180.0, stall_timeout=120.0,
                  run_timeout=86400.0, metrics_path="", exact_average=False, device=None,
-                 eval_interval=None, trace="", trace_limit=64e6):
+                 eval_interval=None, trace="", trace_limit=64e6, outer=None):
         if topology is None:
             topology = _os.environ.get("GOSSAMER_TOPOLOGY")
             if not topology:
@@ -114,13 +119,17 @@ class Peer:
                 _json_text(partitions, "partitions"), list(layout or []), int(steps), transport, job,
                 token_file, int(job_id), float(join_timeout), float(step_timeout),
                 float(stall_timeout), float(run_timeout), str(metrics_path), bool(exact_average),
-                device, float(eval_interval), str(trace), float(trace_limit))
+                device, float(eval_interval), str(trace), float(trace_limit),
+                _json_text(outer, "outer"))
         if device == "cuda" and getattr(params.device, "index", None) is not None:
             import torch  # the GPU is the tensor's: Gossamer uses the current device
             with torch.cuda.device(params.device.index):
                 self._peer = _native.Peer(*args)
         else:
             self._peer = _native.Peer(*args)
+        # The outer options in one line, "H=8 nesterov lr=0.7 momentum=0.9", or None
+        # (GossipOptimizer compares its own outer= with them).
+        self.outer = _native.outer_describe(_json_text(outer, "outer")) if outer else None
 
     def step(self, loss):
         """Hands over this step's update (params before - params now) and returns with the next
@@ -280,6 +289,8 @@ class Launch:
                   "lost": [r for r in range(n) if r not in survivors], "loss": float(loss),
                   "accuracy": None if accuracy is None else float(accuracy),
                   "steps": metrics.get("steps", 0)}
+        # Under "outer" steps count rounds: both counts, as gossamer peer's average.json has them.
+        record.update({k: metrics[k] for k in ("inner_steps", "rounds") if k in metrics})
         path = _os.path.join(self.out, "average.json")
         with open(path + ".tmp", "w") as f:
             f.write(_json.dumps(record, indent=2, allow_nan=False) + "\n")

@@ -169,10 +169,16 @@ class GossipOptimizer:
     An LR scheduler is attached to the wrapped optimizer (opt.optimizer). evaluate: a function
     returning (accuracy, loss) of the model, called at the peer's evaluation points (its
     eval_interval) before the step is handed over.
+
+    outer: the peer's local updates and outer optimizer (gossamer.Peer(..., outer={...}), the
+    training config's "outer" keys): the wrapped optimizer is then the inner one, its state kept
+    across rounds. The peer holds them; given here too, they must be the peer's (a check that
+    the loop and the peer agree), else ConfigError.
     """
 
-    def __init__(self, optimizer, peer, flat=None, evaluate=None):
+    def __init__(self, optimizer, peer, flat=None, evaluate=None, outer=None):
         _check_same_parameters(optimizer, peer, flat)
+        _check_same_outer(outer, peer)
         self.optimizer = optimizer
         self.peer = peer
         self.flat = flat
@@ -217,6 +223,20 @@ class GossipOptimizer:
         """Ends this peer's part (remaining steps with a zero update); the final metrics."""
         self.done = True
         return self.peer.finish()
+
+
+def _check_same_outer(outer, peer):
+    """Raises ConfigError unless outer (the "outer" keys as a dict, or None) are the peer's
+    (compared as read: defaults filled in, so {"steps": 4} is {"steps": 4, "lr": 1.0})."""
+    if outer is None:
+        return
+    from . import _json_text, _native
+    mine = _native.outer_describe(_json_text(outer, "outer"))  # bad keys: the peer's lines
+    theirs = getattr(peer, "outer", None)
+    if mine != theirs:
+        raise ConfigError(f"outer: {mine}, but the gossamer.Peer was built with "
+                          f"{theirs or 'no outer'}; pass outer= to gossamer.Peer (it runs the "
+                          "rounds), the same dict to both")
 
 
 def load_model(target, model_file):

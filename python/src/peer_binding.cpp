@@ -97,6 +97,13 @@ class PyPeer {
     std::unique_ptr<Peer> peer_;
 };
 
+// outer={...} (JSON text of the dict): read as the training config's "outer" section, so the
+// error lines are the config's ("outer.steps: 0 inner steps per round; ...").
+optim::OuterOptions outer_options(const std::string& text) {
+    const auto doc = json::parse_text("{\"outer\": " + text + "}", "");
+    return *optim::find_outer_options(json::Node(doc));
+}
+
 py::dict metrics_dict(const PeerMetrics& m) {
     py::dict d;
     d["rank"] = m.rank;
@@ -132,6 +139,11 @@ void bind_peer(py::module_& m) {
         .def_readonly("n", &Job::n);
     m.def("peer_count", &peer_count, py::arg("topology"),
           "The number of peers of a topology file.");
+    m.def(
+        "outer_describe", [](const std::string& text) { return outer_options(text).describe(); },
+        py::arg("outer"),
+        "The outer options (JSON text of the \"outer\" keys) in one line, "
+        "\"H=8 nesterov lr=0.7 momentum=0.9\"; ConfigError as gossamer.Peer(outer=...).");
 
     py::class_<PyPeer>(m, "Peer")
         .def(py::init([](py::object params, std::string topology, std::optional<int> rank,
@@ -141,7 +153,8 @@ void bind_peer(py::module_& m) {
                          std::string token_file, std::uint64_t job_id, double join_timeout,
                          double step_timeout, double stall_timeout, double run_timeout,
                          std::string metrics_path, bool exact_average, std::string device,
-                         double eval_interval, std::string trace_path, double trace_limit) {
+                         double eval_interval, std::string trace_path, double trace_limit,
+                         std::string outer) {
                  PeerOptions o;
                  o.topology = std::move(topology);
                  o.rank = rank;
@@ -173,6 +186,7 @@ void bind_peer(py::module_& m) {
                                        fmt::format("{} is not a size in bytes", trace_limit),
                                        "give bytes, e.g. 64e6 (the default)");
                  o.trace_limit = static_cast<std::size_t>(trace_limit);
+                 if (!outer.empty()) o.outer = outer_options(outer);
                  std::vector<Partition> parts;
                  for (auto& [name, offset, size] : layout) parts.push_back({name, offset, size});
                  return std::make_unique<PyPeer>(params, std::move(o), std::move(parts));
@@ -183,7 +197,7 @@ void bind_peer(py::module_& m) {
              py::arg("job_id"), py::arg("join_timeout"), py::arg("step_timeout"),
              py::arg("stall_timeout"), py::arg("run_timeout"), py::arg("metrics_path"),
              py::arg("exact_average"), py::arg("device") = "cpu", py::arg("eval_interval") = 0.0,
-             py::arg("trace_path") = "", py::arg("trace_limit") = 64e6)
+             py::arg("trace_path") = "", py::arg("trace_limit") = 64e6, py::arg("outer") = "")
         .def("step", &PyPeer::step, py::arg("loss"))
         .def("finish", [](PyPeer& p) { return metrics_dict(p.finish()); })
         .def("close", &PyPeer::close)

@@ -3,11 +3,19 @@
 
 usage: scripts/lab/experiment_table.py OUT [--seeds N] [--algorithms LIST]
 
-Reads OUT/<cluster>/seed<k>/real-<algorithm>/ (gossamer launch) and sim-<name>.json with
+Reads OUT/<cluster>/seed<k>/real-<row>/ (gossamer launch) and sim-<name>.json with
 sim-<name>/ (gossamer sim; name: the algorithm, allreduce for ddp, multirate) for the clusters uneven8 and homogeneous8, prints a
 markdown table per cluster (real and sim side by side, mean +- half the range over the seeds) and
 the issue's targets, and writes OUT/table.json and per cluster OUT/<cluster>-accuracy-time.svg
 and OUT/<cluster>-accuracy-bytes.svg (the first seed: real solid, sim dashed).
+
+Rows (LIST, comma-separated): an algorithm of gossamer launch (its runs in real-<algorithm>/,
+its sim in sim-<algorithm>), multirate (dpsgd with config_multirate.json), ddp and diloco (the
+torch rows; ddp's sim is allreduce's, diloco's is sim-diloco: ours under the same "outer"
+section), or LABEL=ALGORITHM: a labelled row of ours, e.g. local SGD or DiLoCo, which are
+`allreduce` under a config with "outer" (localsgd8=allreduce, diloco8=allreduce): its runs in
+real-LABEL/ (launch's OUT, with ALGORITHM/ inside), its sim in sim-LABEL.json with
+sim-LABEL/ALGORITHM/, its config config_LABEL.json where there is one (config.json else).
 
 Real figures: time to the target = the first evaluation tick at which the mean accuracy of the
 peers' own models reaches it; per iteration = the slowest peer's training time / its steps;
@@ -27,7 +35,33 @@ import strict_json  # noqa: E402  (scripts/strict_json.py)
 CLUSTERS = ["uneven8", "homogeneous8"]
 GOSSIP = ["dpsgd", "sgp", "async", "choco", "multirate"]
 COLORS = {"ddp": "#444444", "allreduce": "#d62728", "dpsgd": "#1f77b4", "sgp": "#2ca02c",
-          "async": "#ff7f0e", "choco": "#9467bd", "multirate": "#17becf"}
+          "async": "#ff7f0e", "choco": "#9467bd", "multirate": "#17becf", "diloco": "#8c564b"}
+# Labelled rows (LABEL=ALGORITHM), in the order listed.
+LABEL_COLORS = ["#e377c2", "#bcbd22", "#7f7f7f", "#ff9896", "#98df8a", "#c5b0d5", "#c49c94"]
+
+
+class Row:
+    """One row of the table: its label, the algorithm its launch ran (the folder in real-LABEL/),
+    the algorithm and file name of its sim, and its training config's file name."""
+
+    def __init__(self, spec):
+        label, _, algorithm = spec.partition("=")
+        self.label, self.labelled = label, bool(algorithm)
+        self.real = algorithm or {"multirate": "dpsgd"}.get(label, label)
+        self.sim = algorithm or {"multirate": "dpsgd", "ddp": "allreduce",
+                                 "diloco": "allreduce"}.get(label, label)
+        self.saved = "allreduce" if label == "ddp" else label  # sim-<saved>.json
+        own = self.labelled or label in ("multirate", "diloco")
+        self.config = f"config_{label}.json" if own else "config.json"
+
+    def name(self):
+        if self.label == "multirate":
+            return "multirate (slow_gossip)"
+        if self.label == "ddp":
+            return "ddp (sim: allreduce)"
+        if self.label == "diloco":
+            return "diloco (torch; sim: ours)"
+        return f"{self.label} ({self.real})" if self.labelled else self.label
 
 
 def lines(path):
@@ -41,10 +75,10 @@ def load(path):
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def real_run(seed_dir, algo):
+def real_run(seed_dir, spec):
     """(row of result.json or None, per-iteration seconds, curve [(t, acc, mb)])."""
-    base = seed_dir / f"real-{algo}"
-    name = "dpsgd" if algo == "multirate" else algo
+    base = seed_dir / f"real-{spec.label}"
+    name = spec.real
     result = load(base / "result.json")
     row = None
     for r in (result or {}).get("algorithms", []):
@@ -82,16 +116,15 @@ def real_run(seed_dir, algo):
             curve.append((t, sum(a for a, _ in got) / len(got), sum(m for _, m in got) / len(got)))
     if row is not None:
         # Recomputed from the curve, so runs made before launch counted finished peers agree.
-        config = load(seed_dir / ("config_multirate.json" if algo == "multirate" else "config.json"))
+        config = load(seed_dir / spec.config) or load(seed_dir / "config.json")
         target = ((config or {}).get("training") or {}).get("target_accuracy", 0.85)
         row = dict(row, time_to_target=next((t for t, a, _ in curve if a >= target), None))
     return row, per_iter, curve
 
 
-def sim_run(seed_dir, algo):
+def sim_run(seed_dir, spec):
     """(row of the sim --json summary or None, per-iteration seconds, curve)."""
-    name = {"multirate": "dpsgd", "ddp": "allreduce"}.get(algo, algo)
-    saved = "multirate" if algo == "multirate" else name
+    name, saved = spec.sim, spec.saved
     summary = load(seed_dir / f"sim-{saved}.json")
     row = next((r for r in (summary or {}).get("algorithms", []) if r["algorithm"] == name), None)
     run = seed_dir / f"sim-{saved}" / name / "seed0"
@@ -172,11 +205,13 @@ def main(argv):
         return 2
     report, text = {"seeds": seeds, "clusters": {}}, []
     for cluster in CLUSTERS:
-        rows, plots_t, plots_b = {}, [], []
+        rows, plots_t, plots_b, names = {}, [], [], {}
         target = None
-        for algo in algos:
-            real = [real_run(root / cluster / f"seed{k}", algo) for k in range(1, seeds + 1)]
-            sim = [sim_run(root / cluster / f"seed{k}", algo) for k in range(1, seeds + 1)]
+        for spec in algos:
+            row = Row(spec)
+            algo = row.label
+            real = [real_run(root / cluster / f"seed{k}", row) for k in range(1, seeds + 1)]
+            sim = [sim_run(root / cluster / f"seed{k}", row) for k in range(1, seeds + 1)]
             if all(r[0] is None for r in real) and all(s[0] is None for s in sim):
                 continue
             target = target or load(root / cluster / "seed1" / "real" / "result.json") or {}
@@ -192,7 +227,10 @@ def main(argv):
                         "per_iteration": [s[1] for s in sim],
                         "mb_sent_per_peer": get(sim, "mb_sent_per_peer"),
                         "idle_share": get(sim, "idle_share")}}
-            color = COLORS.get(algo, "#000000")
+            labelled = [s for s in algos if "=" in s]
+            color = (LABEL_COLORS[labelled.index(spec) % len(LABEL_COLORS)] if row.labelled
+                     else COLORS.get(algo, "#000000"))
+            names[algo] = row.name()
             plots_t += [(f"{algo} (lab)", color, False, [(t, a) for t, a, _ in real[0][2]]),
                         (f"{algo} (sim)", color, True, [(t, a) for t, a, _ in sim[0][2]])]
             plots_b += [(f"{algo} (lab)", color, False, [(m, a) for _, a, m in real[0][2]]),
@@ -211,12 +249,9 @@ def main(argv):
                                     ("per_iteration", 1, "{:.3f}"), ("mb_sent_per_peer", 1, "{:.1f}"),
                                     ("idle_share", 100, "{:.1f}%")):
                 cells.append(f"{spread(r['real'][key], scale, fmt)} / {spread(r['sim'][key], scale, fmt)}")
-            name = "multirate (slow_gossip)" if algo == "multirate" else algo
-            if algo == "ddp":
-                name += " (sim: allreduce)"
-            text.append(f"| {name} | " + " | ".join(cells) + " |")
+            text.append(f"| {names[algo]} | " + " | ".join(cells) + " |")
         text.append("")
-        text += targets(cluster, rows)
+        text += targets(cluster, rows, [Row(s).label for s in algos if "=" in s])
         svg(f"{cluster}: accuracy against time", "time [s]", plots_t,
             root / f"{cluster}-accuracy-time.svg")
         svg(f"{cluster}: accuracy against bytes", "MB sent per peer", plots_b,
@@ -229,8 +264,9 @@ def main(argv):
     return 0
 
 
-def targets(cluster, rows):
-    """The issue's targets that this cluster's rows can judge, as lines of text."""
+def targets(cluster, rows, labelled=()):
+    """The issue's targets that this cluster's rows can judge, as lines of text; `labelled`:
+    the labelled rows of ours (local SGD, DiLoCo), each set against the torch diloco row."""
     out = []
     t = {a: mean(r["real"]["time_to_target"]) for a, r in rows.items()}
     acc = {a: mean(r["real"]["final_accuracy"]) for a, r in rows.items()}
@@ -253,6 +289,11 @@ def targets(cluster, rows):
         d = 100 * (acc["multirate"] - acc["dpsgd"])
         out.append(f"- multirate {x:.2f}x sooner than dpsgd (target 1.2x), {d:+.2f} points "
                    f"(target: within 0.5): {verdict(x >= 1.2 and d >= -0.5)}")
+    for a in labelled:  # issue 40: our DiLoCo matches or beats the torch row
+        if t.get("diloco") and t.get(a) and acc.get(a) is not None and acc.get("diloco") is not None:
+            x, d = t["diloco"] / t[a], 100 * (acc[a] - acc["diloco"])
+            out.append(f"- {a} reaches the target {x:.2f}x sooner than diloco (torch) and ends "
+                       f"{d:+.2f} points from it (matches or beats it: {verdict(x >= 1 and d >= -0.3)})")
     for a, r in rows.items():
         real, sim = mean(r["real"]["time_to_target"]), mean(r["sim"]["time_to_target"])
         if real and sim:

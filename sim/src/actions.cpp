@@ -151,11 +151,19 @@ void Engine::start_step(int rank, Time now) {
     p.step_start = now;
     // Under "outer" one protocol step is a round: each of its inner steps costs a step.
     const std::int64_t inner = p.worker->steps_per_gradient();
+    if (p.inner) {  // the trace's round: aligned rounds start at inner step round x H
+        p.first_inner = p.worker->inner_steps();
+        p.round = p.first_inner / outer_h_;
+        p.inner_ends.clear();
+    }
     const double loss =
         p.worker->math() || p.inner ? p.worker->compute_gradient(p.protocol->compute_point()) : 0.0;
     p.round_steps = inner;
     Time end = now;
-    for (std::int64_t k = 0; k < inner; ++k) end = compute_.step_end(rank, p.started++, end);
+    for (std::int64_t k = 0; k < inner; ++k) {
+        end = compute_.step_end(rank, p.started++, end);
+        if (p.inner && trace_.on()) p.inner_ends.push_back(end);
+    }
     p.busy += end - now;
     p.step_end = end;
     if (p.protocol->takes_partition_ready()) schedule_ready(rank, now, end);

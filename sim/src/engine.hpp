@@ -102,6 +102,10 @@ struct Peer {
     bool alive = true, stepping = false;
     std::int64_t started = 0;      // inner steps started
     std::int64_t round_steps = 1;  // inner steps of the running protocol step ("outer": a round)
+    // Under "outer", for the trace: the running round's index, its first inner step (the
+    // worker's count) and each inner step's end (ComputeModel's).
+    std::int64_t round = 0, first_inner = 0;
+    std::vector<Time> inner_ends;
     Time busy = 0, idle = 0, idle_since = 0, step_start = 0, step_end = 0;
     // Elastic jobs (churn.cpp).
     int life = 0;                    // incarnation: one more at each rejoin
@@ -243,6 +247,9 @@ class Engine {
     std::vector<Notice> notices_;
     std::vector<std::uint32_t> free_notices_;
     SimTracer trace_;
+    std::int64_t outer_h_ = 1;  // "outer": inner steps per round (the trace's round index)
+    // The trace of the running step of `p` ended (or cut by a crash) at `end`.
+    void trace_step(int rank, const Peer& p, Time end, double loss);
 };
 
 }  // namespace gossamer::sim::detail

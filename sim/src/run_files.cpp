@@ -39,6 +39,11 @@ void write_run_files(const std::filesystem::path& dir, const SimResult& r) {
                           {"joins", s.joins},
                           {"mass", s.mass}};
         if (!s.edges.is_null()) rec["edges"] = s.edges;
+        if (!s.outer.empty()) {  // "outer": steps are rounds (docs/formats/metrics.md)
+            rec["outer"] = s.outer;
+            rec["rounds"] = s.steps;
+            rec["inner_steps"] = s.inner_steps;
+        }
         if (!s.partitions.is_null()) {
             rec["backward_macs"] = s.backward_macs;
             rec["partitions"] = s.partitions;

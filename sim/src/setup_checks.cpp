@@ -106,8 +106,11 @@ double memory_needed(const SimSetup& s, std::uint64_t parameters) {
     if (s.mode == Mode::cost || !s.topology) return 0;
     const int state = s.config ? optim::optimizer_state_copies(s.config->optimizer) : 0;
     const double protocol = proto::model_copies(s.algorithm, job_setup(s, ""));
+    // The outer layer keeps the inner point, the pseudo-gradient and the outer momentum.
+    const auto& outer = s.config ? s.config->outer : std::nullopt;
+    const double layer = outer && !outer->identity() ? (outer->momentum > 0 ? 3 : 2) : 0;
     return static_cast<double>(s.topology->n()) * static_cast<double>(parameters) * 4.0 *
-           (2 + state + protocol);
+           (2 + state + protocol + layer);
 }
 
 void check_sizes(const SimSetup& s, std::uint64_t parameters, const SizeOrigin& origin) {

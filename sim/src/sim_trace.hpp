@@ -2,6 +2,7 @@
 // The simulator's hooks into a trace::Recorder (docs/formats/trace.md): one call per place in the
 // engine, each a no-op without a recorder, so that the engine stays readable.
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,11 @@ class SimTracer {
     }
     void step(int rank, double start, double end, std::int64_t step, double loss) {
         if (r_) r_->step(rank, start, end, step, loss);
+    }
+    /// Under "outer": a round and its inner steps (trace::Recorder::round).
+    void round(int rank, double start, std::span<const double> inner_ends, std::int64_t round,
+               std::int64_t first_step, std::int64_t steps_per_round, double loss) {
+        if (r_) r_->round(rank, start, inner_ends, round, first_step, steps_per_round, loss);
     }
     void failure(int rank, double now) {
         if (r_) r_->failure(rank, now);

@@ -41,6 +41,8 @@ Engine::Engine(const SimSetup& s)
     if (s.config)
         proto::check_outer_algorithm(s.config->outer, s.algorithm,
                                      s.options ? &*s.options : nullptr, s.config->doc.file);
+    if (s.config && s.config->outer && !s.config->outer->identity())
+        outer_h_ = s.config->outer->steps;
     if (math) {
         eval_model_ = optim::build_model(*s.config, *s.train);
         peer_test_ = first_samples(*s.test, s.peer_eval_samples);
@@ -99,6 +101,18 @@ Engine::Engine(const SimSetup& s)
     result_.seed = s.seed;
 }
 
+void Engine::trace_step(int rank, const Peer& p, Time end, double loss) {
+    if (!trace_.on()) return;
+    if (!p.inner) return trace_.step(rank, p.step_start, end, p.started - 1, loss);
+    // Under "outer": the round, its inner steps as ComputeModel ended them (a crash cuts them).
+    std::vector<double> ends;
+    for (const Time t : p.inner_ends) {
+        ends.push_back(std::min(t, end));
+        if (t >= end) break;
+    }
+    trace_.round(rank, p.step_start, ends, p.round, p.first_inner, outer_h_, loss);
+}
+
 bool Engine::active() const {
     return active_ > 0;
 }
@@ -110,7 +124,7 @@ void Engine::handle(Time now, Event& e) {
         if (!live(d->rank, d->life)) return;
         p.stepping = false;
         p.idle_since = now;
-        trace_.step(d->rank, p.step_start, now, p.started - 1, d->loss);
+        trace_step(d->rank, p, now, d->loss);
         trace_.cause({});
         ++peer_steps_;
         last_step_ = now;
@@ -145,7 +159,7 @@ void Engine::handle(Time now, Event& e) {
             p.busy -= p.step_end - now;  // the running step is lost with the peer
         else
             p.idle += now - p.idle_since;
-        if (p.stepping) trace_.step(f->rank, p.step_start, now, p.started - 1, 0.0);
+        if (p.stepping) trace_step(f->rank, p, now, 0.0);
         if (!p.stepping) trace_.wait(f->rank, p.idle_since, now, {});
         trace_.failure(f->rank, now);
         for (int r = 0; r < n_; ++r) {
@@ -415,6 +429,10 @@ SimResult Engine::run() {
         PeerSummary ps;
         ps.rank = r;
         ps.steps = p.worker->steps();
+        if (p.inner) {  // "outer": steps are rounds
+            ps.outer = s_.config->outer->describe();
+            ps.inner_steps = p.worker->inner_steps();
+        }
         ps.busy = p.busy;
         ps.idle = p.idle;
         ps.idle_share = p.busy + p.idle > 0 ? p.idle / (p.busy + p.idle) : 0;

@@ -136,7 +136,8 @@ def test_ddp_bad_input_is_one_line_exit_2(tmp_path):
     r = launch("--topology", topo, "--config", train, "--algorithms", "ddpx")
     assert r.returncode == 2
     assert r.stderr.strip().endswith("unknown algorithm \"ddpx\"; use allreduce, dpsgd, sgp, "
-                                     "async, choco, lsgd, gadmm, qallreduce, ddp"), r.stderr
+                                     "async, choco, lsgd, gadmm, qallreduce, ddp, "
+                                     "diloco"), r.stderr
     env = dict(os.environ, GOSSAMER_DDP_SCRIPT=str(tmp_path / "none.py"))
     r = subprocess.run([cli(), "launch", "--topology", topo, "--config", train, "--algorithms",
                         "ddp"], capture_output=True, text=True, timeout=60, env=env)

@@ -35,6 +35,7 @@
 
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/partition.hpp"
+#include "gossamer/optimizers/outer/outer_options.hpp"
 
 namespace gossamer {
 
@@ -103,6 +104,14 @@ struct PeerOptions {
     /// Seconds between evaluation points of your model (evaluation_due(), docs/library/api.md); 0:
     /// none.
     double eval_interval = 0;
+    /// Local updates and an outer optimizer (the training config's "outer" section,
+    /// docs/algorithms/outer.md; docs/library/api.md, "Outer rounds"): your optimizer becomes
+    /// the inner one. Your `steps` step() calls are inner steps, taken in rounds of outer->steps
+    /// from the anchor; the algorithm mixes each round's pseudo-gradient and the outer step
+    /// moves the anchor, which is the point step() hands back after a round's last inner step.
+    /// nullopt (or the identity: one step, sgd, lr 1, no momentum): every step is a round.
+    /// Host memory only (device "cpu"); not with `partitions`. Every peer must give the same.
+    std::optional<optim::OuterOptions> outer;
 };
 
 /// What the peer has done so far (a snapshot at the last step boundary; final after the last
@@ -111,8 +120,8 @@ struct PeerMetrics {
     int rank = 0;
     int n = 0;
     std::string algorithm;
-    std::int64_t steps = 0;   ///< local steps handed over with step()
-    std::int64_t rounds = 0;  ///< communication rounds completed
+    std::int64_t steps = 0;   ///< local steps handed over with step() (inner steps under outer)
+    std::int64_t rounds = 0;  ///< communication rounds completed (outer rounds under outer)
     std::uint64_t bytes_sent = 0, bytes_received = 0;
     std::uint64_t messages_sent = 0, messages_received = 0;
     /// bytes_sent by partition id (the layout's order; whole-model algorithms send all as 0)

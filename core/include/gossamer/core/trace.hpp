@@ -10,6 +10,7 @@
 /// driver thread (the simulator's loop, a real peer's communication loop).
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,13 @@ class Recorder {
 
     /// A local step of `peer` from start to end (seconds); closes the peer's current step slot.
     void step(int peer, double start, double end, std::int64_t step, double loss);
+    /// Under "outer" (docs/formats/trace.md, "Outer rounds"): round `round` of `peer` from
+    /// `start` to the last of `inner_ends`, one span "round r" (args: the round, H =
+    /// `steps_per_round`, its inner steps, `loss`), and its inner steps inside it, step
+    /// first_step + j from the previous end to inner_ends[j]. Closes the peer's current step
+    /// slot once, as step() does, so sampling keeps or drops a round whole.
+    void round(int peer, double start, std::span<const double> inner_ends, std::int64_t round,
+               std::int64_t first_step, std::int64_t steps_per_round, double loss);
     /// `peer` sat idle from start to end; `cause` ended the wait.
     void wait(int peer, double start, double end, WaitCause cause);
     void send(int peer, double t, int to, std::uint64_t bytes, std::int64_t round, int kind);
@@ -71,7 +79,17 @@ class Recorder {
     void write(const std::string& path) const;
 
   private:
-    enum class Type : std::uint8_t { step, wait, send, receive, failure, peer_failed, evaluation };
+    enum class Type : std::uint8_t {
+        step,
+        wait,
+        send,
+        receive,
+        failure,
+        peer_failed,
+        evaluation,
+        round,       // round: the round; bytes: H; other: its inner steps; value: loss
+        inner_step,  // round: the inner step; bytes: its round
+    };
     struct Event {
         double ts = 0, dur = 0;
         double value = 0, value2 = 0;  // loss; accuracy, loss

@@ -32,7 +32,7 @@ struct LaunchJob {
     topology::Topology topology;
     std::shared_ptr<const Cluster> cluster;  ///< loaded from cluster_path
     std::shared_ptr<const optim::TrainingConfig> config;
-    std::vector<std::string> algorithms;  ///< run in this order; "ddp": torch DDP (ddp_script)
+    std::vector<std::string> algorithms;  ///< run in this order; "ddp", "diloco": torch_scripts
     bool inproc = false;                  ///< peers as threads over the in-process transport
     std::string hosts = "local";          ///< local, or netns (a lab: `lab`)
     int epochs = 1;
@@ -49,9 +49,11 @@ struct LaunchJob {
     std::optional<std::string> script;
     std::vector<std::string> script_args;
     std::string python = "/usr/bin/python3";
-    /// The reference script of the `ddp` algorithm (bench/ddp_ref.py): torch DDP over gloo on
-    /// the same job, started as a script peer with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
-    std::string ddp_script;
+    /// The reference scripts of the torch rows among the algorithms, absolute: `ddp`
+    /// (bench/ddp_ref.py, torch DDP) and `diloco` (bench/diloco_ref.py, torch DiLoCo), each over
+    /// gloo on the same job, started as script peers with RANK, WORLD_SIZE, MASTER_ADDR,
+    /// MASTER_PORT (docs/results/benchmarks.md).
+    std::map<std::string, std::string> torch_scripts;
     /// --hosts netns: each peer process runs as a host of this lab (docs/operations/lab.md): in its
     /// namespace, at its lab address, UCX over TCP on its veth, links shaped by the kernel and
     /// not by the peer. Null: local processes on this machine's addresses.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,7 +23,7 @@ namespace gossamer::launch {
 struct LaunchRequest {
     std::string topology_path, config_path;
     std::optional<std::string> cluster_path;
-    std::vector<std::string> algorithms;  ///< checked names; "ddp" among them is torch DDP
+    std::vector<std::string> algorithms;  ///< checked names; "ddp", "diloco": torch rows
     std::optional<std::string> out;       ///< --out (default out/launch)
     std::optional<int> epochs;            ///< default: the config's training.epochs
     std::optional<int> threads_per_peer;  ///< default: cores / n, at least 1
@@ -40,14 +41,16 @@ struct LaunchRequest {
     std::optional<std::string> script_args;  ///< split at spaces
     std::optional<std::int64_t> checkpoint_every;
     std::optional<std::string> resume;  ///< --resume OUT
-    /// bench/ddp_ref.py of the source tree (GOSSAMER_DDP_SCRIPT overrides it).
-    std::string ddp_script;
+    /// The torch rows' scripts: "ddp" -> bench/ddp_ref.py, "diloco" -> bench/diloco_ref.py of
+    /// the source tree (GOSSAMER_DDP_SCRIPT and GOSSAMER_DILOCO_SCRIPT override them; a row
+    /// not here: its path relative to the working folder).
+    std::map<std::string, std::string> torch_scripts;
 };
 
 /// Loads the topology, the cluster and the training config, and checks the request against
-/// them, against itself (--inproc with --script, ddp, --hosts netns, --resume...) and against
-/// this machine (the lab's requirements, the ddp and --script files). Throws ConfigError (one
-/// line, exit 2) for the first thing wrong; nothing is written.
+/// them, against itself (--inproc with --script, ddp or diloco, --hosts netns, --resume...) and
+/// against this machine (the lab's requirements, the torch rows' and --script files). Throws
+/// ConfigError (one line, exit 2) for the first thing wrong; nothing is written.
 LaunchJob prepare_job(const LaunchRequest& request);
 
 /// After prepare_job (and the cli's elastic checks of a cluster with churn): refuses churn the

@@ -23,6 +23,9 @@ struct StepDone {
     double loss = 0;
     double measured = 0;  ///< seconds the gradient took
     double took = 0;      ///< seconds the step took: max(measured, declared)
+    /// The worker's inner steps in it (under "outer" a round's, else 1) and the first one's
+    /// index (LocalWorker::inner_steps before it): the trace's inner steps.
+    std::int64_t inner = 1, first_inner = 0;
 };
 
 /// A running step whose gradient is computed (the rest of the step is padding): when it will end.

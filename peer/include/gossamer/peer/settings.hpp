@@ -53,4 +53,9 @@ void add_cluster_setting(std::vector<Setting>& out, const std::string& path);
 /// plain end barrier exchange different messages at the end).
 void add_final_average_setting(std::vector<Setting>& out, bool exact_average);
 
+/// gossamer::Peer's "outer": PeerOptions::outer described ("none" without), as gossamer peer
+/// compares the config's "outer" (add_training_settings). `fix_field` names the option to align.
+void add_outer_setting(std::vector<Setting>& out, const std::optional<optim::OuterOptions>& outer,
+                       const std::string& fix_field);
+
 }  // namespace gossamer::peer

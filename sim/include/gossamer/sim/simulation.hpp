@@ -102,6 +102,10 @@ struct PeerSummary {
     /// Per partition: {"name", "updates", "backward_macs", "bytes_sent"} (math mode; null in
     /// cost mode).
     json::Json partitions;
+    /// Under "outer" (docs/algorithms/outer.md; `steps` then counts rounds): the options in one
+    /// line and the inner steps taken; "" and 0 without.
+    std::string outer;
+    std::int64_t inner_steps = 0;
 };
 
 /// A version of the topology in an elastic job: the live members after a change of membership

@@ -48,6 +48,10 @@ class LocalWorker {
     virtual std::int64_t steps_per_gradient() const { return 1; }
     /// Inner steps taken so far (steps() except under the outer layer).
     virtual std::int64_t inner_steps() const { return steps(); }
+    /// True for the outer layer: a compute_gradient call is a round (steps_per_gradient()
+    /// inner steps). Its inner counters change only inside compute_gradient and between
+    /// steps, so a compute thread may read them before it computes.
+    virtual bool takes_rounds() const { return false; }
     /// The multirate rates the worker trains with, or nullptr (every partition, every step).
     /// Protocols that gossip per partition (dpsgd) follow their gossip periods.
     virtual const optim::Multirate* multirate() const { return nullptr; }

@@ -51,6 +51,7 @@ class OuterWorker final : public proto::LocalWorker {
     std::int64_t steps() const override { return rounds_; }
     std::int64_t steps_per_gradient() const override;
     std::int64_t inner_steps() const override { return inner_.steps(); }
+    bool takes_rounds() const override { return true; }
     std::span<const proto::PartitionWork> work() const override { return inner_.work(); }
     bool checkpointable() const override { return inner_.checkpointable(); }
     /// The inner worker's state (theta, its optimizer, its step count), the rounds and the

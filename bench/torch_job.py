@@ -1,0 +1,246 @@
+"""What the torch reference rows of `gossamer launch` share (bench/ddp_ref.py for `ddp`,
+bench/diloco_ref.py for `diloco`; docs/results/benchmarks.md): the launcher's facts from the
+environment, the built-in job of the training config as torch objects (the same model, first
+point, shard, batches, learning rates and optimizer as a built-in peer, all from
+`gossamer.shard`), step padding, evaluation points and the per-peer lines `gossamer launch`
+reads (OUT/peer<rank>.jsonl, OUT/average.json).
+
+Imported by those scripts from their own folder (Python puts a script's folder first on its
+path): keep it beside them.
+"""
+import datetime
+import json
+import os
+import struct
+import sys
+import time
+import zlib
+
+TIMEOUT_S = 120  # every torch.distributed wait (rendezvous, all-reduce, barrier)
+
+
+def _strict(value):
+    """The value with NaN and infinities as null: JSON has no literal for them (RFC 8259).
+    (scripts/strict_json.py's, kept here: this reference runs without the scripts folder.)"""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    return [_strict(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
+class Script:
+    """One reference script: its file name (the prefix of its error lines) and the algorithm
+    name `gossamer launch --algorithms` knows it by."""
+
+    def __init__(self, name, algorithm):
+        self.name, self.algorithm = name, algorithm
+
+    def fail(self, what, status=2):
+        print(f"{self.name}: {what}", file=sys.stderr, flush=True)
+        sys.exit(status)
+
+    def env(self, name, kind=str, default=None):
+        text = os.environ.get(name, "")
+        if text == "":
+            if default is None:
+                self.fail(f"{name} is not set; gossamer launch --algorithms {self.algorithm} "
+                          "sets it")
+            return default
+        try:
+            return kind(text)
+        except ValueError:
+            self.fail(f"{name}: \"{text}\" is not a number; gossamer launch sets a number")
+
+
+def build_model(script, cfg, features, classes, torch):
+    """The built-in model as nn.Linear layers (their weight [out, in] then bias is the built-in
+    layout, docs/library/python.md), or exit 2 for a model this script does not mirror."""
+    model = cfg.get("model", {})
+    name = model.get("name")
+    nn = torch.nn
+    if name == "softmax":
+        return nn.Sequential(nn.Flatten(), nn.Linear(features, classes))
+    if name == "mlp":
+        sizes = [features] + list(model.get("hidden", [])) + [classes]
+        layers = [nn.Flatten()]
+        for i in range(len(sizes) - 1):
+            if i > 0:
+                layers.append(nn.ReLU())
+            layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        return nn.Sequential(*layers)
+    script.fail(f"{os.environ.get('GOSSAMER_CONFIG')}: model.name: \"{name}\" has no torch twin "
+                f"here; use softmax or mlp for {script.algorithm}")
+
+
+def build_optimizer(script, cfg, params, torch):
+    o = cfg.get("optimizer", {})
+    if o.get("name") != "sgd":
+        script.fail(f"{os.environ.get('GOSSAMER_CONFIG')}: optimizer.name: \"{o.get('name')}\" "
+                    f"is not mirrored by {script.algorithm} (Gossamer's sgd is torch.optim.SGD's "
+                    "rule); use sgd")
+    return torch.optim.SGD(params, lr=float(o["lr"]), momentum=float(o.get("momentum", 0)),
+                           nesterov=bool(o.get("nesterov", False)),
+                           weight_decay=float(o.get("weight_decay", 0)))
+
+
+class Metrics:
+    """OUT/peer<rank>.jsonl, line by line, flushed: gossamer launch follows it as it grows."""
+
+    def __init__(self, path):
+        self.f = open(path, "w") if path else None
+
+    def write(self, record):
+        if self.f:
+            self.f.write(json.dumps(_strict(record), allow_nan=False) + "\n")
+            self.f.flush()
+
+
+def evaluate(net, x, y, torch):
+    with torch.no_grad():
+        out = net(x)
+        loss = torch.nn.functional.cross_entropy(out, y).item()
+        acc = (out.argmax(1) == y).double().mean().item()
+    return loss, acc
+
+
+class Job:
+    """The built-in job of the launcher's training config for this rank, as torch objects:
+    net (its parameters views into flat.buffer, at the built-in first point), opt (the config's
+    optimizer on them), the shard's x and y, batches and lrs (row indices and learning rate of
+    every step), steps, the test set, and the rank's metrics file. Exits 2 with one line on bad
+    input."""
+
+    def __init__(self, script):
+        self.script = script
+        try:
+            import torch
+            import torch.distributed as dist
+        except ImportError:
+            script.fail("PyTorch is not installed (python3-torch); install it with "
+                        "scripts/deps.sh")
+        import gossamer
+
+        self.torch, self.dist = torch, dist
+        torch.set_num_threads(1)
+        self.rank, self.world = script.env("RANK", int), script.env("WORLD_SIZE", int)
+        script.env("MASTER_ADDR"), script.env("MASTER_PORT", int)
+        launch = gossamer.launched()
+        if launch is None:
+            script.fail("GOSSAMER_RANK and GOSSAMER_TOPOLOGY are not set; run it as gossamer "
+                        f"launch --algorithms {script.algorithm}")
+        self.launch = launch
+        with open(launch.config) as f:
+            self.cfg = json.load(f)
+        self.step_time = launch.step_time or 0.0
+        self.interval = launch.eval_interval
+        self.eval_samples = launch.eval_samples or 2000
+
+    def build(self):
+        """The data, model and optimizer (after the script's own checks of the config)."""
+        import gossamer
+        import gossamer.torch as gt
+
+        torch, launch, script = self.torch, self.launch, self.script
+        try:
+            shard = gossamer.shard(self.cfg, self.rank, self.world, epochs=launch.epochs)
+            data = gossamer.load_data(self.cfg)
+        except gossamer.ConfigError as e:  # the config's own line, as gossamer peer says it
+            script.fail(f"{launch.config}: {str(e).removeprefix('config: ')}")
+        self.x = torch.from_numpy(shard["x"]).reshape(len(shard["y"]), -1)
+        self.y = torch.from_numpy(shard["y"])
+        self.test_x = torch.from_numpy(data["test"]["x"]).reshape(len(data["test"]["y"]), -1)
+        self.test_y = torch.from_numpy(data["test"]["y"])
+        self.net = build_model(script, self.cfg, self.x.shape[1], int(shard["classes"]), torch)
+        self.flat = gt.flatten(self.net)
+        if self.flat.buffer.numel() != shard["params"].size:
+            script.fail(f"{launch.config}: model: torch's {self.flat.buffer.numel()} parameters "
+                        f"differ from the built-in {shard['params'].size}; use a softmax or mlp "
+                        "model")
+        with torch.no_grad():
+            self.flat.buffer.copy_(torch.from_numpy(shard["params"]))  # the built-in first point
+        self.params = list(self.net.parameters())
+        self.opt = build_optimizer(script, self.cfg, self.params, torch)
+        self.batches, self.lrs, self.steps = shard["batches"], shard["lr"], int(shard["steps"])
+        self.metrics = Metrics(launch.metrics_path)
+        self.next_tick = 0
+
+    def start(self):
+        """Meets the other ranks over gloo; every rank starts its clock together, as the built-in
+        peers do. Returns that clock's zero."""
+        self.dist.init_process_group("gloo", rank=self.rank, world_size=self.world,
+                                     timeout=datetime.timedelta(seconds=TIMEOUT_S))
+        self.dist.barrier()
+        self.t0 = time.monotonic()
+        return self.t0
+
+    def gradient(self, s):
+        """Step s's loss and gradients (in the parameters' .grad), then the padding: emulated
+        heterogeneity, step time = max(measured, the cluster file's base x factor). Returns the
+        loss, the step's start and the end of its padding (time.monotonic())."""
+        torch, start = self.torch, time.monotonic()
+        rows = torch.from_numpy(self.batches[s])
+        loss = torch.nn.functional.cross_entropy(self.net(self.x[rows]), self.y[rows])
+        self.opt.zero_grad(set_to_none=False)
+        loss.backward()
+        pad = self.step_time - (time.monotonic() - start)
+        if pad > 0:
+            time.sleep(pad)
+        return loss, start, time.monotonic()
+
+    def set_lr(self, s):
+        for group in self.opt.param_groups:
+            group["lr"] = float(self.lrs[s])
+
+    def evaluation_point(self, now):
+        """At the first step boundary at or after tick k * interval: rank 0 evaluates the net as
+        it stands (every rank holds the same model, so rank 0's point stands for all)."""
+        if self.interval > 0 and now >= self.next_tick * self.interval:
+            tick = int(now // self.interval)
+            if self.rank == 0:
+                n = self.eval_samples
+                e_loss, e_acc = evaluate(self.net, self.test_x[:n], self.test_y[:n], self.torch)
+                self.metrics.write({"eval": tick, "rank": self.rank,
+                                    "time": tick * self.interval, "accuracy": e_acc,
+                                    "loss": e_loss})
+            self.next_tick = tick + 1
+
+    def finish(self, end, busy, idle, sent, steps=None, extra=None, what="steps", average=None):
+        """The summary line, rank 0's average.json and closing line, then the last barrier.
+        steps: what the summary counts as steps (default the job's steps), `what` in the line;
+        extra and average: more fields of the summary line and of average.json."""
+        algorithm, rank, world = self.script.algorithm, self.rank, self.world
+        steps = self.steps if steps is None else steps
+        self.metrics.write({"summary": True, "rank": rank, "algorithm": algorithm,
+                            "steps": steps, "end_time": end, "busy": busy, "idle": idle,
+                            "bytes_sent": sent, "bytes_received": sent, "failed": 0,
+                            "failed_peers": [], **(extra or {})})
+        if rank == 0:
+            loss, acc = evaluate(self.net, self.test_x, self.test_y, self.torch)
+            self.launch.write_average({"average_of": list(range(world)), "n": world,
+                                       "algorithm": algorithm, "steps": steps,
+                                       **(average or {})}, loss, acc)
+            print(f"rank 0: {steps} {what} in {end:.2f} s (idle {idle:.2f} s), test loss "
+                  f"{loss:.4f}, accuracy {100 * acc:.2f}%", flush=True)
+        self.dist.barrier()
+        self.dist.destroy_process_group()
+
+    def save_model(self, path, steps):
+        """The net's flat parameters as Gossamer's model file (docs/formats/model-file.md), one
+        partition, written to PATH.tmp then renamed: `gossamer eval` and gossamer.load_model
+        read it."""
+        params = self.flat.buffer.detach().numpy().astype("<f4").tobytes()
+        sizes = [self.x.shape[1]] + list(self.cfg["model"].get("hidden", [])) + [
+            int(self.net[-1].out_features)]
+        name = self.cfg["model"]["name"]
+        n = self.flat.buffer.numel()
+        text = f"{name} {'-'.join(str(s) for s in sizes)} ({n} parameters)".encode()
+        part = b"model"
+        body = (b"GSMRMODL" + struct.pack("<Iq", 1, steps) + struct.pack("<I", len(text)) + text
+                + struct.pack("<QI", n, 1) + struct.pack("<I", len(part)) + part
+                + struct.pack("<QQ", 0, n) + params)
+        with open(path + ".tmp", "wb") as f:
+            f.write(body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
