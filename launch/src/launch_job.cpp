@@ -244,8 +244,11 @@ void check_job_data(LaunchJob& job, const optim::TrainingData& data) {
     // before OUT is written.
     optim::check_batch_size(cfg, static_cast<std::int64_t>(data.train.size()) / n);
     // About the steps of all peers together (shards may differ by a batch): the progress line's.
-    job.total_steps = static_cast<std::int64_t>(data.train.size()) / n /
-                      std::max<std::int64_t>(cfg.batch_size, 1) * job.epochs * n;
+    // Under "outer" a peer's steps are its rounds.
+    std::int64_t per_peer = static_cast<std::int64_t>(data.train.size()) / n /
+                            std::max<std::int64_t>(cfg.batch_size, 1) * job.epochs;
+    if (cfg.outer && !cfg.outer->identity()) per_peer = optim::outer_rounds(per_peer, *cfg.outer);
+    job.total_steps = per_peer * n;
 }
 
 }  // namespace gossamer::launch
