@@ -81,13 +81,11 @@ void check_algorithms(const std::vector<std::string>& algorithms,
                                          config->doc.file);
         if (config && train) {
             const auto model = optim::build_model(*config, *train);
-            const auto rates =
-                optim::build_multirate(*config, optim::build_partitions(*config, *model));
+            const auto layout = optim::build_partitions(*config, *model);
+            const auto rates = optim::build_multirate(*config, layout);
             proto::check_multirate_algorithm(rates, algo);
-            if (config->outer) {
-                const auto layout = optim::build_partitions(*config, *model);
+            if (config->outer)
                 optim::check_outer_partitions(*config->outer, &layout, config->doc.file);
-            }
             // dpsgd refuses it too when built; here the line names the file and the path.
             const auto ready = options ? options->find("partition_ready") : std::nullopt;
             if (ready && ready->value().is_boolean() && ready->as_bool() && rates.active())

@@ -11,10 +11,7 @@ namespace gossamer::optim {
 
 OuterWorker::OuterWorker(proto::LocalWorker& inner, OuterOptions options, std::int64_t inner_steps,
                          const PartitionLayout* layout, const std::string& config_file)
-    : inner_(inner),
-      options_(std::move(options)),
-      inner_total_(inner_steps),
-      total_rounds_(outer_rounds(inner_steps, options_)) {
+    : inner_(inner), options_(std::move(options)), inner_total_(inner_steps) {
     if (inner_.device())
         throw ConfigError(config_file, "outer",
                           "the outer layer keeps its vectors in host memory, and this peer's "

@@ -62,7 +62,6 @@ class OuterWorker final : public proto::LocalWorker {
     void enter_at(std::int64_t round) override;
 
     const OuterOptions& options() const noexcept { return options_; }
-    std::int64_t rounds() const noexcept { return total_rounds_; }
     /// The outer momentum buffer (empty until the first momentum step, or with momentum 0).
     std::span<const float> momentum() const noexcept { return m_; }
 
@@ -72,7 +71,7 @@ class OuterWorker final : public proto::LocalWorker {
 
     proto::LocalWorker& inner_;
     OuterOptions options_;
-    std::int64_t inner_total_ = 0, total_rounds_ = 0, rounds_ = 0;
+    std::int64_t inner_total_ = 0, rounds_ = 0;
     std::vector<float> y_, delta_, m_;
     std::vector<std::pair<std::size_t, std::size_t>> outer_ranges_;  // [begin, end), sorted
 };
