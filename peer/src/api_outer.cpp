@@ -25,17 +25,28 @@ void check_outer_options(const optim::OuterOptions& o) {
     if (o.kind == optim::OuterKind::nesterov && o.momentum == 0)
         bad("momentum", "Nesterov's outer step needs momentum > 0",
             "set momentum, e.g. 0.9, or use the sgd outer optimizer");
+    if (!o.streaming()) return;
+    if (o.steps % o.fragments != 0)
+        bad("fragments",
+            fmt::format("{} fragments do not divide a round of {} inner steps", o.fragments,
+                        o.steps),
+            "make steps a multiple of fragments");
+    if (!(o.alpha >= 0 && o.alpha < 1))
+        bad("alpha", fmt::format("alpha {:g} is outside [0, 1)", o.alpha),
+            "use e.g. 0.5 (Streaming DiLoCo's) or 0");
+    if (o.overlap < 0 || o.overlap > 1 || (o.overlap == 1 && o.fragments < 2))
+        bad("overlap", fmt::format("overlap {} with {} fragments", o.overlap, o.fragments),
+            "use 0, or 1 with 2 fragments or more");
 }
 
-std::unique_ptr<optim::OuterWorker> make_outer_worker(const PeerOptions& options,
+std::unique_ptr<proto::LocalWorker> make_outer_worker(const PeerOptions& options,
                                                       proto::LocalWorker& user,
                                                       const PartitionLayout& layout,
                                                       const json::Node* algorithm_options) {
     if (!options.outer || options.outer->identity()) return nullptr;
     try {
         proto::check_outer_algorithm(options.outer, options.algorithm, algorithm_options, "");
-        return std::make_unique<optim::OuterWorker>(user, *options.outer, options.steps, &layout,
-                                                    "");
+        return optim::make_outer_layer(user, *options.outer, options.steps, &layout, "");
     } catch (const ConfigError& e) {  // the same lines, naming the option
         throw ConfigError("", "PeerOptions::" + e.path(), e.problem(), e.fix());
     }

@@ -93,7 +93,7 @@ struct Peer::Impl {
     std::unique_ptr<api::UserWorker> worker;
     /// PeerOptions::outer (not the identity): the outer layer around `worker`, which the
     /// protocol drives; else null and the protocol drives `worker`.
-    std::unique_ptr<optim::OuterWorker> outer;
+    std::unique_ptr<proto::LocalWorker> outer;
     std::unique_ptr<proto::Protocol> protocol;
     std::atomic<bool> leave{false};
     bool closed = false;  // finish() ran (user thread)

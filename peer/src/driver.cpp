@@ -17,7 +17,7 @@
 #include "gossamer/core/log.hpp"
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/ranks_text.hpp"
-#include "gossamer/optimizers/outer/outer_worker.hpp"
+#include "gossamer/optimizers/outer/streaming_worker.hpp"
 #include "gossamer/optimizers/protocol/action_applier.hpp"
 #include "peer_trace.hpp"
 
@@ -54,8 +54,8 @@ struct Inbox {
 
 // H of the outer layer when `w` is one (the trace then shows rounds), else 0.
 std::int64_t outer_steps(const proto::LocalWorker& w) {
-    const auto* o = dynamic_cast<const optim::OuterWorker*>(&w);
-    return o ? o->options().steps : 0;
+    const auto* o = optim::outer_options_of(w);  // streaming: a sub-round's steps
+    return o ? o->step_inner_steps() : 0;
 }
 
 double seconds(Clock::duration d) {
@@ -481,9 +481,9 @@ void Loop::finish() {
                           {"dropped", dropped_json(transport_.drops())},
                           {"edges", result_.edges}};
     // Under "outer" "steps" are rounds: the inner steps too (docs/modules/peer.md, "Metrics").
-    if (const auto* o = dynamic_cast<const optim::OuterWorker*>(&worker_)) {
-        summary["outer"] = o->options().describe();
-        summary["inner_steps"] = o->inner_steps();
+    if (const auto* o = optim::outer_options_of(worker_)) {
+        summary["outer"] = o->describe();
+        summary["inner_steps"] = worker_.inner_steps();
     }
     metrics_->write(summary);
 }

@@ -15,7 +15,7 @@
 #include "gossamer/core/log.hpp"
 #include "gossamer/core/params.hpp"
 #include "gossamer/optimizers/local/training_worker.hpp"
-#include "gossamer/optimizers/outer/outer_worker.hpp"
+#include "gossamer/optimizers/outer/streaming_worker.hpp"
 #include "gossamer/optimizers/protocol/protocol.hpp"
 #include "gossamer/optimizers/protocol/questions.hpp"
 #include "gossamer/sim/event_queue.hpp"
@@ -67,8 +67,8 @@ Engine::Engine(const SimSetup& s)
         } else if (s.config && s.config->outer && !s.config->outer->identity()) {
             // Cost mode under "outer": s.steps are inner steps, taken in rounds.
             p.inner = std::make_unique<proto::CostOnlyWorker>(s.model_size);
-            p.worker = std::make_unique<optim::OuterWorker>(*p.inner, *s.config->outer, s.steps,
-                                                            nullptr, s.config->doc.file);
+            p.worker = optim::make_outer_layer(*p.inner, *s.config->outer, s.steps, nullptr,
+                                               s.config->doc.file);
             steps = optim::outer_rounds(s.steps, *s.config->outer);
         } else {
             p.worker = std::make_unique<proto::CostOnlyWorker>(s.model_size);

@@ -19,6 +19,9 @@ Multirate::Multirate(PartitionLayout layout, std::vector<PartitionRate> rates,
             fmt::format("multirate: {} rates for {} partitions", rates_.size(), layout_.count()));
     for (const auto& r : rates_)
         if (r.period < 1 || r.gossip_period < 1) throw Error("multirate: periods must be >= 1");
+    for (const auto& r : rates_)
+        if (r.gossip_offset < 0 || r.gossip_offset >= r.gossip_period)
+            throw Error("multirate: a gossip offset must be in [0, gossip period)");
 }
 
 bool Multirate::active() const noexcept {
@@ -29,7 +32,7 @@ bool Multirate::active() const noexcept {
 
 bool Multirate::per_partition_gossip() const noexcept {
     for (const auto& r : rates_)
-        if (r.gossip_period > 1 || r.compressor) return true;
+        if (r.gossip_period > 1 || r.compressor || r.gossip_offset != 0) return true;
     return false;
 }
 

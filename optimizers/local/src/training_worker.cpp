@@ -2,7 +2,7 @@
 
 #include "gossamer/core/sharding.hpp"
 #include "gossamer/optimizers/local/multirate.hpp"
-#include "gossamer/optimizers/outer/outer_worker.hpp"
+#include "gossamer/optimizers/outer/streaming_worker.hpp"
 
 namespace gossamer::optim {
 
@@ -27,8 +27,8 @@ TrainingWorker make_training_worker(const TrainingConfig& config, const Dataset&
     w.trainer->set_multirate(std::move(rates));
     w.inner_steps = w.steps;
     if (config.outer && !config.outer->identity()) {
-        w.outer = std::make_unique<OuterWorker>(*w.trainer, *config.outer, w.inner_steps,
-                                                &w.trainer->layout(), config.doc.file);
+        w.outer = make_outer_layer(*w.trainer, *config.outer, w.inner_steps, &w.trainer->layout(),
+                                   config.doc.file);
         w.steps = outer_rounds(w.inner_steps, *config.outer);
     }
     return w;

@@ -120,4 +120,18 @@ void OuterWorker::enter_at(std::int64_t round) {
     inner_.enter_at(std::min(round * options_.steps, inner_total_));
 }
 
+void OuterWorker::step_range(std::span<float> x, std::span<const float> g, std::size_t begin,
+                             std::size_t end) {
+    if (!inner_.math() || x.empty()) return;
+    std::size_t at = begin;
+    for (const auto& [b, e] : outer_ranges_) {
+        const std::size_t lo = std::max(b, begin), hi = std::min(e, end);
+        if (lo >= hi) continue;
+        for (std::size_t i = at; i < lo; ++i) x[i] -= g[i];  // local SGD outside
+        outer_step(x, g, lo, hi);
+        at = hi;
+    }
+    for (std::size_t i = at; i < end; ++i) x[i] -= g[i];
+}
+
 }  // namespace gossamer::optim

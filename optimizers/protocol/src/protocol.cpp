@@ -240,7 +240,7 @@ std::vector<PartitionChannel> partition_channels(const LocalWorker& worker,
     const optim::Multirate* rates = worker.multirate();
     // One partition [offset, offset + size), cut into chunks of at most chunk_values values.
     const auto add = [&](std::uint32_t id, std::size_t offset, std::size_t size, int period,
-                         const auto& make_q) {
+                         int phase, const auto& make_q) {
         const std::size_t step = chunk_values > 0 ? chunk_values : std::max<std::size_t>(size, 1);
         std::uint32_t k = 0;
         for (std::size_t begin = 0; begin < size || (size == 0 && k == 0); begin += step, ++k) {
@@ -250,17 +250,19 @@ std::vector<PartitionChannel> partition_channels(const LocalWorker& worker,
             c.offset = offset + begin;
             c.size = std::min(step, size - begin);
             c.period = period;
+            c.phase = phase;
             c.compressor = make_q();
         }
     };
     if (!rates) {
-        add(0, 0, worker.size(), 1, [] { return std::unique_ptr<optim::Compressor>{}; });
+        add(0, 0, worker.size(), 1, 0, [] { return std::unique_ptr<optim::Compressor>{}; });
         return out;
     }
     for (std::size_t id = 0; id < rates->count(); ++id) {
         const Partition& p = rates->layout()[id];
         const auto& q = rates->rate(id).compressor;
         add(static_cast<std::uint32_t>(id), p.offset, p.size, rates->rate(id).gossip_period,
+            rates->rate(id).gossip_offset,
             [&] { return q ? optim::make_compressor(*q) : std::unique_ptr<optim::Compressor>{}; });
     }
     return out;

@@ -106,6 +106,19 @@ void check_outer_algorithm(const std::optional<optim::OuterOptions>& outer, std:
         throw ConfigError(
             config_file, "outer", why,
             fmt::format("drop \"outer\", or run {}", join_names(outer_algorithms(), "or")));
+    // Streaming fragments sync one a sub-round: only per-partition gossip sends one alone.
+    const auto* a = find_algorithm(name);
+    if (outer->fragments > 1 && a && !a->per_partition_gossip) {
+        std::vector<std::string> those;
+        for (const auto& n : per_partition_algorithms())
+            if (outer_refusal(n, nullptr).empty()) those.push_back(n);
+        throw ConfigError(
+            config_file, "outer.fragments",
+            fmt::format("{} sends the whole model every round, so {} fragments cannot sync one "
+                        "at a time (streaming fragments are a {} feature)",
+                        name, outer->fragments, join_names(those, "and")),
+            fmt::format("run {}, or drop \"fragments\" (or set it to 1)", join_names(those, "or")));
+    }
 }
 
 std::vector<std::string> outer_algorithms() {

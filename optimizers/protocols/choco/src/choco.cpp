@@ -146,7 +146,7 @@ Choco::Channel* Choco::channel_of(const Message& msg) {
 }
 
 bool Choco::due(const Channel& c) const {
-    return optim::Multirate::due(c.period, t_);
+    return optim::Multirate::due(c.period, t_, c.phase);
 }
 
 std::span<const float> Choco::compute_point() {

@@ -98,7 +98,7 @@ Dpsgd::Dpsgd(PeerContext ctx, DpsgdOptions options) : Protocol(std::move(ctx)), 
 }
 
 bool Dpsgd::due(const Channel& c) const {
-    return optim::Multirate::due(c.period, t_);
+    return optim::Multirate::due(c.period, t_, c.phase);
 }
 
 std::uint64_t Dpsgd::stream(const Channel& c, int sender, int receiver) const {

@@ -26,6 +26,10 @@ struct PartitionRate {
     int gossip_period = 1;  ///< dpsgd, choco: mixed on steps s with (s + 1) % gossip_period == 0
     /// dpsgd, choco: Q of its deltas (none: exact floats in dpsgd, choco's own compressor)
     std::optional<CompressorConfig> compressor;
+    /// dpsgd, choco: gossips that many steps before its period's end, on steps s with
+    /// (s + 1 + gossip_offset) % gossip_period == 0; in [0, gossip_period). Streaming fragments
+    /// (optim::StreamingWorker) stagger their syncs with it; no config key sets it.
+    int gossip_offset = 0;
 };
 
 /// skip: a step computes the backward pass only for layers of partitions that update on it;
@@ -42,8 +46,11 @@ class Multirate {
     /// below 1.
     Multirate(PartitionLayout layout, std::vector<PartitionRate> rates, BackwardMode backward);
 
-    /// Whether a step has the phase of `period`: (step + 1) % period == 0.
-    static bool due(int period, std::int64_t step) noexcept { return (step + 1) % period == 0; }
+    /// Whether a step has the phase of `period`, `offset` steps early:
+    /// (step + 1 + offset) % period == 0.
+    static bool due(int period, std::int64_t step, int offset = 0) noexcept {
+        return (step + 1 + offset) % period == 0;
+    }
 
     /// True when some partition has a period or gossip period above 1 or a compressor.
     bool active() const noexcept;
@@ -57,7 +64,7 @@ class Multirate {
     bool updates(std::size_t id, std::int64_t step) const { return due(rate(id).period, step); }
     /// Whether partition `id` is mixed on step `step`.
     bool gossips(std::size_t id, std::int64_t step) const {
-        return due(rate(id).gossip_period, step);
+        return due(rate(id).gossip_period, step, rate(id).gossip_offset);
     }
 
     /// The config section it was read from, for errors found once the algorithm is known.

@@ -34,10 +34,34 @@ struct OuterOptions {
     /// rate 1 with no momentum. Drivers then skip it (the exact path: today's algorithms bit
     /// for bit).
     bool identity() const noexcept {
-        return steps == 1 && kind == OuterKind::sgd && lr == 1.0 && momentum == 0.0;
+        return steps == 1 && kind == OuterKind::sgd && lr == 1.0 && momentum == 0.0 &&
+               fragments == 0;
     }
     /// One line for logs, the handshake and the report: "H=8 nesterov lr=0.7 momentum=0.9".
     std::string describe() const;
+
+    // Streaming fragments (Streaming DiLoCo; docs/algorithms/outer.md, "Streaming"). New fields
+    // stay at the end.
+    /// k: the model in k fragments, one synchronised per sub-round of steps / k inner steps
+    /// (fragment p on sub-rounds r with r % k == p). 0: the key is absent, no streaming.
+    std::int64_t fragments = 0;
+    /// The fragments are the config's named partitions ("fragments": "partitions"); `fragments`
+    /// is then their count.
+    bool fragments_are_partitions = false;
+    /// alpha in [0, 1): a fragment's inner point after its sync lands,
+    /// y_p <- alpha y_p + (1 - alpha) theta_p (0: the new anchor only).
+    double alpha = 0.5;
+    /// tau in sub-rounds: a fragment's outer update is merged into the inner point this many
+    /// sub-rounds after its pseudo-gradient was taken (0 or 1; 1, the default for k >= 2, lets
+    /// the sync travel during the next sub-round's inner steps).
+    std::int64_t overlap = 0;
+
+    /// True when "fragments" is given: the StreamingWorker, not the OuterWorker.
+    bool streaming() const noexcept { return fragments > 0; }
+    /// Inner steps per protocol step: H, or H / k when streaming.
+    std::int64_t step_inner_steps() const noexcept {
+        return fragments > 0 ? steps / fragments : steps;
+    }
     friend bool operator==(const OuterOptions&, const OuterOptions&) = default;
 };
 
@@ -53,7 +77,8 @@ std::optional<OuterOptions> find_outer_options(const json::Node& root);
 void check_outer_partitions(const OuterOptions& o, const PartitionLayout* layout,
                             const std::string& config_file);
 
-/// Rounds a peer takes for `inner_steps` inner steps: ceil(inner_steps / steps).
+/// Rounds a peer takes for `inner_steps` inner steps: ceil(inner_steps / steps), or
+/// sub-rounds (ceil(inner_steps / (steps / fragments))) when streaming.
 std::int64_t outer_rounds(std::int64_t inner_steps, const OuterOptions& o);
 
 }  // namespace gossamer::optim

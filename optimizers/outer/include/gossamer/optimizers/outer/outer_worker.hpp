@@ -64,6 +64,10 @@ class OuterWorker final : public proto::LocalWorker {
     const OuterOptions& options() const noexcept { return options_; }
     /// The outer momentum buffer (empty until the first momentum step, or with momentum 0).
     std::span<const float> momentum() const noexcept { return m_; }
+    /// apply_gradient's step on x[begin, end) only, with those elements' momentum, counting no
+    /// round: the StreamingWorker's step of one fragment (streaming_worker.hpp).
+    void step_range(std::span<float> x, std::span<const float> g, std::size_t begin,
+                    std::size_t end);
 
   private:
     void outer_step(std::span<float> x, std::span<const float> g, std::size_t begin,

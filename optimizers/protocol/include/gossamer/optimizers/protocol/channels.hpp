@@ -19,7 +19,8 @@ struct PartitionChannel {
     std::uint32_t id = 0;     ///< partition id on the wire
     std::uint32_t chunk = 0;  ///< the range's index within its partition (chunked sends)
     std::size_t offset = 0, size = 0;
-    int period = 1;                                 ///< gossip period in steps
+    int period = 1;  ///< gossip period in steps
+    int phase = 0;   ///< due that many steps before the period's end (gossip_offset)
     std::unique_ptr<optim::Compressor> compressor;  ///< the partition's own, or null
 };
 
