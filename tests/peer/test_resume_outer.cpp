@@ -12,6 +12,7 @@
 #include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/optimizers/local/training_worker.hpp"
 #include "gossamer/optimizers/outer/outer_worker.hpp"
+#include "gossamer/optimizers/outer/streaming_worker.hpp"
 #include "gossamer/optimizers/protocol/registry.hpp"
 #include "peers.hpp"
 
@@ -148,5 +149,44 @@ TEST_CASE("a checkpoint of other outer options is refused with one line") {
         CHECK(msg.find('\n') == std::string::npos);
         CHECK(msg.find("it was written with outer H=3 nesterov lr=0.7 momentum=0.9, this job "
                        "has H=3 nesterov lr=0.7 momentum=0.8") != std::string::npos);
+    }
+}
+
+TEST_CASE("streaming fragments restored at a sub-round end bit for bit as the unbroken job") {
+    // H = 4 in 2 fragments: 16 sub-rounds of 2 inner steps; the snapshot of sub-round 6 holds
+    // the inner point y (which, unlike the plain layer's, lives across sub-rounds).
+    const auto cfg = config(R"({"steps": 4, "optimizer": "nesterov", "lr": 0.7,
+        "momentum": 0.9, "fragments": 2, "alpha": 0.5})");
+    const auto data = optim::load_training_data(cfg);
+    const int n = 4;
+    auto unbroken = make_job("dpsgd", cfg, data, n, 3);
+    run(*unbroken);
+    REQUIRE(unbroken->workers[0].steps == 16);
+    for (const auto& per_rank : unbroken->snapshots) REQUIRE(per_rank.count(6) == 1);
+    const auto* s = dynamic_cast<const optim::StreamingWorker*>(unbroken->workers[0].outer.get());
+    REQUIRE(s);
+    CHECK(!s->inner_point().empty());
+
+    auto resumed = make_job("dpsgd", cfg, data, n, 3);
+    restore(*resumed, *unbroken, 6);
+    CHECK(resumed->workers[0].protocol_worker().steps() == 6);
+    CHECK(resumed->workers[0].protocol_worker().inner_steps() == 12);
+    run(*resumed);
+    for (std::size_t r = 0; r < static_cast<std::size_t>(n); ++r) {
+        CAPTURE(r);
+        CHECK(resumed->outcomes[r].result->steps == 16 - 6);
+        CHECK(same_bits(model(*resumed, r), model(*unbroken, r)));
+        CHECK(resumed->snapshots[r].at(12) == unbroken->snapshots[r].at(12));
+    }
+    // A checkpoint of the plain layer is refused by a streaming job, naming both.
+    const auto plain = config(R"({"steps": 4, "optimizer": "nesterov", "lr": 0.7,
+        "momentum": 0.9})");
+    auto other = make_job("dpsgd", plain, data, n, 3);
+    const auto& state = unbroken->snapshots[0].at(6);
+    try {
+        other->protocols[0]->restore("rank 0", std::string_view(state.data(), state.size()));
+        FAIL("restored a streaming checkpoint into a plain outer job");
+    } catch (const ConfigError& e) {
+        CHECK(std::string(e.what()).find("fragments=2 alpha=0.5 overlap=1") != std::string::npos);
     }
 }
