@@ -176,7 +176,9 @@ TEST_CASE("streaming fragments restored at a sub-round end bit for bit as the un
         CAPTURE(r);
         CHECK(resumed->outcomes[r].result->steps == 16 - 6);
         CHECK(same_bits(model(*resumed, r), model(*unbroken, r)));
-        CHECK(resumed->snapshots[r].at(12) == unbroken->snapshots[r].at(12));
+        // Not the later snapshots' bytes: a fragment not due at the cut has its own round, and
+        // a neighbour ahead may have sent it already; whether its replica took it before the
+        // cut depends on arrival (the resent copy is then dropped as covered).
     }
     // A checkpoint of the plain layer is refused by a streaming job, naming both.
     const auto plain = config(R"({"steps": 4, "optimizer": "nesterov", "lr": 0.7,
