@@ -206,3 +206,57 @@ TEST_CASE("Peer outer: bad options and refused combinations are one line, nothin
     const std::string msg = test::config_error([&] { Peer peer(o, p.span()); });
     CHECK(contains(msg, "PeerOptions::outer: the outer layer keeps its vectors in host memory"));
 }
+
+TEST_CASE("Peer outer with streaming fragments: sub-rounds, one fragment is the plain layer") {
+    test::TempDir dir;
+    const int n = 4;
+    const auto path = topology_file(dir, "ring", n, topology::WeightRule::uniform);
+    const auto cfg = logreg_config();
+    const auto data = optim::load_training_data(cfg);
+    const auto nesterov = outer(4, optim::OuterKind::nesterov, 0.7, 0.9);
+    const auto with = [&](std::int64_t fragments, double alpha) {
+        return [=](PeerOptions& o) {
+            o.algorithm = "dpsgd";
+            o.outer = nesterov;
+            o.outer->fragments = fragments;
+            o.outer->alpha = alpha;
+            o.outer->overlap = fragments > 1 ? 1 : 0;
+        };
+    };
+    const Run plain = train(path, n, cfg, data, with(0, 0.5));
+    const Run one = train(path, n, cfg, data, with(1, 0.0));
+    const Run two = train(path, n, cfg, data, with(2, 0.5));
+    for (int r = 0; r < n; ++r) {
+        INFO("rank " << r);
+        const auto& a = two.peers[static_cast<std::size_t>(r)];
+        CHECK(one.peers[static_cast<std::size_t>(r)].params ==
+              plain.peers[static_cast<std::size_t>(r)].params);
+        CHECK(a.metrics.steps == 60);
+        CHECK(a.metrics.rounds == 30);  // sub-rounds of 2 inner steps
+        CHECK(a.metrics.finished);
+        CHECK(relative(a.params, plain.peers[static_cast<std::size_t>(r)].params) > 1e-4);
+    }
+    // Refusals, one line each, naming the option.
+    const auto refused = [&](const char* algorithm, const std::function<void(PeerOptions&)>& edit) {
+        PeerOptions o = inproc_options(path, 0, algorithm, 10, make_inproc_job(4));
+        with(2, 0.5)(o);
+        o.algorithm = algorithm;
+        edit(o);
+        std::vector<float> x(8, 0.0f);
+        const std::string msg = test::config_error([&] { Peer peer(o, x); });
+        CHECK(msg.find('\n') == std::string::npos);
+        return msg;
+    };
+    CHECK(contains(refused("allreduce", [](PeerOptions&) {}),
+                   "PeerOptions::outer.fragments: allreduce sends the whole model every round"));
+    CHECK(contains(refused("dpsgd", [](PeerOptions& o) { o.outer->fragments = 3; }),
+                   "PeerOptions::outer.fragments: 3 fragments do not divide a round of 4"));
+    CHECK(contains(refused("dpsgd", [](PeerOptions& o) { o.outer->alpha = 1; }),
+                   "PeerOptions::outer.alpha: alpha 1 is outside [0, 1)"));
+    CHECK(contains(refused("dpsgd",
+                           [](PeerOptions& o) {
+                               o.outer->steps = 16;
+                               o.outer->fragments = 16;
+                           }),
+                   "PeerOptions::outer.fragments: 16 fragments of a model of 8 values"));
+}
