@@ -450,7 +450,12 @@ SimResult Engine::run() {
         const auto& split = p.protocol->stats().partition_bytes_sent;
         if (!work.empty()) ps.partitions = json::Json::array();
         // Whole-model protocols send everything as partition 0: no split to report then.
-        const bool split_known = split.size() > 1 || work.size() == 1;
+        // Streaming fragments gossip by fragment, not by the trainer's partitions: no split.
+        const auto* rates = p.worker->multirate();
+        bool same_parts = !rates || rates->count() == work.size();
+        for (std::size_t id = 0; same_parts && rates && id < work.size(); ++id)
+            same_parts = rates->layout()[id].name == work[id].name;
+        const bool split_known = same_parts && (split.size() > 1 || work.size() == 1);
         for (std::size_t id = 0; id < work.size(); ++id) {
             ps.backward_macs += work[id].backward_macs;
             json::Json part = {{"name", work[id].name},

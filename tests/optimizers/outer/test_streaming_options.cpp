@@ -43,10 +43,10 @@ TEST_CASE("streaming: the options, their defaults and the handshake's line") {
     REQUIRE(c.outer);
     CHECK(c.outer->streaming());
     CHECK(c.outer->fragments == 4);
-    CHECK(c.outer->alpha == 0.5);  // Streaming DiLoCo's
+    CHECK(c.outer->alpha == 0.0);  // the new anchor only (Streaming DiLoCo's 0.5 is explicit)
     CHECK(c.outer->overlap == 1);  // the sync travels during the next sub-round
     CHECK(c.outer->step_inner_steps() == 2);
-    CHECK(c.outer->describe() == "H=8 sgd lr=1 momentum=0 fragments=4 alpha=0.5 overlap=1");
+    CHECK(c.outer->describe() == "H=8 sgd lr=1 momentum=0 fragments=4 alpha=0 overlap=1");
     // eval_every (10 inner steps) counts sub-rounds of 2: 5.
     CHECK(c.eval_every == 5);
     CHECK(optim::outer_rounds(41, *c.outer) == 21);

@@ -49,8 +49,9 @@ struct OuterOptions {
     /// is then their count.
     bool fragments_are_partitions = false;
     /// alpha in [0, 1): a fragment's inner point after its sync lands,
-    /// y_p <- alpha y_p + (1 - alpha) theta_p (0: the new anchor only).
-    double alpha = 0.5;
+    /// y_p <- alpha y_p + (1 - alpha) theta_p. The default, 0 (the new anchor only), keeps the
+    /// gossip anchors together; Streaming DiLoCo's 0.5 is explicit (docs/algorithms/outer.md).
+    double alpha = 0.0;
     /// tau in sub-rounds: a fragment's outer update is merged into the inner point this many
     /// sub-rounds after its pseudo-gradient was taken (0 or 1; 1, the default for k >= 2, lets
     /// the sync travel during the next sub-round's inner steps).
