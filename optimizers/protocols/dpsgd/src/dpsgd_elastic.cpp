@@ -41,11 +41,13 @@ constexpr std::int64_t kJoinMargin = 2;
 }  // namespace
 
 std::string Dpsgd::elastic_refusal() const {
-    const char* what = options_.delay > 0              ? "delay 1"
-                       : options_.reweight             ? "reweight"
-                       : options_.partition_ready      ? "partition_ready"
-                       : context().worker->multirate() ? "multirate partitions"
-                                                       : nullptr;
+    const char* what = options_.delay > 0               ? "delay 1"
+                       : options_.reweight              ? "reweight"
+                       : options_.partition_ready       ? "partition_ready"
+                       : !context().worker->multirate() ? nullptr
+                       // A multirate section has its source; streaming fragments have none.
+                       : context().worker->multirate()->source ? "multirate partitions"
+                                                               : "outer.fragments (streaming)";
     return what ? fmt::format(
                       "algorithm dpsgd with {} cannot join, leave or rejoin a running job "
                       "yet (docs/operations/elastic.md); drop it",
