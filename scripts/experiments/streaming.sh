@@ -72,7 +72,7 @@ for n in names:
     a = json.load(open(f"{root}/{n}.json"))["algorithms"][0]
     ref = peak("slow_k0" if n.startswith("slow") else "k0")
     t = a["time_to_target"]
-    print(f"{n:16} {100 * a['final_accuracy']:9.2f} {t if t is not None else '-':>10} "
+    print(f"{n:16} {100 * a['final_accuracy']:9.2f} {f"{t:.1f}" if t is not None else "-":>10} "
           f"{100 * a['idle_share']:5.1f}% {a['consensus']:9.3f} {peak(n):11.0f} "
           f"{peak(n) / ref:6.4f}")
 PY

@@ -126,8 +126,10 @@ double StreamingWorker::compute_gradient(std::span<const float> at) {
 void StreamingWorker::apply_gradient(std::span<float> x, std::span<const float> g) {
     const auto k = static_cast<std::int64_t>(rates_.count());
     const Partition& p = rates_.layout()[static_cast<std::size_t>(sub_rounds_ % k)];
+    // delayed_nesterov counts each fragment's own syncs: this is its (sub_rounds_ / k + 1)-th.
+    const bool due = (sub_rounds_ / k + 1) % options().delay == 0;
     ++sub_rounds_;
-    outer_.step_range(x, g, p.offset, p.end());
+    outer_.step_range(x, g, p.offset, p.end(), due);
 }
 
 void StreamingWorker::save_state(StateWriter& w) const {
