@@ -239,3 +239,19 @@ TEST_CASE("streaming: a sub-round sends a k-th of the unstreamed round's bytes")
         }
     }
 }
+
+TEST_CASE("streaming: delayed_nesterov with delay 1 is nesterov, fragment by fragment") {
+    // Each fragment counts its own syncs for Delayed Nesterov's momentum steps; delay 1 steps
+    // the momentum at every sync, as nesterov does.
+    const auto nesterov = config(R"({"steps": 8, "optimizer": "nesterov", "lr": 0.7,
+        "momentum": 0.9, "fragments": 4})");
+    const auto delayed = config(R"({"steps": 8, "optimizer": "delayed_nesterov", "lr": 0.7,
+        "momentum": 0.9, "delay": 1, "fragments": 4})");
+    const auto delay2 = config(R"({"steps": 8, "optimizer": "delayed_nesterov", "lr": 0.7,
+        "momentum": 0.9, "delay": 2, "fragments": 4})");
+    const auto data = optim::load_training_data(nesterov);
+    const auto topo = graph("ring", 4);
+    const Models a = run(nesterov, data, "dpsgd", "", topo).models;
+    CHECK(run(delayed, data, "dpsgd", "", topo).models == a);
+    CHECK(relative(run(delay2, data, "dpsgd", "", topo).models[0], a[0]) > 1e-4);
+}

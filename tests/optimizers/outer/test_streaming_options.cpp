@@ -83,6 +83,8 @@ TEST_CASE("streaming: bad options are one line naming the field") {
     CHECK(starts(error_of(R"({"steps": 3, "fragments": "partitions"})",
                           R"(, "partitions": {"first": ["fc1"], "last": ["*"]})"),
                  "t.json: outer.fragments: 2 fragments do not divide a round of 3"));
+    CHECK(starts(error_of(R"({"seconds": 1, "reference_steps": 8, "fragments": 2})"),
+                 "t.json: outer.fragments: streaming fragments sync on sub-rounds of \"steps\""));
     // More fragments than values: refused when the model is known.
     const auto many = config(R"({"steps": 4096, "fragments": 4096})");
     const auto data = optim::load_training_data(many);
