@@ -55,7 +55,7 @@ struct Inbox {
 // H of the outer layer when `w` is one (the trace then shows rounds), else 0.
 std::int64_t outer_steps(const proto::LocalWorker& w) {
     const auto* o = dynamic_cast<const optim::OuterWorker*>(&w);
-    return o ? o->options().steps : 0;
+    return o ? o->options().round_steps() : 0;
 }
 
 double seconds(Clock::duration d) {
