@@ -259,3 +259,27 @@ TEST_CASE("every protocol with device workers report the host's models bit for b
         CHECK(host[0] != host[1]);  // the run did something per peer
     }
 }
+
+TEST_CASE("choco refuses int4 on a device by its JSON path before it runs, the host runs it") {
+    // int4 has no device kernels (optimizers/cuda): the refusal comes from choco's constructor,
+    // so that no job starts with a codec its device cannot run.
+    const std::pair<const char*, const char*> cases[] = {
+        {R"({"compressor": {"name": "int4"}})", "choco.compressor"},
+        {R"({"compressor": {"name": "int8"}, "replicas": "per_edge",
+             "edge_compression": [{"below": 1e8, "compressor": {"name": "fp16"}},
+                                  {"below": 1e6, "compressor": {"name": "int4"}}]})",
+         "choco.edge_compression[1].compressor"},
+    };
+    for (const auto& [options, path] : cases) {
+        CAPTURE(options);
+        try {
+            harness_run(proto::make_choco, options, true);
+            FAIL("no ConfigError");
+        } catch (const ConfigError& e) {
+            CHECK(e.path() == path);
+            CHECK(std::string(e.what()).find("int4 has no device codec") != std::string::npos);
+        }
+    }
+    const auto host = harness_run(proto::make_choco, cases[0].first, false);
+    CHECK(host[0] != host[1]);
+}
