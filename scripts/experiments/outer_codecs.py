@@ -41,12 +41,23 @@ GROUPS = {
     "nesterov-int4-noef": (NESTEROV, None, {"compressor": INT4, "error_feedback": False}, False),
     "sgd-int4-gamma1": (SGD, {"gamma": 1.0, "compressor": INT4}, None, False),
     "nesterov-int4-gamma1": (NESTEROV, {"gamma": 1.0, "compressor": INT4}, None, False),
+    "sgd-int8-gamma1": (SGD, {"gamma": 1.0, "compressor": {"name": "int8"}}, None, False),
+    "sgd-topk-gamma1": (SGD, {"gamma": 1.0, "compressor": {"name": "topk", "fraction": 0.1}},
+                        None, False),
     "sgd-int8": (SGD, {"gamma": 0.5, "compressor": {"name": "int8"}},
                  {"compressor": {"name": "int8"}}, False),
     "sgd-fp16": (SGD, {"gamma": 0.5, "compressor": {"name": "fp16"}},
                  {"compressor": {"name": "fp16"}}, False),
     "sgd-topk": (SGD, {"gamma": 0.5, "compressor": {"name": "topk", "fraction": 0.1}},
                  {"compressor": {"name": "topk", "fraction": 0.1}}, False),
+    # SparseLoCo's question on top-k, where error feedback matters most: outer momentum or not,
+    # error feedback or not.
+    "sgd-topk-noef": (SGD, None, {"compressor": {"name": "topk", "fraction": 0.1},
+                                  "error_feedback": False}, False),
+    "nesterov-topk": (NESTEROV, {"gamma": 0.5, "compressor": {"name": "topk", "fraction": 0.1}},
+                      {"compressor": {"name": "topk", "fraction": 0.1}}, False),
+    "nesterov-topk-noef": (NESTEROV, None, {"compressor": {"name": "topk", "fraction": 0.1},
+                                            "error_feedback": False}, False),
 }
 
 
