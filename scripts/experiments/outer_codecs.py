@@ -41,6 +41,10 @@ GROUPS = {
     "nesterov-int4-noef": (NESTEROV, None, {"compressor": INT4, "error_feedback": False}, False),
     "sgd-int4-gamma1": (SGD, {"gamma": 1.0, "compressor": INT4}, None, False),
     "nesterov-int4-gamma1": (NESTEROV, {"gamma": 1.0, "compressor": INT4}, None, False),
+    # Is the Nesterov rows' gap int4's or choco's? fp16 at gamma 1, and int4 with finer blocks.
+    "nesterov-fp16-gamma1": (NESTEROV, {"gamma": 1.0, "compressor": {"name": "fp16"}}, None, False),
+    "nesterov-int4b32-gamma1": (NESTEROV, {"gamma": 1.0, "compressor": {"name": "int4", "block": 32}},
+                                None, False),
     "sgd-int8-gamma1": (SGD, {"gamma": 1.0, "compressor": {"name": "int8"}}, None, False),
     "sgd-topk-gamma1": (SGD, {"gamma": 1.0, "compressor": {"name": "topk", "fraction": 0.1}},
                         None, False),
