@@ -9,6 +9,14 @@ namespace gossamer::api {
 
 void check_outer_options(const optim::OuterOptions& o) {
     optim::check_outer_values(o, "", "PeerOptions::outer.");
+    // Your loop makes the step() calls and Peer counts them (steps_left()); a round by time would
+    // end where your loop does not expect it. Left for later (docs/library/api.md).
+    if (o.timed())
+        throw ConfigError("", "PeerOptions::outer.seconds",
+                          "rounds by time are not offered to gossamer::Peer yet: your loop's "
+                          "step() calls are counted, and a timed round would end them early",
+                          "use rounds of a fixed step count (outer.steps), or gossamer "
+                          "peer/launch/sim for rounds by time");
 }
 
 std::unique_ptr<proto::LocalWorker> make_outer_worker(const PeerOptions& options,

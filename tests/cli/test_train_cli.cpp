@@ -209,8 +209,11 @@ TEST_CASE("bad input: multirate partitions, periods and compressors") {
     check_bad(c, "multirate.partitions.a.period: period 0 must be an integer >= 1");
     c["multirate"] = {{"partitions", {{"a", {{"period", 2}, {"gossip_period", 0}}}}}};
     check_bad(c, "multirate.partitions.a.gossip_period: gossip_period 0 must be");
-    c["multirate"] = {{"partitions", {{"a", {{"compressor", {{"name", "int4"}}}}}}}};
-    check_bad(c, "multirate.partitions.a.compressor.name: unknown value \"int4\"");
+    c["multirate"] = {{"partitions", {{"a", {{"compressor", {{"name", "int2"}}}}}}}};
+    check_bad(c, "multirate.partitions.a.compressor.name: unknown value \"int2\"");
+    c["multirate"] = {
+        {"partitions", {{"a", {{"compressor", {{"name", "int4"}, {"block", 196}}}}}}}};
+    check_bad(c, "multirate.partitions.a.compressor.block: int4 block 196 is above 195");
     c["multirate"] = {{"partitions", {{"a", {{"period", 2}}}, {"b", {{"period", 2}}}}}};
     check_bad(c, "every partition has a period above 1");
 }

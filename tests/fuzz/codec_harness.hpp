@@ -1,10 +1,11 @@
-// One harness for the four payload codecs (optimizers/compressor.hpp): decode_add of any bytes
+// One harness for the five payload codecs (optimizers/compressor.hpp): decode_add of any bytes
 // either throws gossamer::Error or adds Q(x) to y without touching memory past y; and encode
 // then decode of any vector keeps the codec's promise (its kept count, its error bound).
 //
-// Input: the vector length n (u16, at most 4096), the codec's parameter (u16: int8 block, or
-// the top-k/random-k fraction in 1/65536ths), the key (seed, stream, index: u64 each), then the
-// bytes to decode; the same bytes, read as floats, are the vector to encode.
+// Input: the vector length n (u16, at most 4096), the codec's parameter (u16: int8 block
+// 1 + p % 1024, int4 block 1 + p % 195, or the top-k/random-k fraction in 1/65536ths), the key
+// (seed, stream, index: u64 each), then the bytes to decode; the same bytes, read as floats, are
+// the vector to encode.
 #pragma once
 
 #include <cmath>
@@ -24,7 +25,7 @@ inline int run_codec(optim::CompressorKind kind, const std::uint8_t* data, std::
     const std::uint16_t param = in.u16();
     CompressorConfig config;
     config.kind = kind;
-    config.block = 1 + param % 1024;
+    config.block = 1 + param % (kind == CompressorKind::int4 ? kInt4MaxBlock : 1024);
     config.fraction = (1.0 + param) / 65536.0;
     config.seed = in.u64();
     CodecKey key{in.u64(), in.u64(), in.u64()};
@@ -58,6 +59,20 @@ inline int run_codec(optim::CompressorKind kind, const std::uint8_t* data, std::
             check(back[k] == x[k], "a sparse codec keeps values exactly");
     }
     check(nonzero <= q->kept(x.size()), "a codec keeps at most kept(n) values");
+    if (kind == CompressorKind::int4)  // within one step (max|x| / 7) of its block, when finite
+        for (std::size_t lo = 0; lo < x.size(); lo += config.block) {
+            const std::size_t hi = std::min(x.size(), lo + config.block);
+            float max_abs = 0;
+            bool finite = true;
+            for (std::size_t k = lo; k < hi; ++k) {
+                finite = finite && std::isfinite(x[k]);
+                max_abs = std::max(max_abs, std::abs(x[k]));
+            }
+            if (!finite || max_abs > 1e30f) continue;
+            for (std::size_t k = lo; k < hi; ++k)
+                check(std::abs(back[k] - x[k]) <= max_abs / 7 * (1 + 1e-5f) + 1e-38f,
+                      "int4 errs by less than one step of its block");
+        }
     return 0;
 }
 

@@ -151,14 +151,16 @@ void codecs() {
     const std::vector<std::pair<CompressorKind, const char*>> kinds = {
         {CompressorKind::fp16, "codec_fp16"},
         {CompressorKind::int8, "codec_int8"},
+        {CompressorKind::int4, "codec_int4"},
         {CompressorKind::topk, "codec_topk"},
         {CompressorKind::randomk, "codec_randomk"}};
     for (const auto& [kind, target] : kinds)
         for (std::size_t n : {1u, 16u, 100u}) {
-            const std::uint16_t param = 16383;  // int8: block 1 + 16383 % 1024; fraction 1/4
+            // int8: block 1 + 16383 % 1024; int4: 1 + 16383 % 195; fraction 1/4
+            const std::uint16_t param = 16383;
             CompressorConfig c;
             c.kind = kind;
-            c.block = 1 + param % 1024;
+            c.block = 1 + param % (kind == CompressorKind::int4 ? kInt4MaxBlock : 1024);
             c.fraction = (1.0 + param) / 65536.0;
             c.seed = 5;
             CodecKey key{1, 2, 3};

@@ -188,6 +188,18 @@ TEST_CASE("Peer outer: bad options and refused combinations are one line, nothin
                    "Nesterov's outer step needs momentum > 0"));
     CHECK(contains(refused("dpsgd", [](PeerOptions& o) { o.outer->partitions = {"head"}; }),
                    "PeerOptions::outer.partitions: no partition \"head\""));
+    CHECK(contains(refused("dpsgd",
+                           [](PeerOptions& o) {
+                               o.outer->seconds = 1.0;
+                               o.outer->reference_steps = 4;
+                           }),
+                   "PeerOptions::outer.seconds: rounds by time are not offered to gossamer::Peer"));
+    CHECK(contains(refused("dpsgd",
+                           [](PeerOptions& o) {
+                               o.outer->kind = optim::OuterKind::delayed_nesterov;
+                               o.outer->delay = 0;
+                           }),
+                   "PeerOptions::outer.delay: a delay of 0 rounds"));
     CHECK(contains(refused("gadmm", [](PeerOptions&) {}), "PeerOptions::outer: gadmm"));
     CHECK(contains(
         refused("allreduce", [](PeerOptions& o) { o.algorithm_options = R"({"period": 4})"; }),

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <map>
+#include <utility>
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
@@ -31,6 +32,9 @@ optim::TrainingConfig config(const char* outer) {
 
 constexpr const char* kNesterov = R"({"steps": 3, "optimizer": "nesterov", "lr": 0.7,
     "momentum": 0.9})";
+// Delayed Nesterov (delay 4): at round 6 its buffer holds rounds 5 and 6.
+constexpr const char* kDelayed = R"({"steps": 3, "optimizer": "delayed_nesterov", "lr": 0.7,
+    "momentum": 0.9, "delay": 4})";
 
 struct Job {
     std::vector<optim::TrainingWorker> workers;
@@ -99,11 +103,15 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }  // namespace
 
 TEST_CASE("outer nesterov (H = 3) restored at a round ends bit for bit as the unbroken job") {
-    const auto cfg = config(kNesterov);
-    const auto data = optim::load_training_data(cfg);
+    const auto data = optim::load_training_data(config(kNesterov));
     const int n = 4;
-    for (const std::string algorithm : {"allreduce", "dpsgd"}) {
+    for (const auto& [algorithm, outer_section] :
+         {std::pair<std::string, const char*>{"allreduce", kNesterov},
+          {"dpsgd", kNesterov},
+          {"allreduce", kDelayed}}) {
         CAPTURE(algorithm);
+        CAPTURE(outer_section);
+        const auto cfg = config(outer_section);
         auto unbroken = make_job(algorithm, cfg, data, n, 3);
         run(*unbroken);
         // 1600 / 4 / 25 x 2 = 32 inner steps: 11 rounds (the last of 2 steps).

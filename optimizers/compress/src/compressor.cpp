@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "codec_parts.hpp"
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/rng.hpp"
 
@@ -17,21 +18,10 @@ namespace gossamer::optim {
 
 namespace {
 
-void check_out(std::span<std::byte> out, std::size_t need, std::string_view name) {
-    if (out.size() < need)
-        throw Error(fmt::format("{}: encoding needs {} bytes, the buffer holds {}", name, need,
-                                out.size()));
-    std::fill(out.begin() + static_cast<std::ptrdiff_t>(need), out.end(), std::byte{0});
-}
-
-void check_in(std::span<const std::byte> in, std::size_t need, std::string_view name) {
-    if (in.size() < need)
-        throw Error(fmt::format("{}: a message of {} bytes, expected {}", name, in.size(), need));
-}
-
-std::uint64_t rng_seed(std::uint64_t config_seed, const CodecKey& key) {
-    return derive_seed(derive_seed(derive_seed(config_seed, key.seed), key.stream), key.index);
-}
+using detail::check_in;
+using detail::check_out;
+using detail::first_non_finite_float;
+using detail::rng_seed;
 
 // k = ceil(fraction * n), 1 <= k <= n for n > 0. A product a hair above an integer (0.07 * 100
 // is 7.000000000000001 in doubles) counts as that integer.
@@ -39,19 +29,6 @@ std::size_t keep_count(double fraction, std::size_t n) {
     if (n == 0) return 0;
     const double k = std::ceil(fraction * static_cast<double>(n) - 1e-9);
     return std::clamp<std::size_t>(static_cast<std::size_t>(std::max(k, 1.0)), 1, n);
-}
-
-// The first of `count` floats at the start of `in` that is NaN or infinite, as (its position
-// times `stride`, its value). `in` may be unaligned: the values are copied out one by one.
-std::optional<std::pair<std::size_t, float>> first_non_finite_float(std::span<const std::byte> in,
-                                                                    std::size_t count,
-                                                                    std::size_t stride) {
-    for (std::size_t i = 0; i < count; ++i) {
-        float v;
-        std::memcpy(&v, in.data() + 4 * i, 4);
-        if (!std::isfinite(v)) return std::pair{i * stride, v};
-    }
-    return std::nullopt;
 }
 
 class Fp16 final : public Compressor {
@@ -280,6 +257,8 @@ std::string_view to_string(CompressorKind kind) noexcept {
             return "topk";
         case CompressorKind::randomk:
             return "randomk";
+        case CompressorKind::int4:
+            return "int4";
     }
     return "?";
 }
@@ -287,7 +266,7 @@ std::string_view to_string(CompressorKind kind) noexcept {
 CompressorConfig parse_compressor_config(const json::Node& node) {
     if (!node.is_object()) node.fail("expected a compressor object", R"(e.g. {"name": "fp16"})");
     CompressorConfig c;
-    const std::string name = node.at("name").as_enum({"fp16", "int8", "topk", "randomk"});
+    const std::string name = node.at("name").as_enum({"fp16", "int8", "int4", "topk", "randomk"});
     if (name == "fp16") {
         node.expect_object({"name"});
         c.kind = CompressorKind::fp16;
@@ -295,6 +274,19 @@ CompressorConfig parse_compressor_config(const json::Node& node) {
         node.expect_object({"name", "block", "seed"});
         c.kind = CompressorKind::int8;
         if (auto b = node.find("block")) c.block = static_cast<std::size_t>(b->as_int(1));
+    } else if (name == "int4") {
+        node.expect_object({"name", "block", "seed"});
+        c.kind = CompressorKind::int4;
+        c.block = kInt4DefaultBlock;
+        if (auto b = node.find("block")) {
+            c.block = static_cast<std::size_t>(b->as_int(1));
+            if (c.block > kInt4MaxBlock)
+                b->fail(fmt::format("int4 block {} is above {}: its error bound block / 196 "
+                                    "would not make it a contraction",
+                                    c.block, kInt4MaxBlock),
+                        fmt::format("use a block of at most {} (default {})", kInt4MaxBlock,
+                                    kInt4DefaultBlock));
+        }
     } else {
         c.kind = name == "topk" ? CompressorKind::topk : CompressorKind::randomk;
         if (c.kind == CompressorKind::topk)
@@ -325,6 +317,8 @@ std::unique_ptr<Compressor> build_compressor(const CompressorConfig& c) {
         case CompressorKind::int8:
             if (c.block < 1) throw Error("int8: block must be >= 1");
             return std::make_unique<Int8>(c.block, c.seed);
+        case CompressorKind::int4:
+            return detail::make_int4(c.block, c.seed);
         case CompressorKind::topk:
         case CompressorKind::randomk:
             if (!(c.fraction > 0 && c.fraction <= 1))
@@ -341,6 +335,12 @@ std::unique_ptr<Compressor> make_compressor(const CompressorConfig& c) {
     auto q = build_compressor(c);
     q->config_ = c;
     return q;
+}
+
+void check_device_codec(const CompressorConfig& config, const std::string& path) {
+    if (config.kind == CompressorKind::int4)
+        throw ConfigError("", path, "int4 has no device codec: the model's vectors are on a device",
+                          "use int8 for a model on a device, or keep the model on the host");
 }
 
 std::uint64_t codec_seed(const CompressorConfig& config, const CodecKey& key) noexcept {

@@ -15,6 +15,9 @@ DeviceCodec::DeviceCodec(const CompressorConfig& config, std::size_t capacity)
       cpu_(make_compressor(config)),
       capacity_(capacity),
       topk_(config.kind == CompressorKind::topk ? capacity : 0) {
+    // int4 has no kernels yet: jobs refuse it on a device before they start
+    // (check_device_codec() in the protocols); this is the last guard.
+    check_device_codec(config, "compressor");
     if (config.kind == CompressorKind::randomk && capacity > UINT32_MAX)
         throw Error("device randomk: vectors of 2^32 values or more are not supported");
     if (config.kind == CompressorKind::randomk)
@@ -48,6 +51,8 @@ void DeviceCodec::encode(const float* x, std::size_t n, const CodecKey& key, std
             return dev::int8_encode(x, n, config_.block, codec_seed(config_, key), out, stream);
         case CompressorKind::topk:
             return dev::topk_encode(x, n, kept(n), out, topk_, stream);
+        case CompressorKind::int4:
+            break;  // refused by the constructor
         case CompressorKind::randomk:
             if (n == 0) return;
             return dev::gather(x, upload_indices(n, key, stream), kept(n),
@@ -65,6 +70,8 @@ void DeviceCodec::decode_add(const std::byte* in, const CodecKey& key, float* y,
             return dev::int8_decode_add(in, n, config_.block, y, stream);
         case CompressorKind::topk:
             return dev::topk_decode_add(in, kept(n), n, y, topk_, stream);
+        case CompressorKind::int4:
+            break;  // refused by the constructor
         case CompressorKind::randomk:
             if (n == 0) return;
             return dev::scatter_add(reinterpret_cast<const float*>(in),

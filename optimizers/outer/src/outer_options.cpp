@@ -261,7 +261,7 @@ void check_outer_partitions(const OuterOptions& o, const PartitionLayout* layout
 }
 
 std::int64_t outer_rounds(std::int64_t inner_steps, const OuterOptions& o) {
-    const std::int64_t h = o.streaming() ? o.step_inner_steps() : o.round_steps();
+    const std::int64_t h = o.step_inner_steps();
     return inner_steps <= 0 || h < 1 ? 0 : (inner_steps + h - 1) / h;
 }
 

@@ -261,6 +261,8 @@ std::vector<PartitionChannel> partition_channels(const LocalWorker& worker,
     for (std::size_t id = 0; id < rates->count(); ++id) {
         const Partition& p = rates->layout()[id];
         const auto& q = rates->rate(id).compressor;
+        if (q && worker.device())
+            optim::check_device_codec(*q, fmt::format("partitions.{}.compressor", p.name));
         add(static_cast<std::uint32_t>(id), p.offset, p.size, rates->rate(id).gossip_period,
             rates->rate(id).gossip_offset,
             [&] { return q ? optim::make_compressor(*q) : std::unique_ptr<optim::Compressor>{}; });

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gossamer/core/mixing.hpp"
+#include "gossamer/optimizers/protocol/channels.hpp"
 #include "gossamer/optimizers/protocol/device.hpp"
 #include "gossamer/optimizers/protocol/edge_replica.hpp"
 #include "gossamer/optimizers/protocols/allreduce/allreduce.hpp"
@@ -258,4 +259,60 @@ TEST_CASE("every protocol with device workers report the host's models bit for b
         CHECK(host == dev);
         CHECK(host[0] != host[1]);  // the run did something per peer
     }
+}
+
+TEST_CASE("choco refuses int4 on a device by its JSON path before it runs, the host runs it") {
+    // int4 has no device kernels (optimizers/cuda): the refusal comes from choco's constructor,
+    // so that no job starts with a codec its device cannot run.
+    const std::pair<const char*, const char*> cases[] = {
+        {R"({"compressor": {"name": "int4"}})", "choco.compressor"},
+        {R"({"compressor": {"name": "int8"}, "replicas": "per_edge",
+             "edge_compression": [{"below": 1e8, "compressor": {"name": "fp16"}},
+                                  {"below": 1e6, "compressor": {"name": "int4"}}]})",
+         "choco.edge_compression[1].compressor"},
+    };
+    for (const auto& [options, path] : cases) {
+        CAPTURE(options);
+        try {
+            harness_run(proto::make_choco, options, true);
+            FAIL("no ConfigError");
+        } catch (const ConfigError& e) {
+            CHECK(e.path() == path);
+            CHECK(std::string(e.what()).find("int4 has no device codec") != std::string::npos);
+        }
+    }
+    const auto host = harness_run(proto::make_choco, cases[0].first, false);
+    CHECK(host[0] != host[1]);
+}
+
+TEST_CASE("a partition's int4 compressor on a device is refused by its JSON path") {
+    // partition_channels() builds every protocol's channels (dpsgd, choco): it refuses a codec
+    // the device cannot run before a step is taken.
+    struct RatedOnDevice final : proto::LocalWorker {
+        std::shared_ptr<Device> dev = proto::emulated_device();
+        optim::Multirate rates;
+        std::size_t size() const override { return 6; }
+        bool math() const override { return true; }
+        std::span<float> params() override { return {}; }
+        double compute_gradient(std::span<const float>) override { return 0; }
+        std::span<const float> gradient() const override { return {}; }
+        void apply_gradient(std::span<float>, std::span<const float>) override {}
+        std::int64_t steps() const override { return 0; }
+        Device* device() const override { return dev.get(); }
+        const optim::Multirate* multirate() const override { return &rates; }
+    };
+    RatedOnDevice w;
+    optim::PartitionRate slow;
+    slow.compressor = optim::CompressorConfig{.kind = optim::CompressorKind::int4, .block = 64};
+    const PartitionLayout layout({{"fast", 0, 2}, {"slow", 2, 4}}, 6);
+    w.rates = optim::Multirate(layout, {{}, slow}, optim::BackwardMode::skip);
+    try {
+        proto::partition_channels(w, 0);
+        FAIL("no ConfigError");
+    } catch (const ConfigError& e) {
+        CHECK(e.path() == "partitions.slow.compressor");
+    }
+    slow.compressor->kind = optim::CompressorKind::int8;
+    w.rates = optim::Multirate(layout, {{}, slow}, optim::BackwardMode::skip);
+    CHECK(proto::partition_channels(w, 0).size() == 2);
 }

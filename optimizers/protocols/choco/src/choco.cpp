@@ -97,6 +97,12 @@ Choco::Choco(PeerContext ctx, ChocoOptions options)
     if (!(options_.gamma > 0 && options_.gamma <= 1)) throw Error("choco: gamma must be in (0, 1]");
     if (!(options_.resync_timeout > 0)) throw Error("choco: resync_timeout must be > 0");
     if (options_.delay < 0 || options_.delay > 1) throw Error("choco: delay must be 0 or 1");
+    if (worker().device()) {  // codecs with no device kernels are refused before anything runs
+        optim::check_device_codec(options_.compressor, "choco.compressor");
+        for (std::size_t i = 0; i < options_.edge_compression.size(); ++i)
+            optim::check_device_codec(options_.edge_compression[i].compressor,
+                                      fmt::format("choco.edge_compression[{}].compressor", i));
+    }
     const auto period = topo->period();
     shared_ = options_.replicas == ChocoReplicas::shared ||
               (options_.replicas == ChocoReplicas::automatic && period && *period == 1);

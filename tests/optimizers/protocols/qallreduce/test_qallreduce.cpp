@@ -166,7 +166,8 @@ TEST_CASE("qallreduce int8 moves about 4x fewer bytes than allreduce, fp16 2x") 
 TEST_CASE("qallreduce: bad options are refused with the option's path") {
     QuadraticWorker w({0.0f});
     for (const char* bad :
-         {R"({"compressor": {"name": "int4"}})", R"({"compresor": {}})", R"({"error_feedback": 1})",
+         {R"({"compressor": {"name": "int2"}})", R"({"compressor": {"name": "int4", "block": 0}})",
+          R"({"compresor": {}})", R"({"error_feedback": 1})",
           R"({"compressor": {"name": "topk", "fraction": 2}})"}) {
         CAPTURE(std::string(bad));
         json::Document doc = json::parse_text(bad, "q.json");

@@ -91,9 +91,9 @@ struct OuterOptions {
 
     /// True when "fragments" is given: the StreamingWorker, not the OuterWorker.
     bool streaming() const noexcept { return fragments > 0; }
-    /// Inner steps per protocol step: H, or H / k when streaming.
+    /// Inner steps per protocol step (nominal): round_steps(), or H / k when streaming.
     std::int64_t step_inner_steps() const noexcept {
-        return fragments > 0 ? steps / fragments : steps;
+        return fragments > 0 ? steps / fragments : round_steps();
     }
     friend bool operator==(const OuterOptions&, const OuterOptions&) = default;
 };
