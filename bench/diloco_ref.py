@@ -56,6 +56,10 @@ def outer_options(job):
     if "partitions" in outer:
         SCRIPT.fail(f"{where}.partitions: diloco (bench/diloco_ref.py) trains the whole model; "
                     "remove outer.partitions or leave diloco out of --algorithms")
+    if "seconds" in outer:
+        SCRIPT.fail(f"{where}.seconds: diloco (bench/diloco_ref.py) is torch's DiLoCo, rounds of "
+                    "a fixed step count; give the torch row a config with \"steps\": H (the "
+                    "reference_steps of this one) or leave diloco out of --algorithms")
     try:
         steps = int(outer["steps"])
         lr, momentum = float(outer.get("lr", 1.0)), float(outer.get("momentum", 0.0))

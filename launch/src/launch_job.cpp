@@ -87,6 +87,12 @@ void check_torch_config(const std::string& path, const optim::TrainingConfig& cf
             "{}: outer.partitions: diloco (bench/diloco_ref.py) takes the outer step on the whole "
             "model; remove outer.partitions or leave diloco out of --algorithms",
             path));
+    if (algo == "diloco" && doc["outer"].is_object() && doc["outer"].contains("seconds"))
+        refuse(fmt::format(
+            "{}: outer.seconds: diloco (bench/diloco_ref.py) is torch's DiLoCo, rounds of a fixed "
+            "step count; give the torch row a config with \"steps\": H or leave diloco out of "
+            "--algorithms",
+            path));
 }
 
 // A torch row's script, absolute (its variable overrides the source tree's).

@@ -6,6 +6,8 @@
 namespace gossamer::peer {
 namespace {
 constexpr double kMaxPadSeconds = 1e9;
+// Rounds by time: the most inner steps one round is planned with (the worker bounds it again).
+constexpr std::int64_t kMaxPlannedSteps = 1 << 16;
 }  // namespace
 
 using Clock = std::chrono::steady_clock;
@@ -52,6 +54,20 @@ std::optional<StepDone> ComputeThread::take_done_on_comm() {
     return out;
 }
 
+std::int64_t ComputeThread::plan_round(double seconds, double start) const {
+    const std::int64_t first = worker_.inner_steps();
+    double t = 0;
+    for (std::int64_t k = 0; k < kMaxPlannedSteps; ++k) {
+        const double d =
+            std::max(declared_ ? declared_(first + k, start + t) : 0.0, measured_step_);
+        if (k > 0 && t + d > seconds * (1 + 1e-9)) return k;  // a step that ends at T fits
+        // Nothing known yet (no padding, no round measured): one step, measured for the next.
+        if (!(d > 0)) return k + 1;
+        t += d;
+    }
+    return kMaxPlannedSteps;
+}
+
 void ComputeThread::loop(std::stop_token stop) {
     std::unique_lock lock(mutex_);
     while (!stop.stop_requested()) {
@@ -66,6 +82,8 @@ void ComputeThread::loop(std::stop_token stop) {
         // the outer layer's counters are read here: they change on this thread (its inner steps)
         // or between steps; a plain worker's step count belongs to the communication thread.
         const bool rounds = worker_.takes_rounds();
+        if (const double seconds = rounds ? worker_.round_seconds() : 0.0; seconds > 0)
+            worker_.plan_round(plan_round(seconds, start));
         const std::int64_t k = rounds ? worker_.steps_per_gradient() : 1;
         const std::int64_t first_inner = rounds ? worker_.inner_steps() : d.step;
         d.inner = k;
@@ -73,6 +91,7 @@ void ComputeThread::loop(std::stop_token stop) {
         const auto t0 = Clock::now();
         d.loss = worker_.compute_gradient(at);
         d.measured = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (rounds) measured_step_ = d.measured / static_cast<double>(k);
         double declared = 0.0;
         if (declared_ && !rounds) declared = declared_(d.step, start);
         if (declared_ && rounds)

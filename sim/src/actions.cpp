@@ -20,6 +20,10 @@ proto::Actions& Engine::fresh_actions() {
 }
 
 namespace {
+
+// Rounds by time: the most inner steps the simulator plans for one round (a bound on the loop).
+constexpr std::int64_t kMaxPlannedSteps = 1 << 20;
+
 // Only header fields that a Notice keeps, and none of the others set (bit for bit): take()
 // gives back the very Message.
 bool notice(const transport::Message& m) {
@@ -149,11 +153,21 @@ void Engine::start_step(int rank, Time now) {
     if (!p.stepping) trace_.wait(rank, p.idle_since, now);
     p.stepping = true;
     p.step_start = now;
-    // Under "outer" one protocol step is a round: each of its inner steps costs a step.
+    // Under "outer" one protocol step is a round: each of its inner steps costs a step. Rounds
+    // by time take the steps that end within the round's seconds (at least one).
+    if (const double seconds = p.worker->round_seconds(); seconds > 0) {
+        std::int64_t k = 1;  // the worker bounds k again (8 x reference_steps)
+        for (Time t = compute_.step_end(rank, p.started, now); k < kMaxPlannedSteps; ++k) {
+            const Time next = compute_.step_end(rank, p.started + k, t);
+            if (next > now + seconds * (1 + 1e-9)) break;  // a step that ends at T fits
+            t = next;
+        }
+        p.worker->plan_round(k);
+    }
     const std::int64_t inner = p.worker->steps_per_gradient();
-    if (p.inner) {  // the trace's round: aligned rounds start at inner step round x H
+    if (p.inner) {  // the trace's round (rounds by time: the protocol's count)
         p.first_inner = p.worker->inner_steps();
-        p.round = p.first_inner / outer_h_;
+        p.round = p.worker->round_seconds() > 0 ? p.worker->steps() : p.first_inner / outer_h_;
         p.inner_ends.clear();
     }
     const double loss =

@@ -108,7 +108,10 @@ double memory_needed(const SimSetup& s, std::uint64_t parameters) {
     const double protocol = proto::model_copies(s.algorithm, job_setup(s, ""));
     // The outer layer keeps the inner point, the pseudo-gradient and the outer momentum.
     const auto& outer = s.config ? s.config->outer : std::nullopt;
-    const double layer = outer && !outer->identity() ? (outer->momentum > 0 ? 3 : 2) : 0;
+    const double layer =
+        outer && !outer->identity()
+            ? (outer->momentum > 0 ? 3 : 2) + (outer->kind == optim::OuterKind::delayed_nesterov)
+            : 0;
     return static_cast<double>(s.topology->n()) * static_cast<double>(parameters) * 4.0 *
            (2 + state + protocol + layer);
 }

@@ -42,7 +42,7 @@ Engine::Engine(const SimSetup& s)
         proto::check_outer_algorithm(s.config->outer, s.algorithm,
                                      s.options ? &*s.options : nullptr, s.config->doc.file);
     if (s.config && s.config->outer && !s.config->outer->identity())
-        outer_h_ = s.config->outer->steps;
+        outer_h_ = s.config->outer->round_steps();
     if (math) {
         eval_model_ = optim::build_model(*s.config, *s.train);
         peer_test_ = first_samples(*s.test, s.peer_eval_samples);

@@ -253,6 +253,18 @@ def test_diloco_refuses_outer_partitions(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_diloco_refuses_rounds_by_time(tmp_path):
+    topo, _, _ = write_job(tmp_path, CONFIG)
+    timed = dict(CONFIG, outer={"seconds": 1.0, "reference_steps": 4})
+    (tmp_path / "timed.json").write_text(json.dumps(timed))
+    r = launch("--topology", topo, "--config", str(tmp_path / "timed.json"), "--algorithms",
+               "allreduce,diloco", "--out", str(tmp_path / "o"))
+    one_line_exit_2(r, f"error: {tmp_path / 'timed.json'}: outer.seconds: diloco "
+                    "(bench/diloco_ref.py) is torch's DiLoCo, rounds of a fixed step count; give "
+                    "the torch row a config with \"steps\": H or leave diloco out of --algorithms")
+    assert not (tmp_path / "o").exists()
+
+
 def test_the_script_by_hand_is_one_line_exit_2():
     script = os.path.join(os.environ["GOSSAMER_SOURCE_DIR"], "bench", "diloco_ref.py")
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}

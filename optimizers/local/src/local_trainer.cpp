@@ -83,13 +83,14 @@ bool LocalTrainer::step_partition(std::size_t id, std::span<float> x, std::span<
     const double k = multirate_.rate(id).period;
     const Partition& p = layout_[id];
     optimizers_[id]->step(x.subspan(p.offset, p.size), g.subspan(p.offset, p.size),
-                          k * schedule_.at(steps_));
+                          k * schedule_.at(schedule_step_.value_or(steps_)));
     ++work_[id].updates;
     return true;
 }
 
 void LocalTrainer::apply_gradient(std::span<float> x, std::span<const float> g) {
-    const double lr = schedule_.at(steps_);
+    const double lr = schedule_.at(schedule_step_.value_or(steps_));
+    schedule_step_.reset();
     for (std::size_t id = 0; id < layout_.count(); ++id) {
         if (id < stepped_.size() && stepped_[id]) continue;  // stepped ahead (step_partition)
         if (!multirate_.updates(id, steps_)) continue;

@@ -227,8 +227,11 @@ int optimizer_state_copies(const OptimizerConfig& o) {
 
 double training_memory_bytes(const TrainingConfig& c, std::uint64_t parameters) {
     // The outer layer: the inner point, the pseudo-gradient and (with momentum) its buffer.
-    const double outer =
-        c.outer && !c.outer->identity() ? (c.outer->momentum > 0 ? 3 : 2) : 0;
+    // Delayed Nesterov keeps one more: the pseudo-gradients since its last momentum step.
+    const double outer = c.outer && !c.outer->identity()
+                             ? (c.outer->momentum > 0 ? 3 : 2) +
+                                   (c.outer->kind == optim::OuterKind::delayed_nesterov)
+                             : 0;
     return static_cast<double>(parameters) * sizeof(float) *
            (4 + optimizer_state_copies(c.optimizer) + outer);
 }

@@ -1,5 +1,7 @@
 #include "gossamer/optimizers/local/training_worker.hpp"
 
+#include <algorithm>
+
 #include "gossamer/core/sharding.hpp"
 #include "gossamer/optimizers/local/multirate.hpp"
 #include "gossamer/optimizers/outer/outer_worker.hpp"
@@ -27,9 +29,21 @@ TrainingWorker make_training_worker(const TrainingConfig& config, const Dataset&
     w.trainer->set_multirate(std::move(rates));
     w.inner_steps = w.steps;
     if (config.outer && !config.outer->identity()) {
-        w.outer = std::make_unique<OuterWorker>(*w.trainer, *config.outer, w.inner_steps,
-                                                &w.trainer->layout(), config.doc.file);
-        w.steps = outer_rounds(w.inner_steps, *config.outer);
+        // Rounds by time: every peer takes the job's rounds, set by the mean shard's steps (a
+        // global sample budget), whatever its own shard and speed (outer.md).
+        const std::int64_t budget =
+            config.outer->timed() ? train.size() / n / config.batch_size * epochs : w.inner_steps;
+        auto outer = std::make_unique<OuterWorker>(*w.trainer, *config.outer, budget,
+                                                   &w.trainer->layout(), config.doc.file);
+        const LocalTrainer* trainer = w.trainer.get();
+        const double momentum =
+            config.optimizer.kind == OptimizerKind::sgd ? config.optimizer.momentum : 0.0;
+        const double share = static_cast<double>(w.shard->size()) * n /
+                             static_cast<double>(std::max<std::int64_t>(train.size(), 1));
+        outer->set_inner_rates([trainer](std::int64_t s) { return trainer->lr_at(s); }, momentum,
+                               share);
+        w.outer = std::move(outer);
+        w.steps = outer_rounds(budget, *config.outer);
     }
     return w;
 }

@@ -3,10 +3,12 @@
 // (math and cost), launch --inproc and peers padded to the cluster file's step time.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gossamer/core/json.hpp"
 #include "support/run.hpp"
@@ -118,4 +120,50 @@ TEST_CASE("outer at the command line: sim (math and cost) and launch --inproc ru
     const auto& row = c.root->at("algorithms").at(0);
     CHECK(row.at("end_time").get<double>() >= 100 * 0.02);
     CHECK(row.at("end_time").get<double>() < 100 * 0.02 * 1.2);
+}
+
+TEST_CASE("outer at the command line: rounds by time, a 3x slow peer takes a third of the steps") {
+    Job job;
+    // Peer 0 computes 3x slower (0.06 s a step): one step fits a round of 0.08 s, the others
+    // take four; 40 mean-shard steps at reference_steps 4 are 10 rounds.
+    job.cluster = job.dir.write("slow.json", R"({"version": 1, "n": 4,
+        "defaults": {"base_time": 0.02}, "peers": [{"rank": 0, "factor": 3}],
+        "network": {"latency": 1e-4, "bandwidth": 1.25e8}})");
+    const std::string config = job.config(R"({"seconds": 0.08, "reference_steps": 4})");
+    const std::string common = " --config '" + config + "' --topology '" + job.topology +
+                               "' --cluster '" + job.cluster + "' --algorithms allreduce,async";
+    const auto sim = run(kBin + " sim" + common + " --json --out '" + job.out() + "/sim'");
+    REQUIRE(sim.status == 0);
+    const auto launch =
+        run(kBin + " launch --inproc" + common + " --json --out '" + job.out() + "/launch'");
+    REQUIRE(launch.status == 0);
+    for (const std::string algorithm : {"allreduce", "async"}) {
+        CAPTURE(algorithm);
+        std::ifstream peers(job.out() + "/sim/" + algorithm + "/seed0/peers.jsonl");
+        std::vector<std::int64_t> sim_inner, launch_inner;
+        for (std::string line; std::getline(peers, line);) {
+            const auto rec = gossamer::json::parse_text(line, "peers.jsonl");
+            CHECK(rec.root->at("rounds").get<std::int64_t>() == 10);
+            sim_inner.push_back(rec.root->at("inner_steps").get<std::int64_t>());
+        }
+        CHECK(sim_inner == std::vector<std::int64_t>{10, 40, 40, 40});
+        // Real peers plan with the padded step time (or the measured one when longer: a loaded
+        // machine may fit fewer steps, never more).
+        for (int r = 0; r < 4; ++r) {
+            std::ifstream in(job.out() + "/launch/" + algorithm + "/peer" + std::to_string(r) +
+                             ".jsonl");
+            std::int64_t last = -1;
+            for (std::string line; std::getline(in, line);) {
+                const auto rec = gossamer::json::parse_text(line, "peer.jsonl");
+                if (rec.root->contains("inner_steps"))
+                    last = rec.root->at("inner_steps").get<std::int64_t>();
+            }
+            launch_inner.push_back(last);
+        }
+        CHECK(launch_inner[0] == 10);
+        for (int r = 1; r < 4; ++r) {
+            CHECK(launch_inner[r] > 10);
+            CHECK(launch_inner[r] <= 40);
+        }
+    }
 }

@@ -51,6 +51,22 @@ TEST_CASE("outer: the section's values and defaults") {
     CHECK(optim::outer_rounds(40, *d.outer) == 10);
     CHECK(optim::outer_rounds(41, *d.outer) == 11);
     CHECK(optim::outer_rounds(0, *d.outer) == 0);
+    // Rounds by time: FedNova with a bounded scale by default; rounds by reference_steps.
+    const auto t = config(R"({"seconds": 1.5, "reference_steps": 8})");
+    CHECK(t.outer->timed());
+    CHECK(t.outer->seconds == 1.5);
+    CHECK(t.outer->normalize == optim::OuterNormalize::fednova);
+    CHECK(t.outer->max_scale == 2.0);
+    CHECK(t.outer->round_steps() == 8);
+    CHECK(t.outer->max_round_steps() == 64);
+    CHECK_FALSE(t.outer->identity());
+    CHECK(optim::outer_rounds(41, *t.outer) == 6);
+    CHECK(t.outer->describe() == "T=1.5s ref=8 fednova max_scale=2 sgd lr=1 momentum=0");
+    const auto r = config(R"({"seconds": 2, "reference_steps": 4, "normalize": "none",
+                   "optimizer": "delayed_nesterov", "lr": 0.7, "momentum": 0.9, "delay": 3})");
+    CHECK(r.outer->kind == optim::OuterKind::delayed_nesterov);
+    CHECK(r.outer->delay == 3);
+    CHECK(r.outer->describe() == "T=2s ref=4 raw delayed_nesterov lr=0.7 momentum=0.9 delay=3");
 }
 
 TEST_CASE("outer: every bad value is one line naming the file and the field") {
@@ -59,7 +75,7 @@ TEST_CASE("outer: every bad value is one line naming the file and the field") {
         const char* starts;
     };
     const Case cases[] = {
-        {R"({})", "t.json: outer: \"steps\" (inner steps per round) is missing"},
+        {R"({})", "t.json: outer: \"steps\" (inner steps per round) or \"seconds\""},
         {R"({"steps": 0})", "t.json: outer.steps: 0 inner steps per round"},
         {R"({"steps": -3})", "t.json: outer.steps: -3 inner steps per round"},
         {R"({"steps": 2.5})", "t.json: outer.steps:"},
@@ -70,7 +86,27 @@ TEST_CASE("outer: every bad value is one line naming the file and the field") {
         {R"({"steps": 4, "momentum": -0.1})", "t.json: outer.momentum: outer momentum -0.1"},
         {R"({"steps": 4, "optimizer": "adam"})", "t.json: outer.optimizer:"},
         {R"({"steps": 4, "optimizer": "nesterov"})",
-         "t.json: outer: Nesterov's outer step needs momentum > 0"},
+         "t.json: outer.momentum: Nesterov's outer step needs momentum > 0"},
+        // Rounds by time and Delayed Nesterov (issue 41).
+        {R"({"steps": 4, "seconds": 2})",
+         "t.json: outer.seconds: a round is either \"steps\" inner steps or \"seconds\" long"},
+        {R"({"seconds": 0, "reference_steps": 8})", "t.json: outer.seconds: 0 seconds per round"},
+        {R"({"seconds": -1, "reference_steps": 8})", "t.json: outer.seconds: -1 seconds"},
+        {R"({"seconds": 2})", "t.json: outer.reference_steps: rounds by time need the common"},
+        {R"({"seconds": 2, "reference_steps": 0})", "t.json: outer.reference_steps: rounds by"},
+        {R"({"steps": 4, "reference_steps": 8})",
+         "t.json: outer.reference_steps: \"reference_steps\" belongs to rounds by time"},
+        {R"({"steps": 4, "normalize": "fednova"})", "t.json: outer.normalize: \"normalize\""},
+        {R"({"seconds": 2, "reference_steps": 8, "normalize": "mean"})",
+         "t.json: outer.normalize:"},
+        {R"({"seconds": 2, "reference_steps": 8, "max_scale": 0.5})",
+         "t.json: outer.max_scale: max_scale 0.5 must be finite and >= 1"},
+        {R"({"steps": 4, "delay": 2})",
+         "t.json: outer.delay: \"delay\" belongs to the delayed_nesterov outer optimizer"},
+        {R"({"steps": 4, "optimizer": "delayed_nesterov", "momentum": 0.9, "delay": 0})",
+         "t.json: outer.delay: a delay of 0 rounds"},
+        {R"({"steps": 4, "optimizer": "delayed_nesterov", "delay": 2})",
+         "t.json: outer.momentum: Nesterov's outer step needs momentum > 0"},
         {R"({"steps": 4, "period": 2})", "t.json: outer.period:"},
         {R"({"steps": 4, "partitions": ["fc1", "fc1"]})",
          "t.json: outer.partitions[1]: partition \"fc1\" is named twice"},

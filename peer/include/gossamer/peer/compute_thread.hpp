@@ -69,6 +69,10 @@ class ComputeThread {
 
   private:
     void loop(std::stop_token stop);
+    /// Rounds by time: the inner steps whose expected ends fall within `seconds` from `start`
+    /// (at least one): each step's declared time, or the last round's measured seconds per
+    /// inner step when that is longer.
+    std::int64_t plan_round(double seconds, double start) const;
 
     proto::LocalWorker& worker_;
     DeclaredStepTime declared_;
@@ -81,7 +85,8 @@ class ComputeThread {
     std::optional<StepDone> done_;
     std::optional<GradientDone> computed_;
     std::atomic<bool> wake_computed_{false};
-    bool busy_ = false;  // communication thread only
+    bool busy_ = false;         // communication thread only
+    double measured_step_ = 0;  // compute thread: the last round's seconds per inner step
     std::jthread thread_;
 };
 

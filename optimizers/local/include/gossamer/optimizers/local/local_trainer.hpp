@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -70,6 +71,7 @@ class LocalTrainer final : public proto::LocalWorker {
     bool checkpointable() const override { return true; }
     void save_state(StateWriter& w) const override;
     void restore_state(StateReader& r) override;
+    void set_schedule_step(std::int64_t step) override { schedule_step_ = step; }
     /// Elastic jobs: the step count (learning rate, batch order) becomes `step`.
     void enter_at(std::int64_t step) override { steps_ = step; }
 
@@ -85,6 +87,8 @@ class LocalTrainer final : public proto::LocalWorker {
     int batch_size() const { return loader_.batch_size(); }
     /// The learning rate the next step will use.
     double lr() const { return schedule_.at(steps_); }
+    /// The schedule's learning rate at step `step`.
+    double lr_at(std::int64_t step) const { return schedule_.at(step); }
     std::span<const float> params() const noexcept { return params_.span(); }
     const PartitionLayout& layout() const noexcept { return layout_; }
     Model& model() noexcept { return *model_; }
@@ -97,6 +101,7 @@ class LocalTrainer final : public proto::LocalWorker {
     ParamVector params_, grad_;
     std::vector<std::unique_ptr<LocalOptimizer>> optimizers_;  // one per partition
     std::int64_t steps_ = 0;
+    std::optional<std::int64_t> schedule_step_;  // set_schedule_step: the next step's rate
     Multirate multirate_;
     std::vector<proto::PartitionWork> work_;  // by partition id
     std::vector<std::size_t> layer_owner_;    // partition id of each layer's first parameter

@@ -48,6 +48,17 @@ class LocalWorker {
     virtual std::int64_t steps_per_gradient() const { return 1; }
     /// Inner steps taken so far (steps() except under the outer layer).
     virtual std::int64_t inner_steps() const { return steps(); }
+    /// Rounds by time (the outer layer, "outer": {"seconds": T}): the seconds the next round
+    /// lasts, or 0 when rounds have a fixed step count. Drivers then count the inner steps that
+    /// fit in it (their step times: the simulator's compute model, a peer's padding and measured
+    /// steps) and say so with plan_round before they read steps_per_gradient().
+    virtual double round_seconds() const { return 0.0; }
+    /// Rounds by time: the next round takes `steps` inner steps (bounded by the worker).
+    virtual void plan_round(std::int64_t) {}
+    /// Rounds by time: the next apply_gradient (and its step_partition calls) takes the
+    /// learning rate of the schedule at `step` instead of at steps(); once. Workers without a
+    /// schedule ignore it.
+    virtual void set_schedule_step(std::int64_t) {}
     /// True for the outer layer: a compute_gradient call is a round (steps_per_gradient()
     /// inner steps). Its inner counters change only inside compute_gradient and between
     /// steps, so a compute thread may read them before it computes.

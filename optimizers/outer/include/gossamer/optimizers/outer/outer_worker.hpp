@@ -15,11 +15,20 @@
 /// theta_i <- sum_j W_ij (theta_j - lr outer_j), one vector per round; push-sum protocols step
 /// the numerator as they step it with a gradient (their mass is untouched).
 ///
+/// Rounds by time (OuterOptions::seconds): the driver plans each round's step count k_i
+/// (plan_round), and the pseudo-gradient is normalised as FedNova does (outer.md, "Rounds by
+/// time"): Delta x share x (a_ref / a_i), with a_i = sum_j lr_j (1 - mu^(k_i - j)) / (1 - mu) over
+/// the round's inner steps (mu: the inner SGD momentum) and a_ref the same sum over
+/// reference_steps steps. Inner step j of round r takes the schedule's rate at
+/// r x reference_steps + floor(j x reference_steps / k_i): every peer walks the schedule at the
+/// job's pace, whatever its speed; batches follow each peer's own count.
+///
 /// Named partitions (OuterOptions::partitions) take the outer step; the rest take g at rate 1
 /// (x -= g: local SGD). The inner worker keeps its step count (learning rate, batch order) in
 /// inner steps; steps() counts rounds. Host memory only (a device worker is refused).
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -47,6 +56,13 @@ class OuterWorker final : public proto::LocalWorker {
     double compute_gradient(std::span<const float> at) override;
     std::span<const float> gradient() const override { return delta_; }
     void apply_gradient(std::span<float> x, std::span<const float> g) override;
+    /// Rounds by time: the inner schedule's rate at a step, the inner SGD momentum and this
+    /// peer's share of the data times the number of peers (1 for equal shards). Without it the
+    /// rate is taken as 1 (only the step counts normalise).
+    void set_inner_rates(std::function<double(std::int64_t)> lr_at, double momentum,
+                         double data_weight);
+    double round_seconds() const override;
+    void plan_round(std::int64_t steps) override { planned_ = steps; }
     /// Rounds applied.
     std::int64_t steps() const override { return rounds_; }
     std::int64_t steps_per_gradient() const override;
@@ -67,12 +83,20 @@ class OuterWorker final : public proto::LocalWorker {
 
   private:
     void outer_step(std::span<float> x, std::span<const float> g, std::size_t begin,
-                    std::size_t end);
+                    std::size_t end, bool momentum_due);
+    /// Rounds by time: the factor Delta is multiplied by for a round of k steps.
+    double fednova_scale(std::int64_t round, std::int64_t k) const;
+    double effective_steps(std::int64_t first, std::int64_t k, std::int64_t span) const;
 
     proto::LocalWorker& inner_;
     OuterOptions options_;
     std::int64_t inner_total_ = 0, rounds_ = 0;
+    std::int64_t computed_ = 0;  // rounds computed (compute side; rounds_ is the protocol's)
+    std::int64_t planned_ = 0;   // rounds by time: the driver's plan for the next round
+    std::function<double(std::int64_t)> lr_at_;
+    double inner_momentum_ = 0.0, data_weight_ = 1.0;
     std::vector<float> y_, delta_, m_;
+    std::vector<float> buffer_;  // delayed_nesterov: pseudo-gradients since the last momentum step
     std::vector<std::pair<std::size_t, std::size_t>> outer_ranges_;  // [begin, end), sorted
 };
 
