@@ -76,10 +76,13 @@ ROWS = [
      True),
     ("dirichlet", "allreduce-T-raw", "allreduce", dict(TIME_DIR, normalize="none", **SGD1), None,
      True),
+    ("dirichlet", "allreduce-T-scale4", "allreduce",
+     dict(TIME_DIR, normalize="fednova", max_scale=4, **SGD1), None, True),
     ("dirichlet", "dpsgd-T", "dpsgd", dict(TIME_DIR, normalize="fednova", **SGD1), None, True),
     ("dirichlet", "dpsgd-T-raw", "dpsgd", dict(TIME_DIR, normalize="none", **SGD1), None, True),
     ("256", "diloco-H8", "allreduce", dict(steps=8, **SGD1), None, False),
     ("256", "dpsgd-H8", "dpsgd", dict(steps=8, **SGD1), None, False),
+    ("256", "dpsgd-H4", "dpsgd", dict(steps=4, **SGD1), None, False),
     ("256", "sgp-H8", "sgp", dict(steps=8, **SGD1), None, False),
     ("256", "async-H8", "async", dict(steps=8, **SGD1), None, False),
     ("256", "diloco-T", "allreduce", dict(TIME_256, normalize="fednova", **SGD1), None, True),
@@ -106,6 +109,8 @@ def describe_outer(o):
     s = f"{head} {opt} lr {o.get('lr', 1.0):g}"
     if o.get("momentum"):
         s += f" m {o['momentum']:g}"
+    if "max_scale" in o:
+        s += f" max_scale {o['max_scale']:g}"
     if "delay" in o:
         s += f" delay {o['delay']}"
     return s
