@@ -163,7 +163,7 @@ def run_row(args, row):
 
 
 def fmt_t(a, key):
-    return f"{a[key]:.0f}" if a.get("reached") and a.get(key) is not None else "—"
+    return f"{a[key]:.4g}" if a.get("reached") and a.get(key) is not None else "—"
 
 
 def table(args, sets):
