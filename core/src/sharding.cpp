@@ -16,7 +16,6 @@ namespace {
 constexpr std::uint64_t kIidStream = 0x11D;
 constexpr std::uint64_t kDirichletStream = 0xD1C7;
 constexpr std::uint64_t kEpochStream = 0xE90C;
-constexpr int kDirichletAttempts = 10;
 
 void shuffle(std::vector<std::int64_t>& v, Rng& rng) {
     for (std::size_t i = v.size(); i > 1; --i) {
@@ -109,9 +108,15 @@ std::vector<std::vector<std::int64_t>> iid_shards(const Dataset& data, const Sha
     return shards;
 }
 
-// One Dirichlet assignment; an empty shard is left for the caller to detect.
-std::vector<std::vector<std::int64_t>> dirichlet_attempt(const Dataset& data, const ShardSpec& spec,
-                                                         Rng& rng) {
+// The Dirichlet assignment: for each class in turn, proportions over the peers are drawn from
+// Dirichlet(alpha) and the class's shuffled samples cut by them, but no peer takes more than its
+// equal share of the whole set (apportion(n, 1, ..., 1): n / peers, within one). What a class's
+// cut would give a peer beyond its room is cut again over the peers with room, by their drawn
+// proportions; when none of those drew anything, one of them, chosen uniformly, takes the rest
+// (as far as its room goes). The rooms add up to n, so every sample finds a peer and every shard
+// ends at its equal share exactly: a peer's epoch is as many steps as any other's.
+std::vector<std::vector<std::int64_t>> dirichlet_shards(const Dataset& data,
+                                                        const ShardSpec& spec) {
     const auto peers = static_cast<std::size_t>(spec.peers);
     std::vector<std::vector<std::int64_t>> by_class(static_cast<std::size_t>(data.classes));
     for (std::size_t i = 0; i < data.labels.size(); ++i) {
@@ -123,50 +128,34 @@ std::vector<std::vector<std::int64_t>> dirichlet_attempt(const Dataset& data, co
                 "fix the data set's labels");
         by_class[static_cast<std::size_t>(y)].push_back(static_cast<std::int64_t>(i));
     }
+    Rng rng(derive_seed(derive_seed(spec.seed, kDirichletStream), 0));
     std::vector<std::vector<std::int64_t>> shards(peers);
-    const double capacity = static_cast<double>(data.size()) / static_cast<double>(peers);
+    auto room = apportion(data.size(), std::vector<double>(peers, 1.0));
     std::vector<double> p(peers);
     for (auto& members : by_class) {
         shuffle(members, rng);
         dirichlet(rng, spec.alpha, p);
-        // Full peers drop out of this class's draw, which keeps the sizes near n / peers.
-        std::vector<std::size_t> open;
-        for (std::size_t r = 0; r < peers; ++r) {
-            if (static_cast<double>(shards[r].size()) >= capacity)
-                p[r] = 0;
-            else
-                open.push_back(r);
-        }
-        if (std::accumulate(p.begin(), p.end(), 0.0) <= 0) {
-            std::fill(p.begin(), p.end(), 0.0);
-            p[open[static_cast<std::size_t>(rng.below(open.size()))]] = 1.0;
-        }
-        const auto counts = apportion(static_cast<std::int64_t>(members.size()), p);
         auto it = members.begin();
-        for (std::size_t r = 0; r < peers; ++r) {
-            shards[r].insert(shards[r].end(), it, it + counts[r]);
-            it += counts[r];
+        while (it != members.end()) {
+            std::vector<std::size_t> open;
+            for (std::size_t r = 0; r < peers; ++r) {
+                if (room[r] <= 0) p[r] = 0;
+                if (room[r] > 0) open.push_back(r);
+            }
+            if (std::accumulate(p.begin(), p.end(), 0.0) <= 0) {
+                std::fill(p.begin(), p.end(), 0.0);
+                p[open[static_cast<std::size_t>(rng.below(open.size()))]] = 1.0;
+            }
+            const auto counts = apportion(static_cast<std::int64_t>(members.end() - it), p);
+            for (std::size_t r = 0; r < peers; ++r) {
+                const std::int64_t c = std::min(counts[r], room[r]);
+                shards[r].insert(shards[r].end(), it, it + c);
+                it += c;
+                room[r] -= c;
+            }
         }
     }
     return shards;
-}
-
-std::vector<std::vector<std::int64_t>> dirichlet_shards(const Dataset& data,
-                                                        const ShardSpec& spec) {
-    std::size_t empty = 0;
-    for (int attempt = 0; attempt < kDirichletAttempts; ++attempt) {
-        Rng rng(derive_seed(derive_seed(spec.seed, kDirichletStream), attempt));
-        auto shards = dirichlet_attempt(data, spec, rng);
-        auto hole =
-            std::find_if(shards.begin(), shards.end(), [](const auto& s) { return s.empty(); });
-        if (hole == shards.end()) return shards;
-        empty = static_cast<std::size_t>(hole - shards.begin());
-    }
-    throw ConfigError("", "sharding.alpha",
-                      fmt::format("Dirichlet alpha {} left peer {} with no samples in {} draws "
-                                  "({} classes for {} peers)",
-                                  spec.alpha, empty, kDirichletAttempts, data.classes, spec.peers),
-                      "raise alpha or use fewer peers");
 }
 
 void check_one_batch(int batch_size, int rank, std::int64_t shard_size) {

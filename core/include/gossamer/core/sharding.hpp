@@ -42,11 +42,12 @@ struct ShardSpec {
 /// [0, data.size()) exactly and are never empty.
 /// iid: the samples are shuffled and cut into pieces of sizes proportional to spec.sizes
 /// (cumulative rounding). dirichlet: for each class in turn, proportions over peers are
-/// drawn from Dirichlet(alpha); peers that already hold n/peers samples are left out of the draw
-/// so shard sizes stay near equal; the class's shuffled samples are cut by those proportions.
+/// drawn from Dirichlet(alpha) and the class's shuffled samples cut by them, no peer taking more
+/// than its equal share n/peers (within one; the excess is cut again over the peers with room),
+/// so every shard has its equal share exactly, as iid's.
 /// Throws ConfigError for peers < 1, more peers than samples, alpha <= 0 or non-finite, sizes of
 /// the wrong count or not > 0, sizes with dirichlet, dirichlet on a set without labels, or an
-/// empty shard (after 10 redraws for dirichlet).
+/// empty shard (iid only).
 std::vector<std::vector<std::int64_t>> shard_indices(const Dataset& data, const ShardSpec& spec);
 
 /// A copy of the rows `rows` of `data` (features, labels, targets and shape), named `name`.

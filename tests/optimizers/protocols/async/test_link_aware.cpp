@@ -167,9 +167,9 @@ TEST_CASE("link-aware async on Dirichlet shards (alpha 0.5, 16 peers, sim): exac
         s.test = &data.test;
         s.epochs = cfg.epochs;
         s.protocol_factory = [&](proto::PeerContext ctx) {
-            // Dirichlet shards differ in size, so their epochs differ in steps; every peer takes
-            // 150 (its trainer cycles through its shard), so that w reflects the rule and not
-            // peers leaving at different times.
+            // Every peer takes 150 steps (its trainer cycles through its shard), so that w
+            // reflects the rule and not peers leaving at different times. (Dirichlet shards
+            // differed in size, and so their epochs in steps, until 2026-12-07.)
             ctx.max_steps = 150;
             auto w = std::make_unique<Watch>(ctx, o, seen);
             return std::unique_ptr<proto::Protocol>(std::move(w));

@@ -1,0 +1,74 @@
+"""scripts/sim/lognormal_cluster.py and scripts/sim/outer_time_rows.py (docs/results/outer_time.md):
+the committed 256-peer cluster is what the script draws from its seed, the draws have mean 1, and
+bad flags are one line and exit status 2 (standard library only:
+python3 -m unittest tests/scripts/test_sim_setups.py)."""
+import json
+import math
+import os
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+CLUSTER = os.path.join(ROOT, "scripts", "sim", "lognormal_cluster.py")
+ROWS = os.path.join(ROOT, "scripts", "sim", "outer_time_rows.py")
+
+
+def run(script, *args):
+    p = subprocess.run([sys.executable, script, *args], capture_output=True, text=True,
+                       timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+class LognormalCluster(unittest.TestCase):
+    def test_the_example_is_the_seeded_draw(self):
+        rc, out, _ = run(CLUSTER, "--n", "256", "--seed", "1")
+        self.assertEqual(rc, 0)
+        with open(os.path.join(ROOT, "examples", "clusters", "lognormal256.json")) as f:
+            self.assertEqual(json.loads(out), json.load(f))
+
+    def test_static_lognormal_speeds_with_mean_one(self):
+        rc, out, _ = run(CLUSTER, "--n", "4096", "--seed", "7", "--sigma-compute", "0.5",
+                         "--sigma-link", "0.3", "--bandwidth", "1e8")
+        self.assertEqual(rc, 0)
+        c = json.loads(out)
+        self.assertEqual(c["n"], 4096)
+        self.assertEqual([p["rank"] for p in c["peers"]], list(range(4096)))
+        f = [p["factor"] for p in c["peers"]]
+        up = [p["uplink"] / 1e8 for p in c["peers"]]
+        self.assertTrue(all(p["uplink"] == p["downlink"] for p in c["peers"]))
+        self.assertAlmostEqual(sum(f) / len(f), 1.0, delta=0.03)
+        self.assertAlmostEqual(sum(up) / len(up), 1.0, delta=0.03)
+        # sigma of log(factor) and log(link)
+        for xs, sigma in ((f, 0.5), (up, 0.3)):
+            logs = [math.log(x) for x in xs]
+            m = sum(logs) / len(logs)
+            sd = math.sqrt(sum((v - m) ** 2 for v in logs) / len(logs))
+            self.assertAlmostEqual(sd, sigma, delta=0.02)
+        rc2, out2, _ = run(CLUSTER, "--n", "4096", "--seed", "8")
+        self.assertNotEqual(json.loads(out2)["peers"], c["peers"])
+
+    def test_bad_flags_are_one_line_and_exit_2(self):
+        for args in (["--n", "0"], ["--n", "4", "--sigma-compute", "4"], ["--n", "4", "--x"],
+                     ["--n", "4", "--bandwidth", "0"]):
+            rc, out, err = run(CLUSTER, *args)
+            self.assertEqual(rc, 2, args)
+            self.assertEqual(out, "")
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+
+class OuterTimeRows(unittest.TestCase):
+    def test_list_and_bad_flags(self):
+        rc, out, _ = run(ROWS, "--list")
+        self.assertEqual(rc, 0)
+        self.assertIn("diloco-H8", out)
+        self.assertIn("(--time-rows)", out)
+        for args in (["--rows", "nope"], ["--sets", "nope"], ["--bogus"]):
+            rc, out, err = run(ROWS, *args)
+            self.assertEqual(rc, 2, args)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+
+if __name__ == "__main__":
+    unittest.main()
