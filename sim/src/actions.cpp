@@ -155,7 +155,8 @@ void Engine::start_step(int rank, Time now) {
     p.step_start = now;
     // Under "outer" one protocol step is a round: each of its inner steps costs a step. Rounds
     // by time take the steps that end within the round's seconds (at least one).
-    if (const double seconds = p.worker->round_seconds(); seconds > 0) {
+    const double seconds = p.worker->round_seconds();
+    if (seconds > 0) {
         std::int64_t k = 1;  // the worker bounds k again (8 x reference_steps)
         for (Time t = compute_.step_end(rank, p.started, now); k < kMaxPlannedSteps; ++k) {
             const Time next = compute_.step_end(rank, p.started + k, t);
@@ -167,7 +168,7 @@ void Engine::start_step(int rank, Time now) {
     const std::int64_t inner = p.worker->steps_per_gradient();
     if (p.inner) {  // the trace's round (rounds by time: the protocol's count)
         p.first_inner = p.worker->inner_steps();
-        p.round = p.worker->round_seconds() > 0 ? p.worker->steps() : p.first_inner / outer_h_;
+        p.round = seconds > 0 ? p.worker->steps() : p.first_inner / outer_h_;
         p.inner_ends.clear();
     }
     const double loss =

@@ -29,16 +29,16 @@ TrainingWorker make_training_worker(const TrainingConfig& config, const Dataset&
     w.trainer->set_multirate(std::move(rates));
     w.inner_steps = w.steps;
     if (config.outer && !config.outer->identity()) {
-        if (config.outer->streaming()) {  // fixed steps only (rounds by time refuse fragments)
+        if (!config.outer->timed()) {  // rounds of fixed steps, streamed or not
             w.outer = make_outer_layer(*w.trainer, *config.outer, w.inner_steps,
                                        &w.trainer->layout(), config.doc.file);
             w.steps = outer_rounds(w.inner_steps, *config.outer);
             return w;
         }
-        // Rounds by time: every peer takes the job's rounds, set by the mean shard's steps (a
-        // global sample budget), whatever its own shard and speed (outer.md).
-        const std::int64_t budget =
-            config.outer->timed() ? train.size() / n / config.batch_size * epochs : w.inner_steps;
+        // Rounds by time (never streamed): every peer takes the job's rounds, set by the mean
+        // shard's steps (a global sample budget), whatever its own shard and speed (outer.md);
+        // FedNova's merge needs the inner rates and the peer's share of the data.
+        const std::int64_t budget = train.size() / n / config.batch_size * epochs;
         auto outer = std::make_unique<OuterWorker>(*w.trainer, *config.outer, budget,
                                                    &w.trainer->layout(), config.doc.file);
         const LocalTrainer* trainer = w.trainer.get();

@@ -67,17 +67,7 @@ StreamingWorker::StreamingWorker(proto::LocalWorker& inner, OuterOptions options
       outer_(inner, options, inner_steps, layout, config_file),
       rates_(fragment_rates(fragment_layout(options, inner.size(), layout, config_file))),
       inner_total_(inner_steps) {
-    if (options.fragments > 0 && options.steps % options.fragments != 0)
-        throw ConfigError(config_file, "outer.fragments",
-                          fmt::format("{} fragments do not divide a round of {} inner steps",
-                                      options.fragments, options.steps),
-                          fmt::format("make \"steps\" a multiple of {}", options.fragments));
-    if (!(options.alpha >= 0 && options.alpha < 1) || options.overlap < 0 ||
-        options.overlap >= std::max<std::int64_t>(options.fragments, 1))
-        throw ConfigError(config_file, "outer.alpha",
-                          fmt::format("alpha {:g} with overlap {} for {} fragments", options.alpha,
-                                      options.overlap, options.fragments),
-                          "alpha in [0, 1); overlap 0, or 1 with 2 fragments or more");
+    check_outer_values(options, config_file, "outer.");  // the config's and Peer's checks
     if (inner_.math()) delta_.resize(inner_.size());
 }
 
