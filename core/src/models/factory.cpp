@@ -143,7 +143,8 @@ std::unique_ptr<Model> build_builtin(const std::string& name, const json::Node& 
 }  // namespace
 
 DataShape shape_of(const Dataset& data) {
-    return {data.name, data.features, data.classes, data.channels, data.height, data.width};
+    return {data.name,   data.features, data.classes,   data.channels,
+            data.height, data.width,    data.vocabulary};
 }
 
 std::unique_ptr<Model> make_model(const json::Node& node, const DataShape& data) {

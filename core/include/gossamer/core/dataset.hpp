@@ -19,6 +19,11 @@ struct Dataset {
     std::vector<float> x;                     ///< size() * features values
     std::vector<std::int32_t> labels;         ///< classification: one label per sample
     std::vector<float> targets;               ///< regression: one target per sample
+    /// Text data (docs/modules/data.md, "Text"): the characters of token ids 0..V-1, in order;
+    /// empty for other data. Each sample is then a window of `features` = context + 1 token
+    /// ids stored as floats in x (exact up to 2^24), classes = V, and the label is the window's
+    /// last token (the character after the context).
+    std::string vocabulary;
     std::int64_t size() const {
         return features ? static_cast<std::int64_t>(x.size()) / features : 0;
     }
