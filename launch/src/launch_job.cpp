@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -195,9 +196,17 @@ LaunchJob prepare_job(const LaunchRequest& r) {
     job.trace_per_algorithm = r.algorithms.size() > 1;
     job.live = r.live;
     if (job.trace) trace::check_writable(*job.trace, "--trace");
+    if (r.target && r.target_loss)
+        refuse("gossamer launch: --target and --target-loss: give one time-to-target goal");
     job.target = r.target ? r.target : cfg.target_accuracy;
     if (job.target && !(*job.target > 0 && *job.target <= 1))
         refuse(fmt::format("--target: {} is not an accuracy in (0, 1]", *job.target));
+    if (!job.target && (r.target_loss || cfg.target_loss)) {
+        job.target = r.target_loss ? r.target_loss : cfg.target_loss;
+        job.target_is_loss = true;
+        if (!(*job.target > 0) || !std::isfinite(*job.target))
+            refuse(fmt::format("--target-loss: {} is not a loss > 0", *job.target));
+    }
     job.inproc = r.inproc;
     check_hosts_and_script(job, r);
     return job;
@@ -255,6 +264,7 @@ void check_job_data(LaunchJob& job, const optim::TrainingData& data) {
                             std::max<std::int64_t>(cfg.batch_size, 1) * job.epochs;
     if (cfg.outer && !cfg.outer->identity()) per_peer = optim::outer_rounds(per_peer, *cfg.outer);
     job.total_steps = per_peer * n;
+    job.text = !data.test.vocabulary.empty();
 }
 
 }  // namespace gossamer::launch

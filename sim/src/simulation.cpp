@@ -99,6 +99,7 @@ Engine::Engine(const SimSetup& s)
     }
     result_.algorithm = s.algorithm;
     result_.seed = s.seed;
+    result_.text = s.test && !s.test->vocabulary.empty();
 }
 
 void Engine::trace_step(int rank, const Peer& p, Time end, double loss) {

@@ -123,6 +123,7 @@ struct SimResult {
     std::string algorithm;
     std::uint64_t seed = 0;
     std::vector<EvalPoint> evals;  ///< math mode
+    bool text = false;  ///< math mode on text data: losses are nats per character (bpc shown)
     std::vector<PeerSummary> peers;
     Time end_time = 0;  ///< when the last live peer finished
     std::int64_t samples = 0;
