@@ -94,7 +94,7 @@ TEST_CASE("sweep statistics: the time to target counts only when every seed reac
     }
 }
 
-TEST_CASE("sweep statistics: a loss target is a validation loss at most X; text adds bits") {
+TEST_CASE("sweep statistics: a loss target is a validation loss at most X, text adds bits") {
     // Losses 2.0, 1.4, 1.1 at t = 1, 2, 3 (a language model's nats per character).
     auto run = [](bool text) {
         auto r = run_with({1, 2, 3}, {0.1, 0.2, 0.3});

@@ -80,7 +80,7 @@ TEST_CASE("sample: greedy follows the argmax, over a sliding window of the conte
     Bigram m(3, 4);
     const auto p = cycle_table();
     optim::SampleOptions o;
-    o.prompt = "ab";
+    o.prompt = std::string("ab");
     o.chars = 10;
     o.temperature = 0;
     CHECK(optim::generate_text(m, p, "abc", o) == "cabcabcabc");
@@ -93,7 +93,7 @@ TEST_CASE("sample: temperature draws are deterministic for a seed and follow the
     Bigram m(3, 8);
     const std::vector<float> flat(9, 0.0f);  // uniform: every character as likely
     optim::SampleOptions o;
-    o.prompt = "a";
+    o.prompt = std::string("a");
     o.chars = 3000;
     o.temperature = 1;
     o.seed = 7;
@@ -108,6 +108,7 @@ TEST_CASE("sample: temperature draws are deterministic for a seed and follow the
     }
     // A low temperature makes the cycle's 10-nat margin absolute; a high one flattens it.
     const auto p = cycle_table();
+    o.prompt = std::string("c");
     o.chars = 300;
     o.temperature = 0.5;
     std::string cycle;
@@ -122,14 +123,14 @@ TEST_CASE("sample: bad input is one ConfigError that says what and where") {
     Bigram m(3, 4);
     const auto p = cycle_table();
     optim::SampleOptions o;
-    o.prompt = "abxa";
+    o.prompt = std::string("abxa");
     CHECK(error_of(m, p, o).find("--prompt: character 'x' at position 2 is not in the model's "
                                  "vocabulary of 3 characters") != std::string::npos);
     o.prompt = std::string("ab\x01", 3);
     CHECK(error_of(m, p, o).find("\\x01 at position 2") != std::string::npos);
-    o.prompt = "";
+    o.prompt = std::string("");
     CHECK(error_of(m, p, o).find("the prompt is empty") != std::string::npos);
-    o.prompt = "a";
+    o.prompt = std::string("a");
     o.temperature = -0.1;
     CHECK(error_of(m, p, o).find("--temperature") != std::string::npos);
     o.temperature = 1;
