@@ -54,8 +54,8 @@ int run_sim(const std::vector<std::string>& args) {
           "virtual seconds between evaluations (default: a quarter of a nominal epoch)"},
          {"target", "ACC", "target accuracy (default: training.target_accuracy)"},
          {"target-loss", "LOSS",
-          "target: validation loss at most LOSS (default: training.target_loss when no accuracy "
-          "target is set)"},
+          "target: validation loss at most LOSS (default: training.target_loss when the config "
+          "sets no target accuracy)"},
          {"peer-eval-samples", "N",
           "test samples of each peer's own evaluation (default 2000; gossamer launch's "
           "--eval-samples)"},
@@ -142,16 +142,7 @@ int run_sim(const std::vector<std::string>& args) {
     spec.trace_file = a.value("trace");
     spec.trace_limit = trace_limit_bytes(a);
     if (spec.trace_file) trace::check_writable(*spec.trace_file, "--trace");
-    // The time-to-target column: an accuracy (--target, training.target_accuracy) or else a
-    // validation loss at most X (--target-loss, training.target_loss).
-    if (cfg && cfg->target_accuracy) spec.goal = *cfg->target_accuracy;
-    if (a.value("target")) spec.goal = a.number("target", 0);
-    if (std::isnan(spec.goal) && (a.value("target-loss") || (cfg && cfg->target_loss))) {
-        spec.goal = a.number("target-loss", cfg && cfg->target_loss ? *cfg->target_loss : 0);
-        spec.goal_is_loss = true;
-    }
-    if (a.value("target") && a.value("target-loss"))
-        throw UsageError("--target and --target-loss: give one time-to-target goal");
+    set_goal(spec, a, spec.config);
 
     // Every algorithm's options, sizes (memory, resync timeouts against the transfer of one full
     // model) and work are checked before the first one runs; then the output folder is made

@@ -41,6 +41,23 @@ int peer_records_every(const std::optional<std::string>& value, int n) {
         "--peer-metrics: use all, none or \"sample K\" (K peers, K >= 1), not \"{}\"", *value));
 }
 
+void set_goal(sim::SweepSpec& spec, const ParsedArgs& a, const optim::TrainingConfig* cfg) {
+    if (a.value("target") && a.value("target-loss"))
+        throw UsageError("--target and --target-loss: give one time-to-target goal");
+    // A flag wins over the config; of the config's, the accuracy.
+    if (a.value("target")) {
+        spec.goal = a.number("target", 0);
+    } else if (a.value("target-loss")) {
+        spec.goal = a.number("target-loss", 0);
+        spec.goal_is_loss = true;
+    } else if (cfg && cfg->target_accuracy) {
+        spec.goal = *cfg->target_accuracy;
+    } else if (cfg && cfg->target_loss) {
+        spec.goal = *cfg->target_loss;
+        spec.goal_is_loss = true;
+    }
+}
+
 void print_run(const sim::RunReport& run, Progress& progress) {
     const auto& algo = run.algorithm;
     const auto& r = run.result;

@@ -198,7 +198,8 @@ LaunchJob prepare_job(const LaunchRequest& r) {
     if (job.trace) trace::check_writable(*job.trace, "--trace");
     if (r.target && r.target_loss)
         refuse("gossamer launch: --target and --target-loss: give one time-to-target goal");
-    job.target = r.target ? r.target : cfg.target_accuracy;
+    // A flag wins over the config; of the config's, the accuracy.
+    job.target = r.target ? r.target : r.target_loss ? std::nullopt : cfg.target_accuracy;
     if (job.target && !(*job.target > 0 && *job.target <= 1))
         refuse(fmt::format("--target: {} is not an accuracy in (0, 1]", *job.target));
     if (!job.target && (r.target_loss || cfg.target_loss)) {

@@ -34,7 +34,8 @@ TEST_CASE("sample refuses a model that is not a language model, and bad options,
         "data": {"name": "logreg_synthetic", "samples": 200, "test_samples": 50, "features": 4, "seed": 5},
         "model": {"name": "mlp", "hidden": [4]}, "optimizer": {"name": "sgd", "lr": 0.2},
         "training": {"epochs": 1, "batch_size": 20},
-        "output": {"dir": ")" + (dir.path() / "out").string() + R"("}})");
+        "output": {"dir": ")" + (dir.path() / "out").string() +
+                                                R"("}})");
     REQUIRE(run(kBin + " train --config " + config).status == 0);
     const std::string model = (dir.path() / "out/model.bin").string();
     const std::string base = kBin + " sample --model " + model + " --config " + config;
@@ -43,7 +44,7 @@ TEST_CASE("sample refuses a model that is not a language model, and bad options,
     check_one_line(run(base + " --prompt abc --chars -1"), "--chars");
     check_one_line(run(base + " --prompt abc --chars 1000001"), "--chars");
     check_one_line(run(base), "--prompt is required");
-    check_one_line(run(kBin + " sample --model " + model + ".missing --config " + config +
-                       " --prompt a"),
-                   ".missing");
+    check_one_line(
+        run(kBin + " sample --model " + model + ".missing --config " + config + " --prompt a"),
+        ".missing");
 }
