@@ -3,13 +3,12 @@
 #include "gossamer/core/text.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <array>
 #include <cctype>
@@ -221,9 +220,10 @@ std::vector<std::int32_t> encode_text(std::string_view text, std::string_view vo
     for (std::size_t i = 0; i < text.size(); ++i) {
         out[i] = id[static_cast<unsigned char>(text[i])];
         if (out[i] < 0)
-            throw Error(fmt::format("the character {} at position {} is not in the vocabulary of "
-                                    "{} characters",
-                                    shown(text[i]), i, vocabulary.size()));
+            throw Error(
+                fmt::format("the character {} at position {} is not in the vocabulary of "
+                            "{} characters",
+                            shown(text[i]), i, vocabulary.size()));
     }
     return out;
 }

@@ -74,8 +74,8 @@ void validate(const OptimizerConfig& config) {
 }
 
 OptimizerConfig parse_optimizer(const json::Node& node) {
-    node.expect_object(
-        {"name", "lr", "weight_decay", "momentum", "nesterov", "beta1", "beta2", "eps", "clip_norm"});
+    node.expect_object({"name", "lr", "weight_decay", "momentum", "nesterov", "beta1", "beta2",
+                        "eps", "clip_norm"});
     OptimizerConfig c;
     const std::string name = node.at("name").as_enum({"sgd", "adam", "adamw"});
     c.kind = name == "sgd"    ? OptimizerKind::sgd

@@ -63,8 +63,8 @@ DataConfig parse_data(const Node& node) {
 // The text, its vocabulary, the last 10% for validation, windows of the model's context.
 TrainingData load_text_data(const TrainingConfig& c) {
     const DataConfig& dc = c.data;
-    std::string text = dc.name == "bible-kjv" ? read_bible_kjv("data.name")
-                                              : read_text_file(dc.file, "data.file");
+    std::string text =
+        dc.name == "bible-kjv" ? read_bible_kjv("data.name") : read_text_file(dc.file, "data.file");
     if (dc.chars > 0 && static_cast<std::size_t>(dc.chars) < text.size())
         text.resize(static_cast<std::size_t>(dc.chars));
     const std::string vocab = vocabulary_of(text);
@@ -142,8 +142,7 @@ TrainingConfig parse_training_config(const json::Document& doc) {
     }
     if (auto sh = root.find("sharding")) {
         sh->expect_object({"mode", "alpha", "sizes"});
-        if (auto m = sh->find("mode"))
-        {
+        if (auto m = sh->find("mode")) {
             const auto mode = m->as_enum({"iid", "dirichlet", "contiguous"});
             c.sharding.mode = mode == "iid"         ? ShardMode::iid
                               : mode == "dirichlet" ? ShardMode::dirichlet

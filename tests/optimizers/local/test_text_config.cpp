@@ -15,10 +15,10 @@ using gossamer::test::contains;
 
 namespace {
 optim::TrainingConfig text_config(const std::string& data, const std::string& model) {
-    return optim::parse_training_config(json::parse_text(
-        R"({"data": )" + data + R"(, "model": )" + model +
-            R"(, "optimizer": {"name": "adamw", "lr": 0.001, "clip_norm": 1}})",
-        "t.json"));
+    return optim::parse_training_config(
+        json::parse_text(R"({"data": )" + data + R"(, "model": )" + model +
+                             R"(, "optimizer": {"name": "adamw", "lr": 0.001, "clip_norm": 1}})",
+                         "t.json"));
 }
 }  // namespace
 
@@ -41,9 +41,9 @@ TEST_CASE("text: a training config reads a file, splits off the last 10% and siz
     // The validation split is the text's end: its first window starts at character 3,960.
     CHECK(d.test.x[0] == static_cast<float>(d.test.vocabulary.find(text[3960])));
 
-    const auto limited = text_config(R"({"name": "text", "file": ")" + file +
-                                         R"(", "chars": 1000, "stride": 4})",
-                                     R"({"name": "gpt", "context": 8})");
+    const auto limited =
+        text_config(R"({"name": "text", "file": ")" + file + R"(", "chars": 1000, "stride": 4})",
+                    R"({"name": "gpt", "context": 8})");
     CHECK(optim::load_training_data(limited).train.size() == (900 - 9) / 4 + 1);
 
     // A context longer than the validation split: one line at model.context.
@@ -57,7 +57,7 @@ TEST_CASE("text: a training config reads a file, splits off the last 10% and siz
 
 TEST_CASE("text: bad data sections name their key") {
     CHECK(contains(config_error([] { text_config(R"({"name": "text"})", R"({"name": "gpt"})"); }),
-                   "data.file"));
+                   "missing key \"file\""));
     CHECK(contains(config_error([] {
                        text_config(R"({"name": "bible-kjv", "file": "x"})", R"({"name": "gpt"})");
                    }),

@@ -26,16 +26,17 @@ double gamma_variate(Rng& rng, double shape);
 void dirichlet(Rng& rng, double alpha, std::span<double> out);
 
 enum class ShardMode {
-    iid,        ///< a uniform random split (sizes proportional to `sizes`, equal by default)
-    dirichlet,  ///< label skew: each class is split among peers by a Dirichlet(alpha) draw
+    iid,         ///< a uniform random split (sizes proportional to `sizes`, equal by default)
+    dirichlet,   ///< label skew: each class is split among peers by a Dirichlet(alpha) draw
     contiguous,  ///< consecutive samples in the data's order (text: each peer a region of it)
 };
 
 struct ShardSpec {
     ShardMode mode = ShardMode::iid;
-    int peers = 1;                   ///< number of shards, >= 1
-    double alpha = 1.0;              ///< Dirichlet concentration (> 0); small = skewed, large = iid
-    std::vector<double> sizes = {};  ///< iid, contiguous: relative sizes (> 0), one per peer; empty = equal
+    int peers = 1;       ///< number of shards, >= 1
+    double alpha = 1.0;  ///< Dirichlet concentration (> 0); small = skewed, large = iid
+    std::vector<double> sizes =
+        {};  ///< iid, contiguous: relative sizes (> 0), one per peer; empty = equal
     std::uint64_t seed = 0;
 };
 

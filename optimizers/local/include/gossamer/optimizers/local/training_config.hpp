@@ -22,7 +22,8 @@
 namespace gossamer::optim {
 
 struct DataConfig {
-    std::string name;  ///< fashion-mnist | logreg_synthetic | least_squares_synthetic | bible-kjv | text
+    std::string
+        name;  ///< fashion-mnist | logreg_synthetic | least_squares_synthetic | bible-kjv | text
     std::string dir;                ///< fashion-mnist folder ("" = default / GOSSAMER_DATA_DIR)
     std::int64_t train_limit = 0;   ///< fashion-mnist: use the first N training samples (0 = all)
     std::int64_t test_limit = 0;    ///< fashion-mnist: the first N test samples (0 = all)
