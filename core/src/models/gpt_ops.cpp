@@ -122,18 +122,25 @@ GOSSAMER_KERNEL void layernorm_backward(const float* dy, const float* xhat, cons
     }
 }
 
-GOSSAMER_KERNEL void gelu(const float* f, float* cdf, float* g, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) {
-        const float c = 0.5f + 0.5f * erf_approx(f[i] * kInvSqrt2);
-        cdf[i] = c;
-        g[i] = f[i] * c;
+GOSSAMER_KERNEL void bias_gelu(float* f, const float* bias, int rows, int cols, float* g) {
+    for (int r = 0; r < rows; ++r) {
+        float* fr = f + static_cast<std::size_t>(r) * cols;
+        float* gr = g + static_cast<std::size_t>(r) * cols;
+        for (int j = 0; j < cols; ++j) {
+            const float x = fr[j] + bias[j];
+            fr[j] = x;
+            gr[j] = x * (0.5f + 0.5f * erf_approx(x * kInvSqrt2));
+        }
     }
 }
 
-GOSSAMER_KERNEL void gelu_backward(float* d, const float* f, const float* cdf, std::size_t n) {
+// Phi is recomputed rather than kept from the forward pass: it is cheap now, and one buffer of
+// 4 width floats per row less to write and read matters more (the loops are memory bound).
+GOSSAMER_KERNEL void gelu_backward(float* d, const float* f, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
         const float x = f[i];
-        d[i] *= cdf[i] + x * kInvSqrt2Pi * exp_approx(-0.5f * x * x);
+        const float cdf = 0.5f + 0.5f * erf_approx(x * kInvSqrt2);
+        d[i] *= cdf + x * kInvSqrt2Pi * exp_approx(-0.5f * x * x);
     }
 }
 
