@@ -25,7 +25,10 @@ void write_run_files(const std::filesystem::path& dir, const SimResult& r) {
                           {"bytes", e.bytes},
                           {"backward_macs", e.backward_macs},
                           {"live", e.live}};
-        if (r.text) rec["bpc"] = text_metrics::bits_per_char(e.loss);
+        if (r.text) {
+            rec["bpc"] = text_metrics::bits_per_char(e.loss);
+            rec["mean_loss"] = e.mean_loss;
+        }
         m.write(rec);
     }
     MetricsWriter p((dir / "peers.jsonl").string());

@@ -67,7 +67,7 @@ void SweepStats::add(const SimResult& r) {
     hi_.push_back(last.max_accuracy);
     cons_.push_back(last.consensus);
     for (const auto& e : r.evals)
-        if (has_goal && !goal_is_loss_ && e.mean_accuracy >= goal_) {
+        if (has_goal && (goal_is_loss_ ? e.mean_loss <= goal_ : e.mean_accuracy >= goal_)) {
             t_peer_mean_.push_back(e.time);
             break;
         }
@@ -148,8 +148,7 @@ json::Json to_json(const AlgorithmSummary& s) {
         {"mass_start", s.mass_start.mean},
         {"crash_loss", s.crash_loss.mean},
         {"peer_quantiles", s.peer_quantiles}};
-    // Text data (and loss targets) add fields; every other summary stays as it was.
-    if (s.goal_is_loss) j["time_to_target_peer_mean"] = nullptr;
+    // Text data adds fields; every other summary stays as it was.
     if (s.text) {
         j["final_loss"] = s.final_loss.mean;
         j["final_loss_spread"] = s.final_loss.spread;

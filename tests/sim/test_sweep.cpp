@@ -99,7 +99,10 @@ TEST_CASE("sweep statistics: a loss target is a validation loss at most X, text 
     auto run = [](bool text) {
         auto r = run_with({1, 2, 3}, {0.1, 0.2, 0.3});
         const double loss[] = {2.0, 1.4, 1.1};
-        for (std::size_t i = 0; i < 3; ++i) r.evals[i].loss = loss[i];
+        for (std::size_t i = 0; i < 3; ++i) {
+            r.evals[i].loss = loss[i];
+            r.evals[i].mean_loss = loss[i] + 0.1;  // the peers' own models: 2.1, 1.5, 1.2
+        }
         r.text = text;
         return r;
     };
@@ -112,7 +115,7 @@ TEST_CASE("sweep statistics: a loss target is a validation loss at most X, text 
     CHECK(s.final_loss.mean == doctest::Approx(1.1));
     const auto j = sim::to_json(s);
     CHECK(j["time_to_target"].get<double>() == doctest::Approx(2));
-    CHECK(j["time_to_target_peer_mean"].is_null());  // peers are evaluated for accuracy only
+    CHECK(j["time_to_target_peer_mean"].get<double>() == doctest::Approx(3));
     CHECK(j["final_loss"].get<double>() == doctest::Approx(1.1));
     CHECK(j["final_bpc"].get<double>() == doctest::Approx(1.1 / std::log(2.0)));
     // Not reached when the loss never gets that low; an accuracy goal of 0.25 reads accuracies.

@@ -55,9 +55,9 @@ struct AlgorithmSummary {
 /// runs.
 class SweepStats {
   public:
-    /// `goal`: the target accuracy (at least), or with goal_is_loss the target loss (at most);
-    /// NaN: none. The time to a loss target counts the exact average only: the peers' own
-    /// models are evaluated for accuracy (time_to_target_peer_mean stays empty).
+    /// `goal`: the target accuracy (at least), or with goal_is_loss the target loss (at most)
+    /// of the exact average (time_to_target) and of the peers' mean (time_to_target_peer_mean);
+    /// NaN: none.
     SweepStats(std::string algorithm, double goal, bool goal_is_loss = false);
     void add(const SimResult& r);
     AlgorithmSummary summary() const;
