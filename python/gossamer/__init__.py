@@ -238,7 +238,8 @@ def shard(config, rank, n, epochs=None):
     model's first parameters ("params"), its local "steps" and "batch_size", the rows of the
     shard each step trains on ("batches", [steps, batch_size]) and each step's learning rate
     ("lr", the config's schedule), and the model's "layers" ([(name, offset, size)] of the flat
-    parameters). Text data as in load_data (with "vocabulary"). epochs: default the config's."""
+    parameters) and "model" (its one-line description). Text data as in load_data (with
+    "vocabulary"). epochs: default the config's."""
     return _native.shard(_json_text(config, "config"), int(rank), int(n),
                          None if epochs is None else int(epochs))
 

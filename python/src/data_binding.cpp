@@ -99,6 +99,7 @@ void bind_data(py::module_& m) {
             std::copy(p.begin(), p.end(), params.mutable_data());
             out["params"] = params;
             out["layers"] = layers_of(w.trainer->model());  // [(name, offset, size)]
+            out["model"] = w.trainer->model().describe();
             out["steps"] = w.inner_steps;                   // local (inner) steps
             out["rounds"] = w.steps;                        // protocol steps: rounds under "outer"
             out["batch_size"] = w.trainer->batch_size();
