@@ -10,13 +10,13 @@ using namespace gossamer;
 namespace {
 
 models::DataShape fashion() {
-    return {"fashion-mnist/train", 784, 10, 1, 28, 28};
+    return {"fashion-mnist/train", 784, 10, 1, 28, 28, ""};
 }
 models::DataShape flat() {
-    return {"logreg-synthetic", 20, 2, 1, 0, 0};
+    return {"logreg-synthetic", 20, 2, 1, 0, 0, ""};
 }
 models::DataShape regression() {
-    return {"lsq-synthetic", 20, 0, 1, 0, 0};
+    return {"lsq-synthetic", 20, 0, 1, 0, 0, ""};
 }
 
 std::unique_ptr<Model> build(const std::string& model_json, const models::DataShape& data) {
@@ -90,7 +90,7 @@ TEST_CASE("make_model rejects bad configs with the JSON path and a fix") {
     expect_error(R"({"name": "softmax"})", regression(), "model.name",
                  "\"softmax\" is a classifier, but data set 'lsq-synthetic' has regression "
                  "targets");
-    expect_error(R"({"name": "mlp"})", {"empty", 0, 0, 1, 0, 0}, "model", "no features");
+    expect_error(R"({"name": "mlp"})", {"empty", 0, 0, 1, 0, 0, ""}, "model", "no features");
 }
 
 namespace {

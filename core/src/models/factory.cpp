@@ -5,15 +5,17 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/models.hpp"
+#include "gossamer/core/text.hpp"
 
 namespace gossamer::models {
 namespace {
 
-const std::vector<std::string> kBuiltins = {"softmax", "linear", "mlp", "cnn"};
+const std::vector<std::string> kBuiltins = {"softmax", "linear", "mlp", "cnn", "gpt"};
 
 struct Registry {
     std::mutex mutex;
@@ -110,6 +112,69 @@ std::unique_ptr<Model> build_cnn(const json::Node& node, const DataShape& d) {
     return cnn(spec);
 }
 
+// A size from the config, at most `hi` (a bound on memory and time, not on the architecture).
+int bounded(const json::Node& n, const char* what, int hi) {
+    const int v = positive(n, what);
+    if (v > hi)
+        n.fail(fmt::format("{} {} is out of range", what, v), fmt::format("use 1 to {}", hi));
+    return v;
+}
+
+// The divisor of `width` nearest to `heads` (ties: the larger), for the error message.
+int nearest_divisor(int width, int heads) {
+    int best = 1;
+    for (int d = 1; d <= width; ++d)
+        if (width % d == 0 && std::abs(d - heads) <= std::abs(best - heads)) best = d;
+    return best;
+}
+
+std::unique_ptr<Model> build_gpt(const json::Node& node, const DataShape& d) {
+    node.expect_object({"name", "input", "layers", "heads", "width", "context"});
+    const json::Node name = node.at("name");
+    if (d.vocabulary.empty())
+        name.fail(
+            fmt::format("\"gpt\" needs text data with a vocabulary, but {} has none", label(d)),
+            R"(use "data": {"name": "bible-kjv"} or {"name": "text", "file": "PATH"})");
+    const int vocab = static_cast<int>(d.vocabulary.size());
+    if (vocab < 2)
+        name.fail(fmt::format("{} has a vocabulary of {} character; a language model needs at "
+                              "least 2",
+                              label(d), vocab),
+                  "use a longer text");
+    if (d.classes != vocab)
+        name.fail(fmt::format("{} has {} classes but a vocabulary of {} characters", label(d),
+                              d.classes, vocab),
+                  "load the text through the \"bible-kjv\" or \"text\" data");
+    GptSpec spec;
+    spec.vocab = vocab;
+    if (auto n = node.find("layers")) spec.layers = bounded(*n, "layer count", 256);
+    if (auto n = node.find("width")) spec.width = bounded(*n, "width", 8192);
+    if (auto n = node.find("context")) spec.context = bounded(*n, "context", 8192);
+    if (auto n = node.find("heads")) {
+        spec.heads = bounded(*n, "head count", 8192);
+        if (spec.width % spec.heads != 0)
+            n->fail(
+                fmt::format("{} heads do not divide width {}", spec.heads, spec.width),
+                fmt::format("use a divisor such as {}", nearest_divisor(spec.width, spec.heads)));
+    } else if (spec.width % spec.heads != 0) {
+        node.at("width").fail(
+            fmt::format("width {} is not a multiple of the default 4 heads", spec.width),
+            "set \"heads\" to a divisor of the width");
+    }
+    if (d.features != spec.context + 1) {
+        const auto ctx = node.find("context");
+        (ctx ? *ctx : name)
+            .fail(fmt::format("context {} needs windows of {} characters, but {} has {} per "
+                              "sample (windows built for context {})",
+                              spec.context, spec.context + 1, label(d), d.features, d.features - 1),
+                  fmt::format("set \"context\": {} or build the windows with context {}",
+                              d.features - 1, spec.context));
+    }
+    check_input(node, d, false);
+    spec.digest = vocabulary_digest(d.vocabulary);
+    return gpt(spec);
+}
+
 std::unique_ptr<Model> build_builtin(const std::string& name, const json::Node& node,
                                      const DataShape& d) {
     if (name == "softmax") {
@@ -136,6 +201,7 @@ std::unique_ptr<Model> build_builtin(const std::string& name, const json::Node& 
         if (auto h = node.find("hidden")) hidden = sizes(*h, "hidden layer size", 0);
         return mlp(d.features, hidden, d.classes);
     }
+    if (name == "gpt") return build_gpt(node, d);
     node.expect_object({"name", "input", "channels", "kernel"});
     return build_cnn(node, d);
 }
