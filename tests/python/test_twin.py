@@ -187,3 +187,38 @@ def test_example_trains_the_twin_with_gossip(tmp_path):
     r = run_example("--config", str(tmp_path / "gpt.json"), "--prompt", "And~")
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "--prompt: character '~' (position 3) is not in the data's vocabulary" in r.stderr
+
+
+def test_torch_rows_train_the_twin(tmp_path):
+    """gossamer launch --algorithms allreduce,ddp,diloco on a GPT: the torch rows train the twin
+    from the built-in first point on the built-in batches (AdamW, clip_norm), and end where
+    ours do."""
+    import json
+    from conftest import cli
+    from test_example import free_base_port
+
+    def run(cfg, algorithms, out):
+        (tmp_path / "gpt.json").write_text(json.dumps(cfg))
+        topo = gossamer.Topology.generate("ring", 2, base_port=free_base_port(2))
+        topo = topo.save(tmp_path / "ring2.json")
+        r = subprocess.run([cli(), "launch", "--topology", topo.source, "--config",
+                            str(tmp_path / "gpt.json"), "--algorithms", algorithms, "--out",
+                            str(out), "--no-plots", "--json", "--timeout", "60"],
+                           capture_output=True, text=True, timeout=90)
+        assert r.returncode == 0, r.stderr
+        return {row["algorithm"]: row for row in json.loads(r.stdout)["algorithms"]}
+
+    cfg = gpt_config(tmp_path, optimizer={"name": "adamw", "lr": 1e-2, "weight_decay": 0.01,
+                                          "clip_norm": 0.5},
+                     training={"epochs": 1, "batch_size": 8})
+    rows = run(cfg, "allreduce,ddp", tmp_path / "o1")
+    assert rows["ddp"]["ok"] and rows["allreduce"]["ok"], rows
+    ours, theirs = rows["allreduce"]["final_loss"], rows["ddp"]["final_loss"]
+    assert theirs < np.log(len(gossamer.load_data(cfg)["train"]["vocabulary"])) - 0.3
+    assert abs(theirs - ours) <= 1e-3 * ours, (ours, theirs)
+    log = (tmp_path / "o1" / "ddp" / "peer0.log").read_text()
+    assert "nats/char" in log and "bits/char" in log, log
+    cfg["outer"] = {"steps": 4, "optimizer": "nesterov", "lr": 0.7, "momentum": 0.9}
+    rows = run(cfg, "allreduce,diloco", tmp_path / "o2")
+    ours, theirs = rows["allreduce"]["final_loss"], rows["diloco"]["final_loss"]
+    assert abs(theirs - ours) <= 1e-3 * ours, (ours, theirs)
