@@ -172,11 +172,15 @@ def run_example(*args):
                           timeout=60, env=dict(os.environ, OMP_NUM_THREADS="1"))
 
 
-def test_example_trains_the_twin_with_gossip(tmp_path):
+def example_config(tmp_path):
     import json
     cfg = gpt_config(tmp_path, optimizer={"name": "adamw", "lr": 1e-2, "clip_norm": 1.0})
     (tmp_path / "gpt.json").write_text(json.dumps(cfg))
-    r = run_example("--config", str(tmp_path / "gpt.json"), "--peers", "2", "--steps", "20",
+    return str(tmp_path / "gpt.json")
+
+
+def test_example_trains_the_twin_with_gossip(tmp_path):
+    r = run_example("--config", example_config(tmp_path), "--peers", "2", "--steps", "20",
                     "--algorithm", "allreduce", "--prompt", "And the", "--sample-chars", "20")
     assert r.returncode == 0, r.stderr
     assert "rank 1: 20 steps" in r.stdout and "bits/char" in r.stdout, r.stdout
@@ -184,41 +188,56 @@ def test_example_trains_the_twin_with_gossip(tmp_path):
     vocab = len(set((tmp_path / "text.txt").read_text()))
     assert loss < np.log(vocab) - 0.5, r.stdout  # learnt something in 20 steps
     assert "sample (temperature 0):\nAnd the" in r.stdout
-    r = run_example("--config", str(tmp_path / "gpt.json"), "--prompt", "And~")
+
+
+def test_example_bad_prompt_is_one_line_exit_2(tmp_path):
+    r = run_example("--config", example_config(tmp_path), "--prompt", "And~")
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "--prompt: character '~' (position 3) is not in the data's vocabulary" in r.stderr
 
 
-def test_torch_rows_train_the_twin(tmp_path):
-    """gossamer launch --algorithms allreduce,ddp,diloco on a GPT: the torch rows train the twin
-    from the built-in first point on the built-in batches (AdamW, clip_norm), and end where
-    ours do."""
+def torch_row(tmp_path, cfg, algorithm):
+    """Our allreduce (gossamer.train_builtin: the built-in peers as threads) and the torch row
+    `algorithm` of gossamer launch on the same 2-peer job: (our final loss, the row)."""
     import json
     from conftest import cli
     from test_example import free_base_port
 
-    def run(cfg, algorithms, out):
-        (tmp_path / "gpt.json").write_text(json.dumps(cfg))
-        topo = gossamer.Topology.generate("ring", 2, base_port=free_base_port(2))
-        topo = topo.save(tmp_path / "ring2.json")
-        r = subprocess.run([cli(), "launch", "--topology", topo.source, "--config",
-                            str(tmp_path / "gpt.json"), "--algorithms", algorithms, "--out",
-                            str(out), "--no-plots", "--json", "--timeout", "60"],
-                           capture_output=True, text=True, timeout=90)
-        assert r.returncode == 0, r.stderr
-        return {row["algorithm"]: row for row in json.loads(r.stdout)["algorithms"]}
-
-    cfg = gpt_config(tmp_path, optimizer={"name": "adamw", "lr": 1e-2, "weight_decay": 0.01,
-                                          "clip_norm": 0.5},
-                     training={"epochs": 1, "batch_size": 8})
-    rows = run(cfg, "allreduce,ddp", tmp_path / "o1")
-    assert rows["ddp"]["ok"] and rows["allreduce"]["ok"], rows
-    ours, theirs = rows["allreduce"]["final_loss"], rows["ddp"]["final_loss"]
-    assert theirs < np.log(len(gossamer.load_data(cfg)["train"]["vocabulary"])) - 0.3
-    assert abs(theirs - ours) <= 1e-3 * ours, (ours, theirs)
-    log = (tmp_path / "o1" / "ddp" / "peer0.log").read_text()
+    (tmp_path / "gpt.json").write_text(json.dumps(cfg))
+    topo = gossamer.Topology.generate("ring", 2, base_port=free_base_port(2))
+    topo = topo.save(tmp_path / "ring2.json")
+    ours = gossamer.train_builtin(cfg, topo, "allreduce")
+    assert not any(ours["errors"]), ours
+    out = tmp_path / "out"
+    r = subprocess.run([cli(), "launch", "--topology", topo.source, "--config",
+                        str(tmp_path / "gpt.json"), "--algorithms", algorithm, "--out", str(out),
+                        "--no-plots", "--json", "--timeout", "60"],
+                       capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout)["algorithms"][0]
+    assert row["ok"] and row["algorithm"] == algorithm, row
+    log = (out / algorithm / "peer0.log").read_text()
     assert "nats/char" in log and "bits/char" in log, log
-    cfg["outer"] = {"steps": 4, "optimizer": "nesterov", "lr": 0.7, "momentum": 0.9}
-    rows = run(cfg, "allreduce,diloco", tmp_path / "o2")
-    ours, theirs = rows["allreduce"]["final_loss"], rows["diloco"]["final_loss"]
-    assert abs(theirs - ours) <= 1e-3 * ours, (ours, theirs)
+    return ours["loss"], row
+
+
+ROW_OPTIMIZER = {"name": "adamw", "lr": 1e-2, "weight_decay": 0.01, "clip_norm": 0.5}
+
+
+def test_ddp_row_trains_the_twin(tmp_path):
+    """--algorithms ddp on a GPT: the twin from the built-in first point on the built-in batches
+    (AdamW, clip_norm), gradients all-reduced; it ends where our allreduce does."""
+    cfg = gpt_config(tmp_path, optimizer=ROW_OPTIMIZER, training={"epochs": 1, "batch_size": 8})
+    ours, row = torch_row(tmp_path, cfg, "ddp")
+    vocab = len(gossamer.load_data(cfg)["train"]["vocabulary"])
+    assert row["final_loss"] < np.log(vocab) - 0.3, row  # it learnt
+    assert abs(row["final_loss"] - ours) <= 1e-3 * ours, (ours, row["final_loss"])
+
+
+def test_diloco_row_trains_the_twin(tmp_path):
+    """--algorithms diloco on a GPT (AdamW inner steps, Nesterov outer): ends where our
+    allreduce with the same "outer" section does."""
+    cfg = gpt_config(tmp_path, optimizer=ROW_OPTIMIZER, training={"epochs": 1, "batch_size": 8},
+                     outer={"steps": 4, "optimizer": "nesterov", "lr": 0.7, "momentum": 0.9})
+    ours, row = torch_row(tmp_path, cfg, "diloco")
+    assert abs(row["final_loss"] - ours) <= 1e-3 * ours, (ours, row["final_loss"])
