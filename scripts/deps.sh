@@ -15,20 +15,21 @@ packages=(
   libboost-dev libboost-graph-dev libfmt-dev nlohmann-json3-dev doctest-dev
   libopenblas-dev zlib1g-dev libucx-dev
   python3 python3-matplotlib
-  dataset-fashion-mnist
+  dataset-fashion-mnist bible-kjv bible-kjv-text
   pybind11-dev python3-pybind11 python3-pytest python3-torch python3-torchvision
 )
 bench_packages=(libopenmpi-dev openmpi-bin ucx-utils tmux chromium)
 lab_packages=(slurm-wlm iproute2)
 fuzz_packages=(clang)
 # The optional components of the test suite (tests/support/optional.hpp) that these packages
-# provide: pybind11 + torch + pytest (python), python3-matplotlib, dataset-fashion-mnist; with
+# provide: pybind11 + torch + pytest (python), python3-matplotlib, dataset-fashion-mnist,
+# bible-kjv + bible-kjv-text (kjv: the King James Bible, text data for the GPT); with
 # --bench OpenMPI (mpi), ucx-utils (ucx_perftest, ucx_info), tmux (a terminal for gossamer
 # launch --live) and chromium (headless: gossamer report's page, docs/operations/report.md); with --lab Slurm (slurm: srun,
 # slurmctld and slurmd, started by scripts/lab/slurm.sh as root) and iproute2 (netns: the
 # network-namespace lab also needs root and a kernel that lets it make namespaces, docs/operations/lab.md);
 # with --fuzz clang and its libFuzzer (fuzz: the libFuzzer runs of scripts/fuzz.sh).
-components=(python matplotlib fashion-mnist)
+components=(python matplotlib fashion-mnist kjv)
 bench_components=(mpi ucx-utils tmux chromium)
 lab_components=(slurm netns)
 fuzz_components=(fuzz)

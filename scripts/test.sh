@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-known=(python matplotlib fashion-mnist mpi ucx-utils tmux chromium slurm cuda-build cuda-device netns fuzz tmpfs)
+known=(python matplotlib fashion-mnist kjv mpi ucx-utils tmux chromium slurm cuda-build cuda-device netns fuzz tmpfs)
 IFS=, read -r -a required <<< "${GOSSAMER_REQUIRE:-}"
 for c in "${required[@]}"; do
   [ -z "$c" ] && continue

@@ -84,12 +84,13 @@ void check_spec(const Dataset& data, const ShardSpec& spec) {
                               "use a positive number");
 }
 
+// iid: shuffled, then cut; contiguous: cut in the data's own order.
 std::vector<std::vector<std::int64_t>> iid_shards(const Dataset& data, const ShardSpec& spec) {
     const std::int64_t n = data.size();
     std::vector<std::int64_t> order(static_cast<std::size_t>(n));
     std::iota(order.begin(), order.end(), 0);
     Rng rng(derive_seed(spec.seed, kIidStream));
-    shuffle(order, rng);
+    if (spec.mode == ShardMode::iid) shuffle(order, rng);
     std::vector<double> weights =
         spec.sizes.empty() ? std::vector<double>(static_cast<std::size_t>(spec.peers), 1.0)
                            : spec.sizes;
@@ -210,7 +211,7 @@ void dirichlet(Rng& rng, double alpha, std::span<double> out) {
 std::vector<std::vector<std::int64_t>> shard_indices(const Dataset& data, const ShardSpec& spec) {
     check_spec(data, spec);
     auto shards =
-        spec.mode == ShardMode::iid ? iid_shards(data, spec) : dirichlet_shards(data, spec);
+        spec.mode == ShardMode::dirichlet ? dirichlet_shards(data, spec) : iid_shards(data, spec);
     for (auto& s : shards) std::sort(s.begin(), s.end());
     return shards;
 }
@@ -223,6 +224,7 @@ Dataset subset(const Dataset& data, std::span<const std::int64_t> rows, std::str
     out.channels = data.channels;
     out.height = data.height;
     out.width = data.width;
+    out.vocabulary = data.vocabulary;
     const auto f = static_cast<std::size_t>(data.features);
     const bool has_labels = data.labels.size() == static_cast<std::size_t>(data.size());
     const bool has_targets = data.targets.size() == static_cast<std::size_t>(data.size());

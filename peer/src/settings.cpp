@@ -137,9 +137,11 @@ void add_training_settings(std::vector<Setting>& out, const optim::TrainingConfi
                                           fmt::format("batch size {}", c.batch_size), config));
     const auto& sh = c.sharding;
     bootstrap::Digest sd;
-    sd.u64(sh.mode == ShardMode::iid ? 0 : 1);
-    std::string shard =
-        sh.mode == ShardMode::iid ? "iid" : fmt::format("dirichlet alpha {}", sh.alpha);
+    sd.u64(sh.mode == ShardMode::iid ? 0 : sh.mode == ShardMode::dirichlet ? 1 : 2);
+    std::string shard = sh.mode == ShardMode::iid ? std::string("iid")
+                        : sh.mode == ShardMode::contiguous
+                            ? std::string("contiguous")
+                            : fmt::format("dirichlet alpha {}", sh.alpha);
     if (sh.mode == ShardMode::dirichlet) sd.f64(sh.alpha);
     sd.u64(sh.sizes.size());
     for (double z : sh.sizes) sd.f64(z);
@@ -149,8 +151,14 @@ void add_training_settings(std::vector<Setting>& out, const optim::TrainingConfi
                                           fmt::format("seed {}", c.seed), config));
     // The data set without its folder: the same files may live elsewhere on another host.
     const auto& dc = c.data;
+    // Text: the file's name only; its content shows in the model's vocabulary digest.
     const std::string data =
-        dc.name == "fashion-mnist"
+        dc.is_text()
+            ? fmt::format(
+                  "{} ({}{} chars, stride {}, context {})", dc.name,
+                  dc.file.empty() ? "" : std::filesystem::path(dc.file).filename().string() + ", ",
+                  dc.chars, dc.stride, dc.context)
+        : dc.name == "fashion-mnist"
             ? fmt::format("{} (train limit {}, test limit {})", dc.name, dc.train_limit,
                           dc.test_limit)
             : fmt::format("{} ({} samples, {} test, {} features, noise {}, seed {})", dc.name,

@@ -52,4 +52,11 @@ inline std::string missing_program(const std::string& program, const std::string
     return why;
 }
 
+/// Empty when the KJV reader of bible-kjv (with bible-kjv-text's data) is installed.
+inline std::string missing_kjv() {
+    if (std::system("test -x /usr/bin/bible && test -r /usr/lib/bible.data") == 0) return {};
+    return "/usr/bin/bible or /usr/lib/bible.data is missing (bible-kjv, bible-kjv-text: "
+           "scripts/deps.sh)";
+}
+
 }  // namespace gossamer::test

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/rng.hpp"
@@ -19,6 +20,7 @@ LocalTrainer::LocalTrainer(std::unique_ptr<Model> model, PartitionLayout layout,
       loader_(shard, batch_size, batch_seed(seed, rank), rank),
       params_(model_->parameter_count()),
       grad_(model_->parameter_count()) {
+    clip_norm_ = optimizer.clip_norm;
     model_->init(params_.span(), seed);
     for (const auto& p : layout_.partitions()) {
         optimizers_.push_back(make_optimizer(optimizer, p.size));
@@ -74,6 +76,38 @@ double LocalTrainer::compute_gradient(std::span<const float> at) {
     return loss;
 }
 
+// The factor min(1, clip / ||g||) over the partitions that update on this step, computed once
+// per step (step_partition may step some partitions before apply_gradient steps the rest).
+float LocalTrainer::clip_scale(std::span<const float> g) {
+    if (clip_norm_ <= 0) return 1.0f;
+    if (clip_scale_) return *clip_scale_;
+    double sum = 0;
+    for (std::size_t id = 0; id < layout_.count(); ++id) {
+        if (!multirate_.updates(id, steps_)) continue;
+        const Partition& p = layout_[id];
+        for (const float v : g.subspan(p.offset, p.size)) sum += static_cast<double>(v) * v;
+    }
+    const double norm = std::sqrt(sum);
+    // A non-finite norm is left alone: the divergence guard reports it, clipping would hide it.
+    clip_scale_ = norm > clip_norm_ && std::isfinite(norm)
+                      ? static_cast<float>(clip_norm_ / (norm + 1e-6))
+                      : 1.0f;
+    return *clip_scale_;
+}
+
+void LocalTrainer::step_one(std::size_t id, std::span<float> x, std::span<const float> g,
+                            double lr) {
+    const Partition& p = layout_[id];
+    auto gp = g.subspan(p.offset, p.size);
+    const float s = clip_scale(g);
+    if (s != 1.0f) {
+        clipped_.resize(gp.size());
+        for (std::size_t i = 0; i < gp.size(); ++i) clipped_[i] = gp[i] * s;
+        gp = clipped_;
+    }
+    optimizers_[id]->step(x.subspan(p.offset, p.size), gp, lr);
+}
+
 bool LocalTrainer::step_partition(std::size_t id, std::span<float> x, std::span<const float> g) {
     if (id >= layout_.count()) return false;
     if (stepped_.size() != layout_.count()) stepped_.assign(layout_.count(), 0);
@@ -81,9 +115,7 @@ bool LocalTrainer::step_partition(std::size_t id, std::span<float> x, std::span<
     stepped_[id] = 1;
     if (!multirate_.updates(id, steps_)) return true;
     const double k = multirate_.rate(id).period;
-    const Partition& p = layout_[id];
-    optimizers_[id]->step(x.subspan(p.offset, p.size), g.subspan(p.offset, p.size),
-                          k * schedule_.at(schedule_step_.value_or(steps_)));
+    step_one(id, x, g, k * schedule_.at(schedule_step_.value_or(steps_)));
     ++work_[id].updates;
     return true;
 }
@@ -96,11 +128,11 @@ void LocalTrainer::apply_gradient(std::span<float> x, std::span<const float> g) 
         if (!multirate_.updates(id, steps_)) continue;
         // A step of k * h from the current gradient (Vlaar & Leimkuhler's multirate scheme).
         const double k = multirate_.rate(id).period;
-        const Partition& p = layout_[id];
-        optimizers_[id]->step(x.subspan(p.offset, p.size), g.subspan(p.offset, p.size), k * lr);
+        step_one(id, x, g, k * lr);
         ++work_[id].updates;
     }
     std::fill(stepped_.begin(), stepped_.end(), 0);
+    clip_scale_.reset();
     ++steps_;
 }
 

@@ -36,6 +36,9 @@ void check_rules(const OptimizerConfig& c, const Fail& fail) {
         fail("beta2", fmt::format("beta2 {} is outside [0, 1)", c.beta2), "use e.g. 0.999");
     if (!(c.eps > 0) || !std::isfinite(c.eps))
         fail("eps", fmt::format("eps {} must be finite and > 0", c.eps), "use e.g. 1e-8");
+    if (!(c.clip_norm >= 0) || !std::isfinite(c.clip_norm))
+        fail("clip_norm", fmt::format("clip_norm {} must be finite and >= 0", c.clip_norm),
+             "use 0 (no clipping) or a global gradient norm such as 1.0");
 }
 
 std::string misplaced(std::string_view key, OptimizerKind kind) {
@@ -71,8 +74,8 @@ void validate(const OptimizerConfig& config) {
 }
 
 OptimizerConfig parse_optimizer(const json::Node& node) {
-    node.expect_object(
-        {"name", "lr", "weight_decay", "momentum", "nesterov", "beta1", "beta2", "eps"});
+    node.expect_object({"name", "lr", "weight_decay", "momentum", "nesterov", "beta1", "beta2",
+                        "eps", "clip_norm"});
     OptimizerConfig c;
     const std::string name = node.at("name").as_enum({"sgd", "adam", "adamw"});
     c.kind = name == "sgd"    ? OptimizerKind::sgd
@@ -89,6 +92,7 @@ OptimizerConfig parse_optimizer(const json::Node& node) {
     if (auto n = node.find("beta1")) c.beta1 = n->as_double();
     if (auto n = node.find("beta2")) c.beta2 = n->as_double();
     if (auto n = node.find("eps")) c.eps = n->as_double();
+    if (auto n = node.find("clip_norm")) c.clip_norm = n->as_double();
 
     check_rules(c, [&](std::string_view key, const std::string& what, const std::string& fix) {
         if (auto n = node.find(key)) n->fail(what, fix);

@@ -10,6 +10,7 @@
 #include "gossamer/core/memory.hpp"
 #include "gossamer/core/models.hpp"
 #include "gossamer/core/synthetic.hpp"
+#include "gossamer/core/text.hpp"
 
 namespace gossamer::optim {
 namespace {
@@ -22,8 +23,21 @@ using json::Node;
 
 DataConfig parse_data(const Node& node) {
     DataConfig d;
-    d.name =
-        node.at("name").as_enum({"fashion-mnist", "logreg_synthetic", "least_squares_synthetic"});
+    d.name = node.at("name").as_enum(
+        {"fashion-mnist", "logreg_synthetic", "least_squares_synthetic", "bible-kjv", "text"});
+    if (d.name == "bible-kjv" || d.name == "text") {
+        if (d.name == "text")
+            node.expect_object({"name", "file", "chars", "stride"});
+        else
+            node.expect_object({"name", "chars", "stride"});
+        if (d.name == "text") {
+            d.file = node.at("file").as_string();
+            if (d.file.empty()) node.at("file").fail("empty file name", "give a text file");
+        }
+        if (auto v = node.find("chars")) d.chars = v->as_int(0, 1LL << 40);
+        if (auto v = node.find("stride")) d.stride = static_cast<int>(v->as_int(1, 1 << 20));
+        return d;
+    }
     if (d.name == "fashion-mnist") {
         node.expect_object({"name", "dir", "train_limit", "test_limit"});
         if (auto v = node.find("dir")) d.dir = v->as_string();
@@ -46,6 +60,33 @@ DataConfig parse_data(const Node& node) {
     return d;
 }
 
+// The text, its vocabulary, the last 10% for validation, windows of the model's context.
+TrainingData load_text_data(const TrainingConfig& c) {
+    const DataConfig& dc = c.data;
+    std::string text =
+        dc.name == "bible-kjv" ? read_bible_kjv("data.name") : read_text_file(dc.file, "data.file");
+    if (dc.chars > 0 && static_cast<std::size_t>(dc.chars) < text.size())
+        text.resize(static_cast<std::size_t>(dc.chars));
+    const std::string vocab = vocabulary_of(text);
+    const std::size_t valid = text.size() / 10, train = text.size() - valid;
+    const auto window = static_cast<std::size_t>(dc.context) + 1;
+    if (valid < window || vocab.size() < 2)
+        throw ConfigError(c.doc.file, "model.context",
+                          fmt::format("context {} needs windows of {} characters, but the "
+                                      "validation split (the last 10% of the {} characters of "
+                                      "\"{}\") holds {}{}",
+                                      dc.context, window, text.size(), dc.name, valid,
+                                      vocab.size() < 2 ? " and the text has one character" : ""),
+                          fmt::format("use a context of at most {}, or more text (\"chars\")",
+                                      valid > 1 ? valid - 1 : 1));
+    TrainingData d;
+    const std::string_view all(text);
+    d.train = text_windows(all.substr(0, train), vocab, dc.context, dc.stride, dc.name + "/train");
+    d.test =
+        text_windows(all.substr(train), vocab, dc.context, dc.context, dc.name + "/validation");
+    return d;
+}
+
 }  // namespace
 
 TrainingConfig parse_training_config(const json::Document& doc) {
@@ -59,6 +100,12 @@ TrainingConfig parse_training_config(const json::Document& doc) {
     if (auto v = root.find("seed")) c.seed = static_cast<std::uint64_t>(v->as_int(0));
     c.data = parse_data(root.at("data"));
     if (!root.at("model").is_object()) root.at("model").fail("expected an object with \"name\"");
+    if (c.data.is_text()) {  // the model's context sizes the windows (docs/modules/data.md)
+        c.data.context = 64;
+        if (auto v = root.at("model").find("context"))
+            c.data.context = static_cast<int>(v->as_int(1, 1 << 16));
+        if (c.data.stride == 0) c.data.stride = c.data.context;
+    }
     c.optimizer = parse_optimizer(root.at("optimizer"));
     if (auto t = root.find("training")) {
         t->expect_object({"epochs", "batch_size", "eval_every", "eval_batch", "target_accuracy",
@@ -95,9 +142,12 @@ TrainingConfig parse_training_config(const json::Document& doc) {
     }
     if (auto sh = root.find("sharding")) {
         sh->expect_object({"mode", "alpha", "sizes"});
-        if (auto m = sh->find("mode"))
-            c.sharding.mode =
-                m->as_enum({"iid", "dirichlet"}) == "iid" ? ShardMode::iid : ShardMode::dirichlet;
+        if (auto m = sh->find("mode")) {
+            const auto mode = m->as_enum({"iid", "dirichlet", "contiguous"});
+            c.sharding.mode = mode == "iid"         ? ShardMode::iid
+                              : mode == "dirichlet" ? ShardMode::dirichlet
+                                                    : ShardMode::contiguous;
+        }
         if (auto a = sh->find("alpha")) {
             c.sharding.alpha = a->as_double();
             if (c.sharding.alpha <= 0)
@@ -145,8 +195,9 @@ TrainingConfig load_training_config(const std::string& path) {
 }
 
 TrainingData load_training_data(const TrainingConfig& c) {
-    TrainingData d;
     const DataConfig& dc = c.data;
+    if (dc.is_text()) return load_text_data(c);
+    TrainingData d;
     if (dc.name == "fashion-mnist") {
         d.train = load_fashion_mnist(dc.dir, "train");
         d.test = load_fashion_mnist(dc.dir, "test");

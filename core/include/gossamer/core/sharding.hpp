@@ -26,21 +26,24 @@ double gamma_variate(Rng& rng, double shape);
 void dirichlet(Rng& rng, double alpha, std::span<double> out);
 
 enum class ShardMode {
-    iid,        ///< a uniform random split (sizes proportional to `sizes`, equal by default)
-    dirichlet,  ///< label skew: each class is split among peers by a Dirichlet(alpha) draw
+    iid,         ///< a uniform random split (sizes proportional to `sizes`, equal by default)
+    dirichlet,   ///< label skew: each class is split among peers by a Dirichlet(alpha) draw
+    contiguous,  ///< consecutive samples in the data's order (text: each peer a region of it)
 };
 
 struct ShardSpec {
     ShardMode mode = ShardMode::iid;
-    int peers = 1;                   ///< number of shards, >= 1
-    double alpha = 1.0;              ///< Dirichlet concentration (> 0); small = skewed, large = iid
-    std::vector<double> sizes = {};  ///< iid: relative sizes (> 0), one per peer; empty = equal
+    int peers = 1;       ///< number of shards, >= 1
+    double alpha = 1.0;  ///< Dirichlet concentration (> 0); small = skewed, large = iid
+    std::vector<double> sizes =
+        {};  ///< iid, contiguous: relative sizes (> 0), one per peer; empty = equal
     std::uint64_t seed = 0;
 };
 
 /// The sample indices (ascending) each peer holds: result[r] for peer r. The shards partition
 /// [0, data.size()) exactly and are never empty.
-/// iid: the samples are shuffled and cut into pieces of sizes proportional to spec.sizes
+/// iid: the samples are shuffled and cut into pieces of sizes proportional to spec.sizes;
+/// contiguous: the same cut without the shuffle (peer r holds the r-th run of samples)
 /// (cumulative rounding). dirichlet: for each class in turn, proportions over peers are
 /// drawn from Dirichlet(alpha) and the class's shuffled samples cut by them, no peer taking more
 /// than its equal share n/peers (within one; the excess is cut again over the peers with room),

@@ -39,6 +39,10 @@ struct OptimizerConfig {
     double beta1 = 0.9;         ///< adam, adamw: first-moment decay, in [0, 1)
     double beta2 = 0.999;       ///< adam, adamw: second-moment decay, in [0, 1)
     double eps = 1e-8;          ///< adam, adamw: added to sqrt(v_hat), > 0
+    /// Global-norm gradient clipping (every kind): before a step, the gradient it applies is
+    /// scaled by min(1, clip_norm / ||g||), the norm taken over every partition that updates on
+    /// that step (torch.nn.utils.clip_grad_norm_). 0 = off. Applied by LocalTrainer.
+    double clip_norm = 0.0;
 };
 
 /// Throws ConfigError (path "optimizer.<key>") for a value out of range or a key that does not

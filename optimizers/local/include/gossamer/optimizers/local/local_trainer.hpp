@@ -94,6 +94,8 @@ class LocalTrainer final : public proto::LocalWorker {
     Model& model() noexcept { return *model_; }
 
   private:
+    float clip_scale(std::span<const float> g);
+    void step_one(std::size_t id, std::span<float> x, std::span<const float> g, double lr);
     std::unique_ptr<Model> model_;
     PartitionLayout layout_;
     LrSchedule schedule_;
@@ -107,6 +109,9 @@ class LocalTrainer final : public proto::LocalWorker {
     std::vector<std::size_t> layer_owner_;    // partition id of each layer's first parameter
     std::vector<std::uint64_t> macs_before_;  // scratch: the model's counters before a pass
     std::vector<char> stepped_;               // step_partition: stepped ahead in this step
+    double clip_norm_ = 0;                    // OptimizerConfig::clip_norm
+    std::optional<float> clip_scale_;         // this step's clipping factor, once computed
+    std::vector<float> clipped_;              // a partition's scaled gradient
 };
 
 }  // namespace gossamer::optim

@@ -22,7 +22,8 @@
 namespace gossamer::optim {
 
 struct DataConfig {
-    std::string name;               ///< fashion-mnist | logreg_synthetic | least_squares_synthetic
+    std::string
+        name;  ///< fashion-mnist | logreg_synthetic | least_squares_synthetic | bible-kjv | text
     std::string dir;                ///< fashion-mnist folder ("" = default / GOSSAMER_DATA_DIR)
     std::int64_t train_limit = 0;   ///< fashion-mnist: use the first N training samples (0 = all)
     std::int64_t test_limit = 0;    ///< fashion-mnist: the first N test samples (0 = all)
@@ -31,6 +32,11 @@ struct DataConfig {
     int features = 0;               ///< synthetic: features
     double noise = 0.1;             ///< least squares: target noise
     std::uint64_t seed = 1;         ///< synthetic: generator seed
+    std::string file;               ///< text: the file to read
+    std::int64_t chars = 0;         ///< text, bible-kjv: use the first N characters (0 = all)
+    int stride = 0;                 ///< text, bible-kjv: window stride (0 = the context)
+    int context = 0;                ///< text, bible-kjv: the model's context (windows hold +1)
+    bool is_text() const { return name == "bible-kjv" || name == "text"; }
 };
 
 struct TrainingConfig {
