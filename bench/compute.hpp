@@ -9,8 +9,8 @@
 namespace gossamer::bench {
 
 struct ComputeOptions {
-    std::vector<std::string> models = {"mlp", "cnn"};
-    int batch = 64;
+    std::vector<std::string> models = {"mlp", "cnn", "gpt_tiny", "gpt_lab"};
+    int batch = 0;          ///< 0: each model's own (mlp, cnn 64; gpt_tiny 16; gpt_lab 8)
     double seconds = 3.0;   ///< measuring time per model and per side
     bool reference = true;  ///< run bench/torch_ref.py
     std::string python = "/usr/bin/python3";
@@ -19,6 +19,7 @@ struct ComputeOptions {
 
 struct ComputeRow {
     std::string model, description;
+    int batch = 0;
     double gossamer = 0;   ///< samples/s, forward + backward + SGD step
     double reference = 0;  ///< PyTorch samples/s (0 when not measured)
     double target = 0;     ///< the ratio the issue asks for

@@ -97,14 +97,16 @@ int run_mix_bench(const std::vector<std::string>& args) {
 
 int run_compute_bench(const std::vector<std::string>& args) {
     ArgParser p("gossamer bench compute", "[options]",
-                "Samples per second of forward + backward + SGD step, batch 64, one BLAS thread, "
-                "for the MLP 784-256-128-10 and the CNN (16 and 32 5x5 channels), beside the "
-                "same models in PyTorch on one CPU thread (bench/torch_ref.py, run by "
-                "/usr/bin/python3; scripts/deps.sh --bench installs it). Targets: ratio >= 1.0 "
-                "(MLP) and >= 0.7 (CNN). Exit 1 when the reference cannot run.",
-                {{"models", "LIST", "comma-separated: mlp,cnn (default both)"},
+                "Samples per second of forward + backward + SGD step, one BLAS thread, for the "
+                "MLP 784-256-128-10 and the CNN (16 and 32 5x5 channels) at batch 64, and the "
+                "GPTs gpt_tiny (L2 H4 W128 T64, batch 16) and gpt_lab (L4 H4 W192 T64, batch 8) "
+                "on 62 characters, beside the same models in PyTorch on one CPU thread "
+                "(bench/torch_ref.py, run by /usr/bin/python3; scripts/deps.sh --bench installs "
+                "it). Targets: ratio >= 1.0 (MLP), >= 0.7 (CNN), >= 0.8 (GPTs). Exit 1 when the "
+                "reference cannot run.",
+                {{"models", "LIST", "comma-separated: mlp,cnn,gpt_tiny,gpt_lab (default all)"},
                  {"seconds", "S", "measuring time per model and side (default 3)"},
-                 {"batch", "N", "batch size (default 64)"},
+                 {"batch", "N", "batch size for every model (default: each model's own)"},
                  {"no-reference", "", "skip PyTorch (no ratio)"},
                  {"save", "FILE", "also write the JSON report to FILE"},
                  {"json", "", "print JSON"}},
@@ -130,7 +132,7 @@ int run_bench(const std::vector<std::string>& args) {
     const char* help = R"(usage: gossamer bench BENCHMARK [options]
 
 benchmarks:
-  compute   training throughput of the MLP and the CNN (batch 64, one thread) beside PyTorch
+  compute   training throughput of the MLP, the CNN and the GPTs (one thread) beside PyTorch
   mix       bandwidth of the fused mixing kernel for 1..8 neighbours beside memcpy
   transport UCX point-to-point bandwidth and latency beside ucx_perftest
   allreduce ring all-reduce between real processes beside OpenMPI's MPI_Allreduce

@@ -52,6 +52,31 @@ TEST_CASE("bench compute divides by the reference measured in the same run") {
     CHECK(row["target_ratio"] == 1.0);
 }
 
+TEST_CASE("bench compute runs the GPT rows at their own batch, beside the reference's") {
+    TempDir dir;
+    // The stand-in answers 1000 samples/s only when asked for gpt_tiny at batch 16.
+    dir.write("torch_ref.py",
+              "import json, sys\nm = sys.argv[sys.argv.index('--models') + 1]\n"
+              "print(json.dumps({'torch': 'fake', 'gpt_tiny': 1000.0 if m == 'gpt_tiny:16' "
+              "else 1.0}))\n");
+    auto r = run("GOSSAMER_BENCH_DIR=" + dir.path().string() + " " + kBin +
+                 " bench compute --models gpt_tiny --seconds 0.1 --json");
+    REQUIRE(r.status == 0);
+    auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["rows"].size() == 1);
+    const auto& row = j["rows"][0];
+    CHECK(row["batch"] == 16);
+    CHECK(row["description"] == "gpt L2 H4 W128 T64 vocab 62 (420926 parameters)");
+    CHECK(row["torch_samples_per_s"] == 1000.0);
+    CHECK(row["target_ratio"] == 0.8);
+    auto lab =
+        run(kBin + " bench compute --models gpt_lab --batch 2 --seconds 0.1 --no-reference --json");
+    REQUIRE(lab.status == 0);
+    const auto l = nlohmann::json::parse(lab.out)["rows"][0];
+    CHECK(l["batch"] == 2);  // --batch overrides the model's own
+    CHECK(l["gossamer_samples_per_s"].get<double>() > 0);
+}
+
 TEST_CASE("bench compute says when the reference cannot run, and refuses unknown models") {
     TempDir dir;
     dir.write("torch_ref.py", "import sys\nprint('no torch here', file=sys.stderr)\nsys.exit(3)\n");

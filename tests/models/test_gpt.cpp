@@ -212,3 +212,34 @@ TEST_CASE("gpt clones are independent and give the same results") {
     CHECK(c->loss_and_gradient(params, a.batch(), g2) == la);
     CHECK(std::memcmp(g1.data(), g2.data(), g1.size() * sizeof(float)) == 0);
 }
+
+TEST_CASE("gpt forward over a batch larger than its chunk equals the samples one by one") {
+    const auto spec = tiny();  // context 5: chunks of 819 samples
+    auto m = models::gpt(spec);
+    const auto params = test_models::noisy_init(*m, 13);
+    const auto w = windows(spec, 1000, 43);
+    const BatchStats all = m->forward(params, w.batch());
+    double sum = 0;
+    std::int64_t correct = 0;
+    for (int i = 0; i < w.n; ++i) {
+        Batch one = w.batch();
+        one.size = 1;
+        one.x += static_cast<std::size_t>(i) * w.features;
+        one.labels += i;
+        const BatchStats s = m->forward(params, one);
+        sum += s.loss_sum;
+        correct += s.correct;
+    }
+    CHECK(all.loss_sum == doctest::Approx(sum).epsilon(1e-6));
+    CHECK(all.correct == correct);
+    CHECK(correct > 0);
+    // evaluate() agrees, in batches of any size.
+    Dataset d;
+    d.features = w.features;
+    d.classes = spec.vocab;
+    d.x = w.x;
+    d.labels = w.labels;
+    const EvalResult e = m->evaluate(params, d, 300);
+    CHECK(e.samples == 1000);
+    CHECK(e.loss == doctest::Approx(sum / 1000).epsilon(1e-6));
+}

@@ -19,6 +19,8 @@ namespace {
 
 using u64 = std::uint64_t;
 
+constexpr int kForwardRows = 4096;  // positions per chunk of a forward pass without gradient
+
 // Offsets of one block's tensors from the block's start, in layout order.
 struct BlockLayout {
     std::size_t ln1w, ln1b, qkvw, qkvb, projw, projb, ln2w, ln2b, fcw, fcb, fc2w, fc2b, size;
@@ -38,7 +40,7 @@ struct BlockLayout {
 
 // What the backward pass keeps of one block's forward pass.
 struct BlockActs {
-    std::vector<float> xhat1, rstd1, h1, qkv, probs, att, xhat2, rstd2, h2, f, cdf, g;
+    std::vector<float> xhat1, rstd1, h1, qkv, probs, att, xhat2, rstd2, h2, f, g;
 };
 
 void grow(std::vector<float>& v, std::size_t n) {
@@ -119,17 +121,32 @@ class Gpt final : public LanguageModel {
 
     double loss_and_gradient(std::span<const float> params, const Batch& batch,
                              std::span<float> grad, const LayerMask& need) override {
-        check_batch(params, batch);
         const auto lowest = need.lowest(layers_.size());
-        if (lowest) check_gradient(grad);
-        const double loss = forward_loss(params, batch, static_cast<bool>(lowest)).loss_sum;
-        if (lowest) backward(params, grad, need, *lowest);
+        if (!lowest) return forward(params, batch).loss_sum / batch.size;
+        check_batch(params, batch);
+        check_gradient(grad);
+        const double loss = forward_loss(params, batch, true).loss_sum;
+        backward(params, grad, need, *lowest);
         return loss / batch.size;
     }
 
+    // Without a backward pass nothing needs to be kept: the blocks share one set of buffers and
+    // the batch goes through in chunks of about kForwardRows positions, which bounds the memory
+    // of evaluate()'s large batches.
     BatchStats forward(std::span<const float> params, const Batch& batch) override {
         check_batch(params, batch);
-        return forward_loss(params, batch, false);
+        const int chunk = std::max(1, kForwardRows / s_.context);
+        BatchStats total;
+        for (int first = 0; first < batch.size; first += chunk) {
+            Batch part = batch;
+            part.size = std::min(chunk, batch.size - first);
+            part.x += static_cast<std::size_t>(first) * batch.features;
+            if (part.labels) part.labels += first;
+            const BatchStats s = forward_loss(params, part, false);
+            total.loss_sum += s.loss_sum;
+            total.correct += s.correct;
+        }
+        return total;
     }
 
     void next_logits(std::span<const float> params, std::span<const std::int32_t> tokens,
@@ -150,7 +167,7 @@ class Gpt final : public LanguageModel {
         n_ = 1;
         len_ = static_cast<int>(tokens.size());
         ids_.assign(tokens.begin(), tokens.end());
-        run_blocks(params);
+        run_blocks(params, false);
         // The head on the last position only.
         const int c = s_.width;
         const float* h = params.data() + layers_.back().offset;
@@ -193,8 +210,9 @@ class Gpt final : public LanguageModel {
     }
 
     // Embeddings and blocks on ids_ (n_ sequences of len_ tokens): leaves the residual stream
-    // after the last block in x_.
-    void run_blocks(std::span<const float> params) {
+    // after the last block in x_. With `keep`, each block's activations stay for the backward
+    // pass; otherwise all blocks use the first block's buffers.
+    void run_blocks(std::span<const float> params, bool keep) {
         const std::size_t c = s_.width, r = rows();
         const float* wte = params.data();
         const float* wpe = wte + static_cast<std::size_t>(s_.vocab) * c;
@@ -210,10 +228,10 @@ class Gpt final : public LanguageModel {
         for (int l = 0; l < s_.layers; ++l) {
             const float* b = params.data() + layers_[l + 1].offset;
             const BlockLayout& k = block_;
-            BlockActs& a = acts_[l];
+            BlockActs& a = acts_[keep ? l : 0];
             for (auto* v : {&a.xhat1, &a.h1, &a.att, &a.xhat2, &a.h2}) grow(*v, r * c);
             grow(a.rstd1, r), grow(a.rstd2, r), grow(a.qkv, 3 * r * c);
-            for (auto* v : {&a.f, &a.cdf, &a.g}) grow(*v, 4 * r * c);
+            for (auto* v : {&a.f, &a.g}) grow(*v, 4 * r * c);
             grow(a.probs, static_cast<std::size_t>(n_) * s_.heads * len_ * len_);
             gpt_ops::layernorm(x_.data(), b + k.ln1w, b + k.ln1b, R, C, a.xhat1.data(),
                                a.rstd1.data(), a.h1.data());
@@ -229,8 +247,7 @@ class Gpt final : public LanguageModel {
                                a.rstd2.data(), a.h2.data());
             ops::gemm(false, true, R, 4 * C, C, 1.0f, a.h2.data(), C, b + k.fcw, C, 0.0f,
                       a.f.data(), 4 * C);
-            ops::add_bias(a.f.data(), b + k.fcb, R, 4 * C);
-            gpt_ops::gelu(a.f.data(), a.cdf.data(), a.g.data(), 4 * r * c);
+            gpt_ops::bias_gelu(a.f.data(), b + k.fcb, R, 4 * C, a.g.data());
             ops::gemm(false, true, R, C, 4 * C, 1.0f, a.g.data(), 4 * C, b + k.fc2w, 4 * C, 1.0f,
                       x_.data(), C);
             ops::add_bias(x_.data(), b + k.fc2b, R, C);
@@ -240,7 +257,7 @@ class Gpt final : public LanguageModel {
     // The whole forward pass and the loss; with `grad`, logits_ holds d(mean loss)/d(logits).
     BatchStats forward_loss(std::span<const float> params, const Batch& batch, bool grad) {
         read_tokens(batch);
-        run_blocks(params);
+        run_blocks(params, grad);
         const int R = static_cast<int>(rows()), C = s_.width, V = s_.vocab;
         const float* h = params.data() + layers_.back().offset;
         grow(xhatf_, rows() * C), grow(rstdf_, rows()), grow(hf_, rows() * C);
@@ -324,7 +341,7 @@ void Gpt::backward(std::span<const float> params, std::span<float> grad, const L
             ops::bias_grad(dx_.data(), R, C, gb + k.fc2b);
             macs += 4 * rc * C + rc;
         }
-        gpt_ops::gelu_backward(dg_.data(), a.f.data(), a.cdf.data(), 4 * r * c);
+        gpt_ops::gelu_backward(dg_.data(), a.f.data(), 4 * r * c);
         ops::gemm(false, false, R, C, 4 * C, 1.0f, dg_.data(), 4 * C, b + k.fcw, C, 0.0f,
                   dh_.data(), C);
         macs += 4 * rc * C;

@@ -17,11 +17,12 @@ void layernorm(const float* x, const float* gain, const float* bias, int rows, i
 void layernorm_backward(const float* dy, const float* xhat, const float* rstd, const float* gain,
                         int rows, int width, float* dx, float* dgain, float* dbias);
 
-/// GELU, exact erf form: g = f * Phi(f). Writes Phi(f) to cdf (for the backward pass) and g.
-void gelu(const float* f, float* cdf, float* g, std::size_t n);
+/// Adds bias[cols] to every row of f[rows x cols] (the pre-activation, kept for the backward
+/// pass), then g = GELU(f) = f * Phi(f), exact erf form (erf to within 5e-7).
+void bias_gelu(float* f, const float* bias, int rows, int cols, float* g);
 
 /// d = d * GELU'(f), GELU'(f) = Phi(f) + f * phi(f), in place.
-void gelu_backward(float* d, const float* f, const float* cdf, std::size_t n);
+void gelu_backward(float* d, const float* f, std::size_t n);
 
 /// The shape of one attention call: `batch` sequences of `len` positions, `heads` heads of
 /// width / heads dimensions. qkv rows are [q | k | v] (3 width floats), out rows width floats.
