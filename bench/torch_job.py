@@ -2,7 +2,8 @@
 bench/diloco_ref.py for `diloco`; docs/results/benchmarks.md): the launcher's facts from the
 environment, the built-in job of the training config as torch objects (the same model, first
 point, shard, batches, learning rates and optimizer as a built-in peer, all from
-`gossamer.shard`), step padding, evaluation points and the per-peer lines `gossamer launch`
+`gossamer.shard`; a "gpt" model is its twin gossamer.models_torch.Gpt on the text's windows,
+docs/library/gpt_twin.md), step padding, evaluation points and the per-peer lines `gossamer launch`
 reads (OUT/peer<rank>.jsonl, OUT/average.json).
 
 Imported by those scripts from their own folder (Python puts a script's folder first on its

@@ -241,3 +241,8 @@ def test_diloco_row_trains_the_twin(tmp_path):
                      outer={"steps": 4, "optimizer": "nesterov", "lr": 0.7, "momentum": 0.9})
     ours, row = torch_row(tmp_path, cfg, "diloco")
     assert abs(row["final_loss"] - ours) <= 1e-3 * ours, (ours, row["final_loss"])
+    # Rank 0's model file names the built-in model (description, vocabulary digest, layers).
+    theta = gossamer.load_model(str(tmp_path / "out" / "diloco" / "model.bin"))
+    sh = gossamer.shard(cfg, 0, 2)
+    assert theta.model == sh["model"] and theta.step == 10, theta.model
+    assert [tuple(x) for x in theta.layout] == [tuple(x) for x in sh["layers"]]
