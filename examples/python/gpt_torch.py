@@ -96,12 +96,19 @@ def encode(text, vocabulary):
 class Job:
     """What every peer shares: the config, its test windows, steps and options."""
 
-    def __init__(self, args, cfg, n, launch):
+    def __init__(self, args, path, cfg, n, launch):
         self.args, self.cfg, self.n, self.launch = args, cfg, n, launch
         data = gossamer.load_data(cfg)
         test = torch.from_numpy(data["test"]["x"])
         self.test = test[:args.eval_samples] if args.eval_samples > 0 else test
-        self.vocabulary = data["train"]["vocabulary"]
+        self.vocabulary = data["train"].get("vocabulary")
+        if not self.vocabulary:
+            raise gossamer.ConfigError(f"{path}: data.name: \"{cfg.get('data', {}).get('name')}\""
+                                       " is not text; use bible-kjv or text (docs/modules/data.md)")
+        try:  # a model that is no gpt: one line, now
+            gm.gpt_from_config(cfg, len(self.vocabulary))
+        except gossamer.ConfigError as e:
+            raise gossamer.ConfigError(f"{path}: {e}") from None
         self.outer = cfg.get("outer")
         options = json.loads(args.options) if args.options else \
             cfg.get("algorithms", {}).get(args.algorithm)
@@ -191,7 +198,7 @@ def main():
         os.makedirs(args.metrics_dir, exist_ok=True)
     if rank is not None:  # one process of a job over UCX
         topology = args.topology or os.environ.get("GOSSAMER_TOPOLOGY")
-        job = Job(args, cfg, gossamer.peer_count(topology), launch)
+        job = Job(args, path, cfg, gossamer.peer_count(topology), launch)
         train_peer(rank, job, topology)
         return 0
     topology = args.topology
@@ -203,7 +210,7 @@ def main():
         topology = os.path.join(tmp.name, f"ring{args.peers}.json")
         gossamer.Topology.generate("ring", args.peers).save(topology)
     n = gossamer.peer_count(topology)
-    job = Job(args, cfg, n, launch)
+    job = Job(args, path, cfg, n, launch)
     encode(args.prompt, job.vocabulary)  # a bad prompt fails before training
     inproc = gossamer.InprocJob(n)
     results = [None] * n

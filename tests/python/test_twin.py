@@ -190,10 +190,16 @@ def test_example_trains_the_twin_with_gossip(tmp_path):
     assert "sample (temperature 0):\nAnd the" in r.stdout
 
 
-def test_example_bad_prompt_is_one_line_exit_2(tmp_path):
+def test_example_bad_input_is_one_line_exit_2(tmp_path):
+    import json
     r = run_example("--config", example_config(tmp_path), "--prompt", "And~")
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "--prompt: character '~' (position 3) is not in the data's vocabulary" in r.stderr
+    mlp = tmp_path / "mlp.json"
+    mlp.write_text(json.dumps(gpt_config(tmp_path, model={"name": "mlp", "hidden": [8]})))
+    r = run_example("--config", str(mlp))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"{mlp}: model.name: \"mlp\" is not \"gpt\"" in r.stderr
 
 
 def torch_row(tmp_path, cfg, algorithm):
