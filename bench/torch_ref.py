@@ -17,7 +17,7 @@ import time
 
 # The GPTs of `gossamer bench compute` (models.hpp's "gpt"): name -> layers, heads, width, context.
 GPTS = {"gpt_tiny": (2, 4, 128, 64), "gpt_lab": (4, 4, 192, 64)}
-VOCAB = 62  # the King James Bible's characters
+VOCAB = 63  # the King James Bible's characters, the newline included
 
 
 def gpt(torch, layers, heads, width, context):

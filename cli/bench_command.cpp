@@ -100,7 +100,7 @@ int run_compute_bench(const std::vector<std::string>& args) {
                 "Samples per second of forward + backward + SGD step, one BLAS thread, for the "
                 "MLP 784-256-128-10 and the CNN (16 and 32 5x5 channels) at batch 64, and the "
                 "GPTs gpt_tiny (L2 H4 W128 T64, batch 16) and gpt_lab (L4 H4 W192 T64, batch 8) "
-                "on 62 characters, beside the same models in PyTorch on one CPU thread "
+                "on 63 characters, beside the same models in PyTorch on one CPU thread "
                 "(bench/torch_ref.py, run by /usr/bin/python3; scripts/deps.sh --bench installs "
                 "it). Targets: ratio >= 1.0 (MLP), >= 0.7 (CNN), >= 0.8 (GPTs). Exit 1 when the "
                 "reference cannot run.",

@@ -66,7 +66,7 @@ TEST_CASE("bench compute runs the GPT rows at their own batch, beside the refere
     REQUIRE(j["rows"].size() == 1);
     const auto& row = j["rows"][0];
     CHECK(row["batch"] == 16);
-    CHECK(row["description"] == "gpt L2 H4 W128 T64 vocab 62 (420926 parameters)");
+    CHECK(row["description"] == "gpt L2 H4 W128 T64 vocab 63 (421183 parameters)");
     CHECK(row["torch_samples_per_s"] == 1000.0);
     CHECK(row["target_ratio"] == 0.8);
     auto lab =

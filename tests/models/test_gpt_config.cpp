@@ -15,10 +15,10 @@ using namespace gossamer;
 
 namespace {
 
-// A data shape of text windows: 62 characters (the KJV's count), windows of context + 1.
+// A data shape of text windows: 63 characters (the KJV's count), windows of context + 1.
 models::DataShape text(int context = 64, std::string vocabulary = "") {
     if (vocabulary.empty())
-        for (int i = 0; i < 62; ++i) vocabulary.push_back(static_cast<char>(' ' + i));
+        for (int i = 0; i < 63; ++i) vocabulary.push_back(static_cast<char>(' ' + i));
     const int v = static_cast<int>(vocabulary.size());
     return {"bible-kjv/train", context + 1, v, 1, 0, 0, vocabulary};
 }
@@ -54,17 +54,17 @@ double stddev(const float* w, std::size_t n) {
 }  // namespace
 
 TEST_CASE("gpt layout: the tensors of models.hpp, in order, and the layers over them") {
-    auto spec = test_gpt::make_spec(62);
+    auto spec = test_gpt::make_spec(63);
     spec.digest = "1a2b3c4d";
     auto m = models::gpt(spec);
-    // 126 x 128 embeddings, 2 blocks of 12 W^2 + 13 W, head 2 W + 62 W + 62.
-    CHECK(m->parameter_count() == 16128 + 2 * 198272 + 8254);
-    CHECK(m->describe() == "gpt L2 H4 W128 T64 vocab 62 #1a2b3c4d (420926 parameters)");
+    // 127 x 128 embeddings, 2 blocks of 12 W^2 + 13 W, head 2 W + 63 W + 63.
+    CHECK(m->parameter_count() == 16256 + 2 * 198272 + 8383);
+    CHECK(m->describe() == "gpt L2 H4 W128 T64 vocab 63 #1a2b3c4d (421183 parameters)");
     CHECK(m->name() == "gpt");
     CHECK(m->input_features() == 65);
-    CHECK(m->classes() == 62);
+    CHECK(m->classes() == 63);
     CHECK(m->context() == 64);
-    CHECK(m->vocabulary_size() == 62);
+    CHECK(m->vocabulary_size() == 63);
     const auto t = test_gpt::tensors(spec);
     const auto layers = m->layers();
     REQUIRE(layers.size() == 4);
@@ -74,13 +74,13 @@ TEST_CASE("gpt layout: the tensors of models.hpp, in order, and the layers over 
     CHECK(layers[2].offset == t[14].offset);
     CHECK(layers[3].offset == t[26].offset);
     CHECK(t[26].name == "lnf.weight");
-    auto lab = models::gpt(test_gpt::make_spec(62, 64, 4, 4, 192));
-    CHECK(lab->parameter_count() == 1815998);
-    CHECK(lab->describe() == "gpt L4 H4 W192 T64 vocab 62 (1815998 parameters)");
+    auto lab = models::gpt(test_gpt::make_spec(63, 64, 4, 4, 192));
+    CHECK(lab->parameter_count() == 1816383);
+    CHECK(lab->describe() == "gpt L4 H4 W192 T64 vocab 63 (1816383 parameters)");
 }
 
 TEST_CASE("gpt init: GPT-2's scales, ones and zeros, deterministic for a seed") {
-    const auto spec = test_gpt::make_spec(62);
+    const auto spec = test_gpt::make_spec(63);
     auto m = models::gpt(spec);
     ParamVector p(m->parameter_count()), q(m->parameter_count());
     m->init(p, 5);
@@ -118,8 +118,8 @@ TEST_CASE("gpt constructor refuses sizes out of range") {
 TEST_CASE("make_model builds the gpt from text data and names the vocabulary's digest") {
     const auto d = text();
     auto m = build(R"({"name": "gpt"})", d);
-    CHECK(m->describe() == "gpt L2 H4 W128 T64 vocab 62 #" + vocabulary_digest(d.vocabulary) +
-                               " (420926 parameters)");
+    CHECK(m->describe() == "gpt L2 H4 W128 T64 vocab 63 #" + vocabulary_digest(d.vocabulary) +
+                               " (421183 parameters)");
     CHECK(vocabulary_digest(d.vocabulary).size() == 8);
     auto lab = build(R"({"name": "gpt", "layers": 4, "heads": 4, "width": 192, "context": 32,
                          "input": 33})",
@@ -127,6 +127,23 @@ TEST_CASE("make_model builds the gpt from text data and names the vocabulary's d
     CHECK(lab->input_features() == 33);
     CHECK(dynamic_cast<models::LanguageModel*>(lab.get())->context() == 32);
     CHECK(models::model_names().at(4) == "gpt");  // the built-ins come first
+}
+
+TEST_CASE("make_model sizes the gpt from text windows, which it then trains on") {
+    const std::string text = "In the beginning God created the heaven and the earth.\n";
+    const Dataset d = text_windows(text, vocabulary_of(text), 8, 4, "text");
+    auto m = build(R"({"name": "gpt", "layers": 1, "heads": 2, "width": 16, "context": 8})",
+                   models::shape_of(d));
+    CHECK(m->classes() == static_cast<int>(d.vocabulary.size()));
+    CHECK(m->input_features() == 9);
+    ParamVector p(m->parameter_count()), g(m->parameter_count());
+    m->init(p, 1);
+    const Batch b{static_cast<int>(d.size()), d.features, d.x.data(), d.labels.data(), nullptr};
+    const double loss = m->loss_and_gradient(p, b, g);
+    // At init the logits are nearly uniform: the loss is close to ln(vocabulary).
+    CHECK(loss ==
+          doctest::Approx(std::log(static_cast<double>(d.vocabulary.size()))).epsilon(0.05));
+    CHECK(m->evaluate(p, d).loss == doctest::Approx(loss).epsilon(1e-5));
 }
 
 TEST_CASE("make_model refuses bad gpt configs with one line at the JSON path") {
