@@ -34,11 +34,14 @@ LN2 = math.log(2.0)
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, width, heads):
+    def __init__(self, width, heads, context):
         super().__init__()
         self.heads = heads
         self.qkv = nn.Linear(width, 3 * width)
         self.proj = nn.Linear(width, width)
+        # The future of each position, made once (a buffer: not a parameter, not saved).
+        self.register_buffer("future", torch.ones(context, context, dtype=torch.bool).triu(1),
+                             persistent=False)
 
     def forward(self, x):
         b, t, w = x.shape
@@ -46,8 +49,7 @@ class CausalSelfAttention(nn.Module):
         q, k, v = self.qkv(x).split(w, dim=2)  # rows of qkv: q, then k, then v
         q, k, v = (z.view(b, t, h, d).transpose(1, 2) for z in (q, k, v))  # [b, h, t, d]
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
-        future = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
-        scores = scores.masked_fill(future, float("-inf"))
+        scores = scores.masked_fill(self.future[:t, :t], float("-inf"))
         y = torch.softmax(scores, dim=-1) @ v  # [b, h, t, d]
         return self.proj(y.transpose(1, 2).reshape(b, t, w))
 
@@ -64,10 +66,10 @@ class Mlp(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, width, heads):
+    def __init__(self, width, heads, context):
         super().__init__()
         self.ln1 = nn.LayerNorm(width, eps=1e-5)
-        self.attn = CausalSelfAttention(width, heads)
+        self.attn = CausalSelfAttention(width, heads, context)
         self.ln2 = nn.LayerNorm(width, eps=1e-5)
         self.mlp = Mlp(width)
 
@@ -92,7 +94,7 @@ class Gpt(nn.Module):
         self.heads, self.width = int(heads), int(width)
         self.wte = nn.Embedding(vocab, width)
         self.wpe = nn.Embedding(context, width)
-        self.blocks = nn.ModuleList(Block(width, heads) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(width, heads, context) for _ in range(layers))
         self.lnf = nn.LayerNorm(width, eps=1e-5)
         self.out = nn.Linear(width, vocab)
 
