@@ -100,8 +100,8 @@ void bind_data(py::module_& m) {
             out["params"] = params;
             out["layers"] = layers_of(w.trainer->model());  // [(name, offset, size)]
             out["model"] = w.trainer->model().describe();
-            out["steps"] = w.inner_steps;                   // local (inner) steps
-            out["rounds"] = w.steps;                        // protocol steps: rounds under "outer"
+            out["steps"] = w.inner_steps;  // local (inner) steps
+            out["rounds"] = w.steps;       // protocol steps: rounds under "outer"
             out["batch_size"] = w.trainer->batch_size();
             // The trainer's batches (rows of the shard, step after step: BatchLoader's epoch
             // permutations, the tail of each epoch dropped) and learning rates, so that a
