@@ -44,28 +44,23 @@ constexpr TorchRow kTorchRows[] = {
     {"diloco", "bench/diloco_ref.py", "GOSSAMER_DILOCO_SCRIPT"},
 };
 
-/// A torch row mirrors the built-in softmax and mlp with SGD (bench/torch_job.py); `ddp` is
+/// A torch row mirrors the built-in softmax, mlp and gpt (its twin, gossamer.models_torch.Gpt)
+/// with any local optimizer (sgd, adam, adamw: torch.optim's rules; bench/torch_job.py); `ddp` is
 /// per-step (no "outer" section) and `diloco` is DiLoCo's outer loop over the whole model (an
 /// "outer" section without partitions): anything else is refused before the first algorithm
 /// runs, rather than by each script peer.
-void check_torch_config(const std::string& path, const optim::TrainingConfig& cfg,
-                        const TorchRow& row) {
+void check_torch_config(const std::string& path, const TorchRow& row) {
     std::ifstream in(path);
     const auto doc = json::Json::parse(in, nullptr, false, true);
     const std::string algo = row.algorithm;
     const auto model = doc.is_object() && doc.contains("model") && doc["model"].is_object()
                            ? doc["model"].value("name", std::string())
                            : std::string();
-    if (model != "softmax" && model != "mlp")
+    if (model != "softmax" && model != "mlp" && model != "gpt")
         refuse(fmt::format(
-            "{}: model.name: {} ({}) has torch twins of softmax and mlp, not \"{}\"; leave {} out "
-            "of --algorithms or use one of those models",
+            "{}: model.name: {} ({}) has torch twins of softmax, mlp and gpt, not \"{}\"; leave "
+            "{} out of --algorithms or use one of those models",
             path, algo, row.script, model, algo));
-    if (cfg.optimizer.kind != optim::OptimizerKind::sgd)
-        refuse(fmt::format(
-            "{}: optimizer.name: {} mirrors sgd only (torch.optim.SGD is its rule); leave {} "
-            "out of --algorithms or use sgd",
-            path, algo, algo));
     if (doc.is_object() && doc.contains("multirate"))
         refuse(
             fmt::format("{}: multirate: {} trains every parameter at every step; leave {} out "
@@ -181,7 +176,7 @@ LaunchJob prepare_job(const LaunchRequest& r) {
     job.config =
         std::make_shared<const optim::TrainingConfig>(optim::load_training_config(job.config_path));
     const auto& cfg = *job.config;
-    for (const auto& row : torch_rows(r)) check_torch_config(job.config_path, cfg, row);
+    for (const auto& row : torch_rows(r)) check_torch_config(job.config_path, row);
     job.epochs = r.epochs.value_or(cfg.epochs);
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     job.threads_per_peer = r.threads_per_peer.value_or(std::max(1, cores / n));
