@@ -78,3 +78,16 @@ TEST_CASE("text: bad data sections name their key") {
                    }),
                    "optimizer.clip_norm"));
 }
+
+TEST_CASE("text: the shipped GPT configs parse, each sized for its model's context") {
+    const std::string root = std::string(GOSSAMER_SOURCE_DIR) + "/examples/";
+    for (const char* name : {"train/gpt_tiny.json", "launch/gpt_tiny8.json", "sim/gpt_tiny16.json",
+                             "lab/gpt_lab8.json"}) {
+        CAPTURE(name);
+        const auto c = optim::load_training_config(root + name);
+        CHECK(c.data.name == "bible-kjv");
+        CHECK(c.data.context == 64);
+        CHECK(c.optimizer.clip_norm == 1.0);
+        CHECK(c.target_loss.has_value());
+    }
+}
