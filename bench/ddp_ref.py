@@ -3,9 +3,11 @@
 
 One rank of synchronous data-parallel SGD over torch.distributed's gloo backend, one CPU thread,
 training the built-in job of the launcher's training config step for step: the same model
-(softmax or mlp, nn.Linear layers in the built-in layout), the same first parameters, shard,
-batches (rows and order), learning rate at every step, optimizer (SGD with momentum, Nesterov
-and weight decay) as a built-in `allreduce` peer, all from `gossamer.shard`. Each step's
+(softmax or mlp, nn.Linear layers in the built-in layout, or the GPT's twin
+gossamer.models_torch.Gpt on text windows), the same first parameters, shard, batches (rows and
+order), learning rate at every step, optimizer (SGD with momentum, Nesterov and weight decay;
+Adam or AdamW; optimizer.clip_norm) as a built-in `allreduce` peer, all from `gossamer.shard`.
+For a GPT it reports the validation loss in nats and bits per character. Each step's
 gradients are averaged with one all-reduce of the flat gradient (what DistributedDataParallel
 does with one bucket; done by hand so that computing, padding and waiting are timed apart).
 
@@ -44,6 +46,7 @@ def main():
             p.grad.copy_(grad[offset:offset + p.numel()].view_as(p))
             offset += p.numel()
         idle += time.monotonic() - waited
+        job.clip()  # optimizer.clip_norm: the averaged gradient's global norm
         job.set_lr(s)
         job.opt.step()
         now = time.monotonic() - t0

@@ -5,7 +5,7 @@
 One rank of DiLoCo (Douillard et al. 2023) over torch.distributed's gloo backend, one CPU thread,
 training the built-in job of the launcher's training config as a built-in `allreduce` peer with
 the config's "outer" section does: the same model (softmax or mlp, nn.Linear layers in the
-built-in layout), first point, shard, batches (rows and order) and optimizer, all from
+built-in layout, or the GPT's twin gossamer.models_torch.Gpt on text windows), first point, shard, batches (rows and order) and optimizer, all from
 `gossamer.shard`, the T inner steps of the job without "outer" (its batches per epoch x epochs)
 with the learning rate of each inner step's index (the schedule runs over inner steps only).
 
@@ -101,6 +101,7 @@ def main():
         busy += waited - start
         round_loss += loss.item()
         round_seconds += waited - start
+        job.clip()  # optimizer.clip_norm: this rank's gradient, before its inner step
         job.set_lr(s)  # the inner step's own index: the schedule runs over inner steps only
         job.opt.step()
         if (s + 1) % h != 0 and s + 1 != steps:

@@ -2,7 +2,8 @@
 bench/diloco_ref.py for `diloco`; docs/results/benchmarks.md): the launcher's facts from the
 environment, the built-in job of the training config as torch objects (the same model, first
 point, shard, batches, learning rates and optimizer as a built-in peer, all from
-`gossamer.shard`), step padding, evaluation points and the per-peer lines `gossamer launch`
+`gossamer.shard`; a "gpt" model is its twin gossamer.models_torch.Gpt on the text's windows,
+docs/library/gpt_twin.md), step padding, evaluation points and the per-peer lines `gossamer launch`
 reads (OUT/peer<rank>.jsonl, OUT/average.json).
 
 Imported by those scripts from their own folder (Python puts a script's folder first on its
@@ -10,6 +11,7 @@ path): keep it beside them.
 """
 import datetime
 import json
+import math
 import os
 import struct
 import sys
@@ -53,9 +55,16 @@ class Script:
             self.fail(f"{name}: \"{text}\" is not a number; gossamer launch sets a number")
 
 
+def is_gpt(cfg):
+    """A config whose model is the built-in GPT: the rows train its twin
+    (gossamer.models_torch.Gpt) on the text's windows."""
+    return cfg.get("model", {}).get("name") == "gpt"
+
+
 def build_model(script, cfg, features, classes, torch):
     """The built-in model as nn.Linear layers (their weight [out, in] then bias is the built-in
-    layout, docs/library/python.md), or exit 2 for a model this script does not mirror."""
+    layout, docs/library/python.md), or exit 2 for a model this script does not mirror (the GPT
+    is built from the shard: Job.build)."""
     model = cfg.get("model", {})
     name = model.get("name")
     nn = torch.nn
@@ -70,15 +79,18 @@ def build_model(script, cfg, features, classes, torch):
             layers.append(nn.Linear(sizes[i], sizes[i + 1]))
         return nn.Sequential(*layers)
     script.fail(f"{os.environ.get('GOSSAMER_CONFIG')}: model.name: \"{name}\" has no torch twin "
-                f"here; use softmax or mlp for {script.algorithm}")
+                f"here; use softmax, mlp or gpt for {script.algorithm}")
 
 
 def build_optimizer(script, cfg, params, torch):
     o = cfg.get("optimizer", {})
+    if o.get("name") in ("adam", "adamw"):  # Gossamer's rules are torch's (local_optimizer.cpp)
+        import gossamer.models_torch as gm
+        return gm.optimizer(cfg, params)
     if o.get("name") != "sgd":
         script.fail(f"{os.environ.get('GOSSAMER_CONFIG')}: optimizer.name: \"{o.get('name')}\" "
-                    f"is not mirrored by {script.algorithm} (Gossamer's sgd is torch.optim.SGD's "
-                    "rule); use sgd")
+                    f"is not mirrored by {script.algorithm} (Gossamer's sgd, adam and adamw are "
+                    "torch.optim's rules); use sgd, adam or adamw")
     return torch.optim.SGD(params, lr=float(o["lr"]), momentum=float(o.get("momentum", 0)),
                            nesterov=bool(o.get("nesterov", False)),
                            weight_decay=float(o.get("weight_decay", 0)))
@@ -97,6 +109,10 @@ class Metrics:
 
 
 def evaluate(net, x, y, torch):
+    """(mean loss, accuracy) of the net on x, y; the GPT twin: the loss per character (nats)
+    and the fraction of windows whose last character it predicts, as the built-in's."""
+    if hasattr(net, "evaluate"):
+        return net.evaluate(x)
     with torch.no_grad():
         out = net(x)
         loss = torch.nn.functional.cross_entropy(out, y).item()
@@ -151,12 +167,22 @@ class Job:
         self.y = torch.from_numpy(shard["y"])
         self.test_x = torch.from_numpy(data["test"]["x"]).reshape(len(data["test"]["y"]), -1)
         self.test_y = torch.from_numpy(data["test"]["y"])
-        self.net = build_model(script, self.cfg, self.x.shape[1], int(shard["classes"]), torch)
+        self.layers = shard["layers"]
+        self.description = shard["model"]  # the built-in's describe(): model files name it
+        if is_gpt(self.cfg):  # the twin, on the windows of token ids (x: [N, context + 1])
+            import gossamer.models_torch as gm
+            try:
+                self.net = gm.from_shard(self.cfg, shard)
+            except gossamer.ConfigError as e:
+                script.fail(f"{launch.config}: {e}")
+        else:
+            self.net = build_model(script, self.cfg, self.x.shape[1], int(shard["classes"]),
+                                   torch)
         self.flat = gt.flatten(self.net)
         if self.flat.buffer.numel() != shard["params"].size:
             script.fail(f"{launch.config}: model: torch's {self.flat.buffer.numel()} parameters "
-                        f"differ from the built-in {shard['params'].size}; use a softmax or mlp "
-                        "model")
+                        f"differ from the built-in {shard['params'].size}; use a softmax, mlp "
+                        "or gpt model")
         with torch.no_grad():
             self.flat.buffer.copy_(torch.from_numpy(shard["params"]))  # the built-in first point
         self.params = list(self.net.parameters())
@@ -180,13 +206,24 @@ class Job:
         loss, the step's start and the end of its padding (time.monotonic())."""
         torch, start = self.torch, time.monotonic()
         rows = torch.from_numpy(self.batches[s])
-        loss = torch.nn.functional.cross_entropy(self.net(self.x[rows]), self.y[rows])
+        if is_gpt(self.cfg):  # cross-entropy per character over the windows' positions
+            loss = self.net.loss(self.x[rows])
+        else:
+            loss = torch.nn.functional.cross_entropy(self.net(self.x[rows]), self.y[rows])
         self.opt.zero_grad(set_to_none=False)
         loss.backward()
         pad = self.step_time - (time.monotonic() - start)
         if pad > 0:
             time.sleep(pad)
         return loss, start, time.monotonic()
+
+    def clip(self):
+        """Global-norm clipping of the gradients to optimizer.clip_norm (as the built-in's local
+        optimizer does; nothing without it): after the all-reduce for ddp, before each inner
+        step for diloco."""
+        if self.cfg.get("optimizer", {}).get("clip_norm"):
+            import gossamer.models_torch as gm
+            gm.clip_gradients(self.cfg, self.params)
 
     def set_lr(self, s):
         for group in self.opt.param_groups:
@@ -220,8 +257,13 @@ class Job:
             self.launch.write_average({"average_of": list(range(world)), "n": world,
                                        "algorithm": algorithm, "steps": steps,
                                        **(average or {})}, loss, acc)
-            print(f"rank 0: {steps} {what} in {end:.2f} s (idle {idle:.2f} s), test loss "
-                  f"{loss:.4f}, accuracy {100 * acc:.2f}%", flush=True)
+            if is_gpt(self.cfg):  # text: the loss per character, and in bits
+                score = (f"validation loss {loss:.4f} nats/char "
+                         f"({loss / math.log(2):.4f} bits/char)")
+            else:
+                score = f"test loss {loss:.4f}, accuracy {100 * acc:.2f}%"
+            print(f"rank 0: {steps} {what} in {end:.2f} s (idle {idle:.2f} s), {score}",
+                  flush=True)
         self.dist.barrier()
         self.dist.destroy_process_group()
 
@@ -230,15 +272,20 @@ class Job:
         partition, written to PATH.tmp then renamed: `gossamer eval` and gossamer.load_model
         read it."""
         params = self.flat.buffer.detach().numpy().astype("<f4").tobytes()
-        sizes = [self.x.shape[1]] + list(self.cfg["model"].get("hidden", [])) + [
-            int(self.net[-1].out_features)]
         name = self.cfg["model"]["name"]
         n = self.flat.buffer.numel()
-        text = f"{name} {'-'.join(str(s) for s in sizes)} ({n} parameters)".encode()
-        part = b"model"
+        if is_gpt(self.cfg):  # the built-in's own description and layers
+            text = self.description.encode()
+            parts = [(l.encode(), offset, size) for l, offset, size in self.layers]
+        else:
+            sizes = [self.x.shape[1]] + list(self.cfg["model"].get("hidden", [])) + [
+                int(self.net[-1].out_features)]
+            text = f"{name} {'-'.join(str(s) for s in sizes)} ({n} parameters)".encode()
+            parts = [(b"model", 0, n)]
+        layout = b"".join(struct.pack("<I", len(p)) + p + struct.pack("<QQ", o, k)
+                          for p, o, k in parts)
         body = (b"GSMRMODL" + struct.pack("<Iq", 1, steps) + struct.pack("<I", len(text)) + text
-                + struct.pack("<QI", n, 1) + struct.pack("<I", len(part)) + part
-                + struct.pack("<QQ", 0, n) + params)
+                + struct.pack("<QI", n, len(parts)) + layout + params)
         with open(path + ".tmp", "wb") as f:
             f.write(body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF))
             f.flush()

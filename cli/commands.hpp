@@ -14,6 +14,7 @@ int run_sim(const std::vector<std::string>& args);
 int run_launch(const std::vector<std::string>& args);
 int run_peer(const std::vector<std::string>& args);
 int run_eval(const std::vector<std::string>& args);
+int run_sample(const std::vector<std::string>& args);
 int run_lab(const std::vector<std::string>& args);
 int run_report(const std::vector<std::string>& args);
 

@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "gossamer/core/blas.hpp"
 #include "gossamer/core/json.hpp"
+#include "gossamer/core/text_metrics.hpp"
 #include "gossamer/optimizers/local/model_eval.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
 
@@ -19,7 +20,8 @@ int run_eval(const std::vector<std::string>& args) {
                 "gossamer train or of a job's peers (their exact average), or a checkpoint "
                 "(OUT/checkpoint-STEP.bin, OUT/checkpoint-RANK-STEP.bin). The file must fit the "
                 "config's model: the same parameter count and partitions. Prints the test loss "
-                "and accuracy (the numbers gossamer train reports for the same file), or --json.",
+                "and accuracy (the numbers gossamer train reports for the same file; on text data "
+                "the loss in nats and bits per character), or --json.",
                 {{"model", "FILE", "the model file (docs/formats/model-file.md)"},
                  {"config", "TRAIN", "the training config the model was trained with"},
                  {"threads", "N", "BLAS threads (default: training.threads)"},
@@ -40,6 +42,10 @@ int run_eval(const std::vector<std::string>& args) {
         {"parameters", e.parameters},     {"config", *a.value("config")}, {"data", e.data},
         {"test_samples", e.test_samples}, {"test_loss", e.result.loss}};
     if (e.result.accuracy) j["test_accuracy"] = *e.result.accuracy;
+    if (e.text) {
+        j["test_nats_per_char"] = e.result.loss;
+        j["test_bpc"] = text_metrics::bits_per_char(e.result.loss);
+    }
     if (a.flag("json")) {
         std::cout << j.dump(2) << "\n";
         return 0;
@@ -51,6 +57,13 @@ int run_eval(const std::vector<std::string>& args) {
     row("model", e.file_model);
     row("config", *a.value("config"));
     row("data", fmt::format("{}: {} test samples", e.data, e.test_samples));
+    if (e.text) {
+        // A language model: the loss is nats per character; bits beside it, no accuracy.
+        row("test_loss", fmt::format("{:.6f}", e.result.loss));
+        row("nats_per_char", fmt::format("{:.4f}", e.result.loss));
+        row("bpc", fmt::format("{:.4f}", text_metrics::bits_per_char(e.result.loss)));
+        return 0;
+    }
     row("test_loss", fmt::format("{:.6f}", e.result.loss));
     if (e.result.accuracy) row("test_accuracy", fmt::format("{:.2f}%", 100 * *e.result.accuracy));
     return 0;

@@ -16,37 +16,9 @@
 #include "gossamer/core/cluster.hpp"
 #include "gossamer/core/progress.hpp"
 #include "gossamer/launch/launch_job.hpp"
+#include "launch_print.hpp"
 
 namespace gossamer::cli {
-namespace {
-
-// The time-to-target column (empty without a target): "—" when never reached.
-std::string target_header(std::optional<double> target) {
-    return target ? fmt::format("time to {:.1f}% ", 100 * *target) : "";
-}
-std::string target_cell(std::optional<double> target, std::optional<double> time) {
-    if (!target) return "";
-    return time ? fmt::format("{:.2f} ", *time) : "— ";
-}
-
-std::string launch_table(const launch::LaunchJob& job, const std::vector<launch::LaunchRow>& rows) {
-    std::string table = fmt::format("{:<10} {:>15}{:>9} {:>9} {:>15} {:>12} {:>12} {:>8} {:>6}\n",
-                                    "algorithm", target_header(job.target), "time [s]", "wall [s]",
-                                    "final acc [%]", "final loss", "MB sent/peer", "idle", "lost");
-    for (const auto& row : rows)
-        table +=
-            fmt::format("{:<10} {:>15}{:>9.2f} {:>9.2f} {:>15} {:>12} {:>12.2f} {:>8} {:>6}\n",
-                        row.algorithm, target_cell(job.target, row.time_to_target), row.train,
-                        row.wall, row.accuracy ? fmt::format("{:.2f}", 100 * *row.accuracy) : "-",
-                        row.loss ? fmt::format("{:.4f}", *row.loss) : "-", row.mb_per_peer,
-                        fmt::format("{:.1f}%", 100 * row.idle_share),
-                        row.diverged ? fmt::format("{} ({} diverged)", row.failed, row.diverged)
-                                     : fmt::format("{}", row.failed));
-    return table;
-}
-
-}  // namespace
-
 int run_launch(const std::vector<std::string>& args) {
     ArgParser p(
         "gossamer launch", "--topology T --config TRAIN [options]",
@@ -83,6 +55,9 @@ int run_launch(const std::vector<std::string>& args) {
          {"target", "ACC",
           "target accuracy for the time-to-target column (default: "
           "training.target_accuracy)"},
+         {"target-loss", "LOSS",
+          "time to target as validation loss at most LOSS, the peers' mean (default: "
+          "training.target_loss when no accuracy target is set)"},
          {"eval-interval", "S", "seconds between the peers' evaluation points (default 2)"},
          {"eval-samples", "N",
           "the first N test samples each evaluation uses (default 2000, as sim's per-peer "
@@ -142,6 +117,7 @@ int run_launch(const std::vector<std::string>& args) {
     r.trace_limit = trace_limit_bytes(a);
     r.live = a.flag("live");
     if (a.value("target")) r.target = a.number("target", 0);
+    if (a.value("target-loss")) r.target_loss = a.number("target-loss", 0);
     r.inproc = a.flag("inproc");
     r.hosts = a.value("hosts").value_or("local");
     r.script = a.value("script");
@@ -175,7 +151,8 @@ int run_launch(const std::vector<std::string>& args) {
         return 128 + stop.signal;
     }
     if (!a.flag("no-plots"))
-        launch::write_plots(job.out, job.target, GOSSAMER_SOURCE_DIR "/scripts/plot.py");
+        launch::write_plots(job.out, job.target_is_loss ? std::nullopt : job.target,
+                            GOSSAMER_SOURCE_DIR "/scripts/plot.py");
     if (a.flag("json"))
         std::cout << outcome.summary.dump(2) << "\n";
     else

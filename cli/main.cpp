@@ -36,7 +36,8 @@ commands:
   launch    run the local peers of a topology for real, as gossamer peer processes
   peer      run one real peer of a job over UCX (one process per rank; mpirun, srun)
   lab       network-namespace lab: check, up, down, clean (root; docs/operations/lab.md)
-  eval      test accuracy and loss of a saved model (model.bin, a checkpoint)
+  eval      test loss and accuracy (text: bits per character) of a saved model
+  sample    text a saved language model generates from a prompt
   report    one self-contained HTML page from a run folder of sim or launch
   bench     benchmarks with a reference measured in the same run (compute)
 
@@ -78,6 +79,7 @@ int dispatch(const std::vector<std::string>& args) {
     if (cmd == "launch") return gossamer::cli::run_launch(rest);
     if (cmd == "peer") return gossamer::cli::run_peer(rest);
     if (cmd == "eval") return gossamer::cli::run_eval(rest);
+    if (cmd == "sample") return gossamer::cli::run_sample(rest);
     if (cmd == "report") return gossamer::cli::run_report(rest);
     if (cmd == "lab") return gossamer::cli::run_lab(rest);
     throw gossamer::cli::UsageError(

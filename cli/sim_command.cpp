@@ -53,6 +53,9 @@ int run_sim(const std::vector<std::string>& args) {
          {"eval-interval", "S",
           "virtual seconds between evaluations (default: a quarter of a nominal epoch)"},
          {"target", "ACC", "target accuracy (default: training.target_accuracy)"},
+         {"target-loss", "LOSS",
+          "target: validation loss at most LOSS (default: training.target_loss when the config "
+          "sets no target accuracy)"},
          {"peer-eval-samples", "N",
           "test samples of each peer's own evaluation (default 2000; gossamer launch's "
           "--eval-samples)"},
@@ -139,8 +142,7 @@ int run_sim(const std::vector<std::string>& args) {
     spec.trace_file = a.value("trace");
     spec.trace_limit = trace_limit_bytes(a);
     if (spec.trace_file) trace::check_writable(*spec.trace_file, "--trace");
-    if (cfg && cfg->target_accuracy) spec.goal = *cfg->target_accuracy;
-    if (a.value("target")) spec.goal = a.number("target", 0);
+    set_goal(spec, a, spec.config);
 
     // Every algorithm's options, sizes (memory, resync timeouts against the transfer of one full
     // model) and work are checked before the first one runs; then the output folder is made

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <iostream>
 
+#include "gossamer/core/text_metrics.hpp"
+
 namespace gossamer::cli {
 namespace {
 
@@ -37,6 +39,23 @@ int peer_records_every(const std::optional<std::string>& value, int n) {
     }
     throw UsageError(fmt::format(
         "--peer-metrics: use all, none or \"sample K\" (K peers, K >= 1), not \"{}\"", *value));
+}
+
+void set_goal(sim::SweepSpec& spec, const ParsedArgs& a, const optim::TrainingConfig* cfg) {
+    if (a.value("target") && a.value("target-loss"))
+        throw UsageError("--target and --target-loss: give one time-to-target goal");
+    // A flag wins over the config; of the config's, the accuracy.
+    if (a.value("target")) {
+        spec.goal = a.number("target", 0);
+    } else if (a.value("target-loss")) {
+        spec.goal = a.number("target-loss", 0);
+        spec.goal_is_loss = true;
+    } else if (cfg && cfg->target_accuracy) {
+        spec.goal = *cfg->target_accuracy;
+    } else if (cfg && cfg->target_loss) {
+        spec.goal = *cfg->target_loss;
+        spec.goal_is_loss = true;
+    }
 }
 
 void print_run(const sim::RunReport& run, Progress& progress) {
@@ -70,21 +89,33 @@ void print_run(const sim::RunReport& run, Progress& progress) {
 
 std::string sim_table(const std::vector<sim::AlgorithmSummary>& rows, double goal) {
     const bool has_goal = !std::isnan(goal);
-    std::string table = fmt::format(
-        kRow, "algorithm", has_goal ? fmt::format("time to {:.1f}%", 100 * goal) : "time [s]",
-        "final acc [%]", "min..max [%]", "consensus", "samples/s", "MB sent/peer", "bwd GMAC/peer",
-        "idle");
+    // A language model (text data) shows its loss in bits and nats per character instead of
+    // accuracies; a loss target reads "time to loss X".
+    const bool text = std::any_of(rows.begin(), rows.end(), [](const auto& s) { return s.text; });
+    const bool loss_goal =
+        std::any_of(rows.begin(), rows.end(), [](const auto& s) { return s.goal_is_loss; });
+    std::string table =
+        fmt::format(kRow, "algorithm",
+                    !has_goal   ? "time [s]"
+                    : loss_goal ? fmt::format("time to loss {:g}", goal)
+                                : fmt::format("time to {:.1f}%", 100 * goal),
+                    text ? "final bpc" : "final acc [%]", text ? "nats/char" : "min..max [%]",
+                    "consensus", "samples/s", "MB sent/peer", "bwd GMAC/peer", "idle");
     for (const auto& s : rows) {
         const std::string time_col =
             has_goal ? (s.reached == s.seeds ? show(s.time_to_target, "{:.1f}")
                                              : fmt::format("{}/{} reached", s.reached, s.seeds))
                      : show(s.end_time, "{:.1f}");
         const auto& gmac = s.backward_gmac_per_peer;
-        table += fmt::format(kRow, s.algorithm, time_col, show(s.final_accuracy, "{:.2f}", 100),
-                             s.final_accuracy.count == 0
-                                 ? "-"
-                                 : fmt::format("{:.1f}..{:.1f}", 100 * s.min_accuracy.mean,
-                                               100 * s.max_accuracy.mean),
+        const std::string final_col =
+            text ? show(s.final_loss, "{:.3f}", text_metrics::bits_per_char(1))
+                 : show(s.final_accuracy, "{:.2f}", 100);
+        const std::string spread_col =
+            text                          ? show(s.final_loss, "{:.3f}")
+            : s.final_accuracy.count == 0 ? "-"
+                                          : fmt::format("{:.1f}..{:.1f}", 100 * s.min_accuracy.mean,
+                                                        100 * s.max_accuracy.mean);
+        table += fmt::format(kRow, s.algorithm, time_col, final_col, spread_col,
                              show(s.consensus, "{:.3g}"), show(s.samples_per_s, "{:.0f}"),
                              show(s.mb_sent_per_peer, "{:.1f}"),
                              gmac.count == 0 || gmac.mean == 0 ? "-" : show(gmac, "{:.1f}"),

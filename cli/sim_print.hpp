@@ -20,7 +20,13 @@ int peer_records_every(const std::optional<std::string>& value, int n);
 /// (first seed) the versions of the topology it went through.
 void print_run(const sim::RunReport& run, Progress& progress);
 
-/// The comparison table, one row per algorithm; `goal` the target accuracy (NaN: none).
+/// The time-to-target goal of spec: --target (an accuracy), else --target-loss (a validation
+/// loss at most X), else training.target_accuracy, else training.target_loss; UsageError for
+/// both flags.
+void set_goal(sim::SweepSpec& spec, const ParsedArgs& a, const optim::TrainingConfig* config);
+
+/// The comparison table, one row per algorithm; `goal` the target accuracy, or the target loss
+/// when the rows say goal_is_loss (NaN: none).
 std::string sim_table(const std::vector<sim::AlgorithmSummary>& rows, double goal);
 
 }  // namespace gossamer::cli

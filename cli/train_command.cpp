@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "gossamer/core/output_dir.hpp"
 #include "gossamer/core/progress.hpp"
+#include "gossamer/core/text_metrics.hpp"
 #include "gossamer/optimizers/local/training_config.hpp"
 #include "gossamer/peer/train_job.hpp"
 
@@ -84,8 +85,15 @@ int run_train(const std::vector<std::string>& args) {
     s.add("train_loss",
           fmt::format("{:.6f} (mean over the last evaluation interval)", r.train_loss),
           r.train_loss);
-    s.add("test_loss", fmt::format("{:.6f}", last_eval.loss), last_eval.loss);
-    if (last_eval.accuracy)
+    if (r.text) {
+        // A language model: the loss in nats and bits per character instead of an accuracy.
+        s.add("test_loss", text_metrics::format_loss(last_eval.loss), last_eval.loss);
+        s.j["test_bpc"] = text_metrics::bits_per_char(last_eval.loss);
+        if (last_eval.accuracy) s.j["test_accuracy"] = *last_eval.accuracy;
+    } else {
+        s.add("test_loss", fmt::format("{:.6f}", last_eval.loss), last_eval.loss);
+    }
+    if (last_eval.accuracy && !r.text)
         s.add("test_accuracy", fmt::format("{:.2f}%", 100 * *last_eval.accuracy),
               *last_eval.accuracy);
     auto target = [&](const char* key, std::optional<double> goal,

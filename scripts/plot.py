@@ -62,6 +62,7 @@ def main(argv):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5))
+    text = False  # a language model (lines with "bpc"): bits per character instead of accuracy
     for algo, dirs in sorted(runs.items()):
         series = [read_lines(d / "metrics.jsonl") for d in dirs]
         steps = min(len(s) for s in series)
@@ -70,22 +71,32 @@ def main(argv):
         per_peer = 1.0 if x_name == "time" else 1.0 / max(1, n_peers(dirs[0]))
         t = [x_scale * per_peer * sum(s[i].get(x_key, 0) for s in series) / len(series)
              for i in range(steps)]
-        acc = [100 * sum(s[i]["accuracy"] for s in series) / len(series) for i in range(steps)]
-        lo = [100 * min(s[i].get("min_accuracy", s[i]["accuracy"]) for s in series) for i in range(steps)]
-        hi = [100 * max(s[i].get("max_accuracy", s[i]["accuracy"]) for s in series) for i in range(steps)]
+        if "bpc" in series[0][0]:
+            text = True
+            acc = [sum(s[i]["bpc"] for s in series) / len(series) for i in range(steps)]
+            lo = [min(s[i]["bpc"] for s in series) for i in range(steps)]  # band: over seeds
+            hi = [max(s[i]["bpc"] for s in series) for i in range(steps)]
+        else:
+            acc = [100 * sum(s[i]["accuracy"] for s in series) / len(series) for i in range(steps)]
+            lo = [100 * min(s[i].get("min_accuracy", s[i]["accuracy"]) for s in series) for i in range(steps)]
+            hi = [100 * max(s[i].get("max_accuracy", s[i]["accuracy"]) for s in series) for i in range(steps)]
         (line,) = ax.plot(t, acc, label=f"{algo} ({len(series)} seed{'s' if len(series) > 1 else ''})")
         ax.fill_between(t, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
-    if target:
+    if target and not text:
         ax.axhline(100 * target, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel(x_label)
-    ax.set_ylabel("test accuracy of the averaged model [%] (band: min..max over peers)")
-    ax.set_title(f"{root.name}: accuracy {x_title}")
+    if text:
+        ax.set_ylabel("bits per character of the averaged model")
+        ax.set_title(f"{root.name}: bits per character {x_title}")
+    else:
+        ax.set_ylabel("test accuracy of the averaged model [%] (band: min..max over peers)")
+        ax.set_title(f"{root.name}: accuracy {x_title}")
     ax.grid(True, alpha=0.3)
     ax.legend()
     # Show the interesting range: from a little below the accuracy after the first evaluations.
     lows = [min(list(l.get_ydata())[2:] or list(l.get_ydata())) for l in ax.get_lines()
             if len(l.get_ydata()) and l.get_linestyle() == "-"]
-    if lows:
+    if lows and not text:
         ax.set_ylim(max(0, min(lows) - 5), None)
     save(fig, root / x_file)
     if x_name != "time":
@@ -121,18 +132,22 @@ def plot_launch(root, target):
         results[row["algorithm"]] = json.loads((root / row["algorithm"] / "result.json").read_text())
     fig, ax = plt.subplots(figsize=(8, 5))
     fig_acc, ax_acc = plt.subplots(figsize=(8, 5))
+    # A language model (rows with "final_bpc"): bits per character where accuracy is drawn.
+    text = any("final_bpc" in row for row in summary["algorithms"])
+    scale, key, final_key = (1, "bpc", "final_bpc") if text else (100, "accuracy", "final_accuracy")
     for algo, res in results.items():
         steps, ticks = [], {}
         for peer in sorted((root / algo).glob("peer*.jsonl")):
             for rec in read_lines_lenient(peer):
                 if rec.get("summary"):
                     continue
-                if "eval" in rec and isinstance(rec.get("accuracy"), (int, float)):
-                    ticks.setdefault(rec["eval"], (rec["time"], []))[1].append(rec["accuracy"])
+                if "eval" in rec and isinstance(rec.get(key), (int, float)):
+                    ticks.setdefault(rec["eval"], (rec["time"], []))[1].append(rec[key])
                 elif "loss" in rec and "time" in rec and "step" in rec:
                     steps.append((rec["time"], rec["rank"], rec["loss"]))
-        acc = res.get("final_accuracy")
-        label = algo + (f" (final {100 * acc:.1f}%)" if acc is not None else "")
+        acc = res.get(final_key)
+        label = algo + ((f" (final {acc:.3f} bpc)" if text else f" (final {100 * acc:.1f}%)")
+                        if acc is not None else "")
         if steps:
             t, mean, lo, hi = binned(steps, 60)
             (line,) = ax.plot(t, mean, label=label)
@@ -143,16 +158,16 @@ def plot_launch(root, target):
         if ticks:
             ks = sorted(ticks)
             t = [ticks[k][0] for k in ks]
-            mean = [100 * sum(ticks[k][1]) / len(ticks[k][1]) for k in ks]
+            mean = [scale * sum(ticks[k][1]) / len(ticks[k][1]) for k in ks]
             (line,) = ax_acc.plot(t, mean, color=color, label=f"{algo}: mean over peers")
-            ax_acc.fill_between(t, [100 * min(ticks[k][1]) for k in ks],
-                                [100 * max(ticks[k][1]) for k in ks], color=line.get_color(),
+            ax_acc.fill_between(t, [scale * min(ticks[k][1]) for k in ks],
+                                [scale * max(ticks[k][1]) for k in ks], color=line.get_color(),
                                 alpha=0.12, linewidth=0)
             color = line.get_color()
             if res.get("time_to_target") is not None:
                 ax_acc.axvline(res["time_to_target"], color=color, linestyle="--", linewidth=1)
         if acc is not None:
-            ax_acc.plot([res["train_seconds"]], [100 * acc], marker="*", markersize=14,
+            ax_acc.plot([res["train_seconds"]], [scale * acc], marker="*", markersize=14,
                         linestyle="", color=color, label=f"{algo}: exact average at the end")
     ax.set_xlabel("wall-clock time [s]")
     ax.set_ylabel("training loss (mean over peers; band: min..max)")
@@ -160,12 +175,16 @@ def plot_launch(root, target):
     ax.grid(True, alpha=0.3)
     ax.legend()
     save(fig, root / "loss.png")
-    if target:
+    if target and not text:
         ax_acc.axhline(100 * target, color="grey", linestyle=":", linewidth=1)
     ax_acc.set_xlim(left=0)
     ax_acc.set_xlabel("time since the peers started [s] (dashed: first tick at the target)")
-    ax_acc.set_ylabel("test accuracy of the peers' models [%] (band: min..max)")
-    ax_acc.set_title(f"{root.name}: accuracy of real peers at their evaluation points")
+    if text:
+        ax_acc.set_ylabel("bits per character of the peers' models (band: min..max)")
+        ax_acc.set_title(f"{root.name}: bits per character of real peers at their evaluation points")
+    else:
+        ax_acc.set_ylabel("test accuracy of the peers' models [%] (band: min..max)")
+        ax_acc.set_title(f"{root.name}: accuracy of real peers at their evaluation points")
     ax_acc.grid(True, alpha=0.3)
     ax_acc.legend()
     save(fig_acc, root / "accuracy.png")

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -43,28 +44,23 @@ constexpr TorchRow kTorchRows[] = {
     {"diloco", "bench/diloco_ref.py", "GOSSAMER_DILOCO_SCRIPT"},
 };
 
-/// A torch row mirrors the built-in softmax and mlp with SGD (bench/torch_job.py); `ddp` is
+/// A torch row mirrors the built-in softmax, mlp and gpt (its twin, gossamer.models_torch.Gpt)
+/// with any local optimizer (sgd, adam, adamw: torch.optim's rules; bench/torch_job.py); `ddp` is
 /// per-step (no "outer" section) and `diloco` is DiLoCo's outer loop over the whole model (an
 /// "outer" section without partitions): anything else is refused before the first algorithm
 /// runs, rather than by each script peer.
-void check_torch_config(const std::string& path, const optim::TrainingConfig& cfg,
-                        const TorchRow& row) {
+void check_torch_config(const std::string& path, const TorchRow& row) {
     std::ifstream in(path);
     const auto doc = json::Json::parse(in, nullptr, false, true);
     const std::string algo = row.algorithm;
     const auto model = doc.is_object() && doc.contains("model") && doc["model"].is_object()
                            ? doc["model"].value("name", std::string())
                            : std::string();
-    if (model != "softmax" && model != "mlp")
+    if (model != "softmax" && model != "mlp" && model != "gpt")
         refuse(fmt::format(
-            "{}: model.name: {} ({}) has torch twins of softmax and mlp, not \"{}\"; leave {} out "
-            "of --algorithms or use one of those models",
+            "{}: model.name: {} ({}) has torch twins of softmax, mlp and gpt, not \"{}\"; leave "
+            "{} out of --algorithms or use one of those models",
             path, algo, row.script, model, algo));
-    if (cfg.optimizer.kind != optim::OptimizerKind::sgd)
-        refuse(fmt::format(
-            "{}: optimizer.name: {} mirrors sgd only (torch.optim.SGD is its rule); leave {} "
-            "out of --algorithms or use sgd",
-            path, algo, algo));
     if (doc.is_object() && doc.contains("multirate"))
         refuse(
             fmt::format("{}: multirate: {} trains every parameter at every step; leave {} out "
@@ -180,7 +176,7 @@ LaunchJob prepare_job(const LaunchRequest& r) {
     job.config =
         std::make_shared<const optim::TrainingConfig>(optim::load_training_config(job.config_path));
     const auto& cfg = *job.config;
-    for (const auto& row : torch_rows(r)) check_torch_config(job.config_path, cfg, row);
+    for (const auto& row : torch_rows(r)) check_torch_config(job.config_path, row);
     job.epochs = r.epochs.value_or(cfg.epochs);
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     job.threads_per_peer = r.threads_per_peer.value_or(std::max(1, cores / n));
@@ -195,9 +191,18 @@ LaunchJob prepare_job(const LaunchRequest& r) {
     job.trace_per_algorithm = r.algorithms.size() > 1;
     job.live = r.live;
     if (job.trace) trace::check_writable(*job.trace, "--trace");
-    job.target = r.target ? r.target : cfg.target_accuracy;
+    if (r.target && r.target_loss)
+        refuse("gossamer launch: --target and --target-loss: give one time-to-target goal");
+    // A flag wins over the config; of the config's, the accuracy.
+    job.target = r.target ? r.target : r.target_loss ? std::nullopt : cfg.target_accuracy;
     if (job.target && !(*job.target > 0 && *job.target <= 1))
         refuse(fmt::format("--target: {} is not an accuracy in (0, 1]", *job.target));
+    if (!job.target && (r.target_loss || cfg.target_loss)) {
+        job.target = r.target_loss ? r.target_loss : cfg.target_loss;
+        job.target_is_loss = true;
+        if (!(*job.target > 0) || !std::isfinite(*job.target))
+            refuse(fmt::format("--target-loss: {} is not a loss > 0", *job.target));
+    }
     job.inproc = r.inproc;
     check_hosts_and_script(job, r);
     return job;
@@ -255,6 +260,7 @@ void check_job_data(LaunchJob& job, const optim::TrainingData& data) {
                             std::max<std::int64_t>(cfg.batch_size, 1) * job.epochs;
     if (cfg.outer && !cfg.outer->identity()) per_peer = optim::outer_rounds(per_peer, *cfg.outer);
     job.total_steps = per_peer * n;
+    job.text = !data.test.vocabulary.empty();
 }
 
 }  // namespace gossamer::launch

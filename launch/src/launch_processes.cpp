@@ -412,7 +412,8 @@ LaunchRow launch_processes(const LaunchJob& job, const std::string& algo, Progre
         }
         row.peers.push_back(std::move(rec));
     }
-    if (job.target) row.time_to_target = time_to_target(follow, *job.target);
+    if (job.target) row.time_to_target = time_to_target(follow, *job.target, job.target_is_loss);
+    row.text = job.text;
     if (timed_out) row.ok = false;
     if (finished == 0) row.ok = false;
     row.mb_per_peer = bytes / n / 1e6;

@@ -145,7 +145,8 @@ LaunchRow launch_threads(const LaunchJob& job, const optim::TrainingData& data,
         live.show(lines, row.wall, true);
     }
     row.accuracy = res->accuracy;
-    if (job.target) row.time_to_target = time_to_target(follow, *job.target);
+    if (job.target) row.time_to_target = time_to_target(follow, *job.target, job.target_is_loss);
+    row.text = job.text;
     row.loss = res->loss;
     double bytes = 0, idle = 0;
     int finished = 0;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,6 +20,12 @@ namespace gossamer::launch {
 
 namespace fs = std::filesystem;
 
+/// One evaluation point of a peer's own model.
+struct EvalAt {
+    double time = 0, accuracy = 0;
+    double loss = std::numeric_limits<double>::quiet_NaN();  ///< NaN: the line had none
+};
+
 /// Follows one peer's metrics file (docs/modules/peer.md, Metrics) as it grows.
 struct Follower {
     fs::path path;
@@ -26,7 +33,7 @@ struct Follower {
     std::string partial;
     std::int64_t steps = 0;
     std::optional<json::Json> summary;
-    std::map<std::int64_t, std::pair<double, double>> evals;  // tick -> (time, accuracy)
+    std::map<std::int64_t, EvalAt> evals;  // tick -> its evaluation
     // The live view (live.hpp): from the step lines.
     double time = 0, busy = 0, idle = 0;  // seconds: the last step's end, steps, waits
     std::map<int, double> waited;         // neighbour -> seconds of waits its message ended
@@ -48,8 +55,11 @@ struct Follower {
                 auto j = json::Json::parse(line, nullptr, false);
                 if (j.is_object() && j["eval"].is_number_integer() && j["time"].is_number() &&
                     j["accuracy"].is_number())
-                    evals[j["eval"].get<std::int64_t>()] = {j["time"].get<double>(),
-                                                            j["accuracy"].get<double>()};
+                    evals[j["eval"].get<std::int64_t>()] = {
+                        j["time"].get<double>(), j["accuracy"].get<double>(),
+                        j.contains("loss") && j["loss"].is_number()
+                            ? j["loss"].get<double>()
+                            : std::numeric_limits<double>::quiet_NaN()};
             } else if (line.find("\"step\"") != std::string::npos) {
                 ++steps;
                 step_line(line);
@@ -69,21 +79,23 @@ struct Follower {
     }
 };
 
-/// The mean accuracy of the peers' models at tick k: the peers evaluated at it, and those that
-/// finished (a summary) at their latest evaluation before it, as their model is final (sim
-/// evaluates finished peers too). Peers that failed, or have no evaluation yet, do not count.
-/// nullopt when nobody counts.
-inline std::optional<double> mean_accuracy_at(const std::vector<Follower>& peers, std::int64_t k) {
+/// The mean accuracy (or, with `loss`, the mean loss) of the peers' models at tick k: the peers
+/// evaluated at it, and those that finished (a summary) at their latest evaluation before it,
+/// as their model is final (sim evaluates finished peers too). Peers that failed, or have no
+/// evaluation yet, do not count. nullopt when nobody counts.
+inline std::optional<double> mean_accuracy_at(const std::vector<Follower>& peers, std::int64_t k,
+                                              bool loss = false) {
     double sum = 0;
     int count = 0;
+    const auto value = [&](const EvalAt& e) { return loss ? e.loss : e.accuracy; };
     for (const auto& f : peers) {
         if (const auto it = f.evals.find(k); it != f.evals.end()) {
-            sum += it->second.second;
+            sum += value(it->second);
             ++count;
         } else if (f.summary) {
             auto before = f.evals.lower_bound(k);
             if (before == f.evals.begin()) continue;
-            sum += std::prev(before)->second.second;
+            sum += value(std::prev(before)->second);
             ++count;
         }
     }
@@ -92,14 +104,19 @@ inline std::optional<double> mean_accuracy_at(const std::vector<Follower>& peers
 }
 
 /// The first tick at which the mean accuracy of the peers' models (mean_accuracy_at) reached
-/// `target`. Until 2026-12-06 finished peers dropped out of the mean: under async on uneven8
-/// the slow rank 7 alone made the "mean" of the last 60 s (docs/operations/lab.md).
-inline std::optional<double> time_to_target(const std::vector<Follower>& peers, double target) {
+/// `target` (with `loss`: the first at which their mean loss fell to `target` or below: a
+/// validation loss at most X, docs/operations/cli.md). Until 2026-12-06 finished peers dropped out
+/// of the mean: under async on uneven8 the slow rank 7 alone made the "mean" of the last 60 s
+/// (docs/operations/lab.md).
+inline std::optional<double> time_to_target(const std::vector<Follower>& peers, double target,
+                                            bool loss = false) {
     std::map<std::int64_t, double> ticks;  // tick -> time
     for (const auto& f : peers)
-        for (const auto& [k, e] : f.evals) ticks[k] = e.first;
+        for (const auto& [k, e] : f.evals) ticks[k] = e.time;
     for (const auto& [k, time] : ticks)
-        if (const auto mean = mean_accuracy_at(peers, k); mean && *mean >= target) return time;
+        if (const auto mean = mean_accuracy_at(peers, k, loss);
+            mean && (loss ? *mean <= target : *mean >= target))
+            return time;
     return std::nullopt;
 }
 

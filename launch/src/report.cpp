@@ -12,6 +12,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/json.hpp"
 #include "gossamer/core/metrics.hpp"
+#include "gossamer/core/text_metrics.hpp"
 #include "gossamer/topology/topology_file.hpp"
 #include "report_edges.hpp"
 #include "report_outer.hpp"
@@ -25,7 +26,9 @@ using json::Json;
 
 struct Algo {
     std::string name;
+    // acc_*: accuracy in %, or on text data (lines with "bpc") bits per character.
     svg::Series acc_time, loss_time, acc_bytes;
+    bool text = false;
     std::vector<double> idle;                     // idle share per peer
     std::vector<std::vector<double>> edge_bytes;  // [sender][receiver], from a timeline
     EdgeMaps edges;                               // staleness and weights, from edge metrics
@@ -107,9 +110,8 @@ std::string cell(const Json& j, const char* key, double scale, const char* f) {
 // whose otherData names the algorithm (the first seed's).
 std::vector<Algo> read_sim(const fs::path& run, std::string& table) {
     std::vector<Algo> algos;
-    table =
-        "<tr><th>algorithm</th><th>final accuracy [%]</th><th>loss</th><th>end time [s]</th>"
-        "<th>MB sent/peer</th><th>idle</th><th>peers</th></tr>\n";
+    std::string rows;
+    bool text = false;
     std::vector<fs::path> dirs;
     for (const auto& e : fs::directory_iterator(run))
         if (fs::exists(e.path() / "seed0" / "metrics.jsonl")) dirs.push_back(e.path());
@@ -127,21 +129,31 @@ std::vector<Algo> read_sim(const fs::path& run, std::string& table) {
         const double n = std::max<double>(1, static_cast<double>(peers.size()));
         const auto metrics = lines_of(d / "seed0" / "metrics.jsonl");
         for (const auto& m : metrics) {
-            const double t = m.value("time", 0.0), acc = m.value("accuracy", 0.0);
-            a.acc_time.points.emplace_back(t, 100 * acc);
+            a.text = a.text || m.contains("bpc");
+            const double t = m.value("time", 0.0),
+                         acc = a.text ? m.value("bpc", 0.0) : 100 * m.value("accuracy", 0.0);
+            a.acc_time.points.emplace_back(t, acc);
             a.loss_time.points.emplace_back(t, m.value("loss", 0.0));
-            a.acc_bytes.points.emplace_back(m.value("bytes", 0.0) / n / 1e6, 100 * acc);
+            a.acc_bytes.points.emplace_back(m.value("bytes", 0.0) / n / 1e6, acc);
         }
+        text = text || a.text;
         const Json last = metrics.empty() ? Json::object() : metrics.back();
-        table += fmt::format(
+        rows += fmt::format(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}%</td>"
             "<td>{}</td></tr>\n",
-            svg::escape(a.name), cell(last, "accuracy", 100, "{:.2f}"),
+            svg::escape(a.name),
+            a.text ? cell(last, "bpc", 1, "{:.4f}") : cell(last, "accuracy", 100, "{:.2f}"),
             cell(last, "loss", 1, "{:.4f}"), cell(last, "time", 1, "{:.2f}"),
             cell(last, "bytes", 1 / n / 1e6, "{:.2f}"), 100 * mean(a.idle), peers.size());
         a.acc_time.name = a.loss_time.name = a.acc_bytes.name = a.name;
         algos.push_back(std::move(a));
     }
+    table =
+        fmt::format(
+            "<tr><th>algorithm</th><th>{}</th><th>loss{}</th><th>end time [s]</th>"
+            "<th>MB sent/peer</th><th>idle</th><th>peers</th></tr>\n",
+            text ? "final bits per character" : "final accuracy [%]", text ? " [nats/char]" : "") +
+        rows;
     // Timelines: any trace under OUT (two levels) whose otherData names the algorithm.
     for (auto it = fs::recursive_directory_iterator(run); it != fs::recursive_directory_iterator();
          ++it) {
@@ -167,17 +179,28 @@ std::vector<Algo> read_sim(const fs::path& run, std::string& table) {
 // summary), timelines OUT/<algorithm>/peer<r>.trace.json and the merged file.
 std::vector<Algo> read_launch(const fs::path& run, const Json& result, std::string& table) {
     std::vector<Algo> algos;
-    table =
-        "<tr><th>algorithm</th><th>time to target [s]</th><th>train [s]</th><th>final "
-        "accuracy [%]</th><th>loss</th><th>MB sent/peer</th><th>idle</th><th>lost</th></tr>\n";
+    // Text data: result.json's rows carry "final_bpc"; a loss target is "target_loss".
+    bool text = false;
+    for (const auto& row : result["algorithms"]) text = text || row.contains("final_bpc");
+    const std::string target_head =
+        result.contains("target_loss") && result["target_loss"].is_number()
+            ? fmt::format("time to loss &le; {:g} [s]", result["target_loss"].get<double>())
+            : "time to target [s]";
+    table = fmt::format(
+        "<tr><th>algorithm</th><th>{}</th><th>train [s]</th><th>{}</th><th>loss{}</th><th>MB "
+        "sent/peer</th><th>idle</th><th>lost</th></tr>\n",
+        target_head, text ? "final bits per character" : "final accuracy [%]",
+        text ? " [nats/char]" : "");
     for (const auto& row : result["algorithms"]) {
         Algo a;
         a.name = row.value("algorithm", "?");
+        a.text = text;
         table += fmt::format(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
             "<td>{}</td></tr>\n",
             svg::escape(a.name), cell(row, "time_to_target", 1, "{:.2f}"),
-            cell(row, "train_seconds", 1, "{:.2f}"), cell(row, "final_accuracy", 100, "{:.2f}"),
+            cell(row, "train_seconds", 1, "{:.2f}"),
+            text ? cell(row, "final_bpc", 1, "{:.4f}") : cell(row, "final_accuracy", 100, "{:.2f}"),
             cell(row, "final_loss", 1, "{:.4f}"), cell(row, "mb_sent_per_peer", 1, "{:.2f}"),
             cell(row, "idle_share", 100, "{:.1f}%"),
             row.contains("failed_peers") ? row["failed_peers"].dump() : "-");
@@ -227,10 +250,11 @@ std::vector<Algo> read_launch(const fs::path& run, const Json& result, std::stri
         for (const auto& [k, v] : ticks) {
             std::vector<double> acc, loss;
             for (const auto& [x, y] : v) acc.push_back(x), loss.push_back(y);
-            a.acc_time.points.emplace_back(tick_time[k], 100 * mean(acc));
+            const double shown = text ? text_metrics::bits_per_char(mean(loss)) : 100 * mean(acc);
+            a.acc_time.points.emplace_back(tick_time[k], shown);
             a.loss_time.points.emplace_back(tick_time[k], mean(loss));
             if (tick_bytes.contains(k))
-                a.acc_bytes.points.emplace_back(mean(tick_bytes[k]) / 1e6, 100 * mean(acc));
+                a.acc_bytes.points.emplace_back(mean(tick_bytes[k]) / 1e6, shown);
         }
         a.acc_time.name = a.loss_time.name = a.acc_bytes.name = a.name;
         algos.push_back(std::move(a));
@@ -300,17 +324,29 @@ ReportSummary write_report(const ReportOptions& o) {
         sum.algorithms.push_back(a.name);
     }
     const bool launch = sum.kind == "launch";
+    // A language model (text data): bits per character where a classifier shows accuracy.
+    const bool text = std::any_of(algos.begin(), algos.end(), [](const Algo& a) { return a.text; });
     std::string body;
     body += outer_section(algos);
-    body += "<h2>Accuracy and loss</h2>\n<div class=\"plots\">";
-    body += svg::line_chart(
-        launch ? "Mean accuracy of the peers' own models" : "Accuracy of the average model",
-        "time [s]", "accuracy [%]", acc_t);
-    body += svg::line_chart("Loss", "time [s]", "loss", loss_t);
+    if (text) {
+        body += "<h2>Bits per character and loss</h2>\n<div class=\"plots\">";
+        body += svg::line_chart(launch ? "Mean bits per character of the peers' own models"
+                                       : "Bits per character of the average model",
+                                "time [s]", "bits per character", acc_t);
+        body += svg::line_chart("Loss", "time [s]", "loss [nats/char]", loss_t);
+    } else {
+        body += "<h2>Accuracy and loss</h2>\n<div class=\"plots\">";
+        body += svg::line_chart(
+            launch ? "Mean accuracy of the peers' own models" : "Accuracy of the average model",
+            "time [s]", "accuracy [%]", acc_t);
+        body += svg::line_chart("Loss", "time [s]", "loss", loss_t);
+    }
     sum.charts += 2;
     if (!acc_b.empty()) {
-        body +=
-            svg::line_chart("Accuracy against bytes", "MB sent per peer", "accuracy [%]", acc_b);
+        body += text ? svg::line_chart("Bits per character against bytes", "MB sent per peer",
+                                       "bits per character", acc_b)
+                     : svg::line_chart("Accuracy against bytes", "MB sent per peer", "accuracy [%]",
+                                       acc_b);
         ++sum.charts;
     } else {
         sum.notes.push_back(launch ? "accuracy against bytes: gossamer launch records bytes over "

@@ -1,4 +1,5 @@
 // One algorithm's row as OUT/<algorithm>/result.json holds it (launch.hpp).
+#include "gossamer/core/text_metrics.hpp"
 #include "gossamer/launch/launch.hpp"
 
 namespace gossamer::launch {
@@ -20,6 +21,7 @@ json::Json to_json(const LaunchRow& row) {
         {"peers", row.peers}};
     if (!row.survivors.is_null()) j["survivors"] = row.survivors;
     if (row.total_mass) j["total_mass"] = *row.total_mass;
+    if (row.text && row.loss) j["final_bpc"] = text_metrics::bits_per_char(*row.loss);
     return j;
 }
 

@@ -73,7 +73,7 @@ LaunchOutcome run_job(const LaunchJob& job, const optim::TrainingData* data, Pro
                {"n", job.topology.n()},
                {"transport", job.inproc ? "inproc" : "ucx"},
                {"algorithms", json::Json::array()}};
-    if (job.target) summary["target"] = *job.target;
+    if (job.target) summary[job.target_is_loss ? "target_loss" : "target"] = *job.target;
     std::optional<InterruptGuard> interrupts;  // Ctrl-C stops the peer processes first
     if (!job.inproc) interrupts.emplace();
     // OUT is made ready once every input is checked: an earlier launch's output is replaced, a

@@ -15,6 +15,7 @@
 
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/file_io.hpp"
+#include "gossamer/core/text_metrics.hpp"
 
 namespace gossamer::peer {
 
@@ -82,6 +83,7 @@ void PeerEvaluator::loop(std::stop_token stop) {
             const EvalResult e = model_.evaluate(job.params, test_, batch_);
             line["accuracy"] = e.accuracy ? json::Json(*e.accuracy) : json::Json(nullptr);
             line["loss"] = e.loss;
+            if (text_metrics::is_text(test_)) line["bpc"] = text_metrics::bits_per_char(e.loss);
         } catch (const std::exception& ex) {  // a line that says so; training goes on
             line["error"] = ex.what();
         }

@@ -24,6 +24,7 @@
 #include "gossamer/core/finite.hpp"
 #include "gossamer/core/model_file.hpp"
 #include "gossamer/core/ranks_text.hpp"
+#include "gossamer/core/text_metrics.hpp"
 #include "gossamer/peer/average.hpp"
 #include "gossamer/peer/checkpoints.hpp"
 #include "gossamer/peer/evaluator.hpp"
@@ -137,13 +138,17 @@ json::Json write_average(const PeerJob& job, Model& model, const PartitionLayout
                       {"steps", steps},
                       {"job_id", job.job_id}};
     add_outer_counts(rec, job);
+    const bool text = text_metrics::is_text(job.data.test);
+    if (text) rec["bpc"] = text_metrics::bits_per_char(e.loss);
     save_model_file((job.out / "model.bin").string(), model.describe(), steps, layout, avg.model);
     const auto path = job.out / "average.json";
     write_file_atomically(path.string(), rec.dump(2) + "\n", "average");
-    say(job.rank,
-        fmt::format("average of ranks {}: test loss {:.6f}{}; wrote {}", ranks_text(survivors),
-                    e.loss, e.accuracy ? fmt::format(", accuracy {:.4f}", *e.accuracy) : "",
-                    path.string()));
+    const std::string after_loss =
+        text         ? fmt::format(" nats/char, {:.4f} bpc", text_metrics::bits_per_char(e.loss))
+        : e.accuracy ? fmt::format(", accuracy {:.4f}", *e.accuracy)
+                     : "";
+    say(job.rank, fmt::format("average of ranks {}: test loss {:.6f}{}; wrote {}",
+                              ranks_text(survivors), e.loss, after_loss, path.string()));
     return rec;
 }
 

@@ -13,6 +13,7 @@
 #include "gossamer/core/memory.hpp"
 #include "gossamer/core/metrics.hpp"
 #include "gossamer/core/model_file.hpp"
+#include "gossamer/core/text_metrics.hpp"
 #include "gossamer/optimizers/local/local_trainer.hpp"
 
 namespace gossamer::peer {
@@ -54,6 +55,7 @@ TrainResult run_train_job(const optim::TrainingConfig& cfg, const OutputOrigin& 
     MetricsWriter metrics((out / "metrics.jsonl").string());
     res.metrics_path = metrics.path();
     const std::int64_t eval_every = cfg.eval_every > 0 ? cfg.eval_every : per_epoch;
+    res.text = text_metrics::is_text(data.test);
 
     double loss_sum = 0;
     std::int64_t loss_count = 0, saved_step = -1;
@@ -92,6 +94,7 @@ TrainResult run_train_job(const optim::TrainingConfig& cfg, const OutputOrigin& 
                           {"lr", lr},
                           {"samples_per_s", done * cfg.batch_size / std::max(seconds, 1e-9)}};
         if (last_eval.accuracy) rec["test_accuracy"] = *last_eval.accuracy;
+        if (res.text) rec["test_bpc"] = text_metrics::bits_per_char(last_eval.loss);
         metrics.write(rec);
         if (std::isfinite(last_eval.loss)) {
             save_model_file(res.model_path, description, done, layout, trainer.params());
@@ -102,12 +105,17 @@ TrainResult run_train_job(const optim::TrainingConfig& cfg, const OutputOrigin& 
             res.accuracy_hit = TargetHit{done, epoch, seconds};
         if (!res.loss_hit && cfg.target_loss && last_eval.loss <= *cfg.target_loss)
             res.loss_hit = TargetHit{done, epoch, seconds};
-        progress(fmt::format("epoch {:.1f}: train loss {:.4f}, test loss {:.4f}{}", epoch,
-                             train_loss, last_eval.loss,
-                             last_eval.accuracy
-                                 ? fmt::format(", test accuracy {:.2f}%", 100 * *last_eval.accuracy)
-                                 : std::string()),
-                 true);
+        if (res.text)
+            progress(fmt::format("epoch {:.1f}: train loss {:.4f}, test loss {}", epoch, train_loss,
+                                 text_metrics::format_loss(last_eval.loss)),
+                     true);
+        else
+            progress(fmt::format("epoch {:.1f}: train loss {:.4f}, test loss {:.4f}{}", epoch,
+                                 train_loss, last_eval.loss,
+                                 last_eval.accuracy ? fmt::format(", test accuracy {:.2f}%",
+                                                                  100 * *last_eval.accuracy)
+                                                    : std::string()),
+                     true);
         loss_sum = 0;
         loss_count = 0;
     }

@@ -22,7 +22,8 @@ from .model_file import ModelFile, load_model
 
 __all__ = ["Topology", "Peer", "InprocJob", "Launch", "launched", "Error", "ConfigError", "Diverged",
            "PeerFailure", "Timeout",
-           "TransportError", "peer_count", "load_data", "shard", "train_builtin", "ALGORITHMS",
+           "TransportError", "peer_count", "load_data", "shard", "train_builtin", "loss_and_gradient",
+           "model_layers", "ALGORITHMS",
            "DEFAULT_ALGORITHM",
            "ModelFile", "load_model"]
 
@@ -220,8 +221,12 @@ def _as_buffer(params, device):
 
 def load_data(config):
     """Gossamer's data set as NumPy arrays: {"train": {"x", "y", "classes", "name"}, "test":
-    {...}}; images are [N, C, H, W]. config: a training config (dict with "data") or only its
-    "data" section, e.g. {"name": "fashion-mnist", "train_limit": 12000} (docs/modules/data.md)."""
+    {...}}; images are [N, C, H, W]. Text data: x is int64 [N, context + 1], the windows' token
+    ids, y each window's last id, and "vocabulary" the characters of the ids (a str, id i is
+    vocabulary[i]; bytes as Latin-1). config: a training config (dict with "data") or only its
+    "data" section, e.g. {"name": "fashion-mnist", "train_limit": 12000} (docs/modules/data.md);
+    text windows are as long as the config's model's context needs, so give text data in a
+    whole config."""
     if isinstance(config, dict) and "data" not in config:
         # only the data section: the smallest config around it (model and optimizer unused)
         config = {"data": config, "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.1}}
@@ -232,9 +237,30 @@ def shard(config, rank, n, epochs=None):
     """Peer rank's shard of a training config's data (as a built-in peer gets it), with the
     model's first parameters ("params"), its local "steps" and "batch_size", the rows of the
     shard each step trains on ("batches", [steps, batch_size]) and each step's learning rate
-    ("lr", the config's schedule). epochs: default the config's."""
+    ("lr", the config's schedule), and the model's "layers" ([(name, offset, size)] of the flat
+    parameters) and "model" (its one-line description). Text data as in load_data (with
+    "vocabulary"). epochs: default the config's."""
     return _native.shard(_json_text(config, "config"), int(rank), int(n),
                          None if epochs is None else int(epochs))
+
+
+def loss_and_gradient(config, params, rows, rank=None, n=None, split="train"):
+    """The built-in model's mean loss and gradient (a float, a float32 NumPy vector) at `params`
+    (the flat vector) on the samples `rows` of the config's data: rows of the training split
+    (split="test": of the test split), or with rank and n rows of peer rank's shard of n (the
+    indices of gossamer.shard(config, rank, n)["batches"]). For comparing a twin (e.g.
+    gossamer.models_torch.Gpt) with the built-in, number for number."""
+    import numpy as _np
+    return _native.loss_and_gradient(_json_text(config, "config"),
+                                      _np.ascontiguousarray(params, dtype=_np.float32),
+                                      _np.ascontiguousarray(rows, dtype=_np.int64),
+                                      None if rank is None else int(rank),
+                                      None if n is None else int(n), str(split))
+
+
+def model_layers(config):
+    """The built-in model's layers for the config's data: [(name, offset, size)]."""
+    return _native.model_layers(_json_text(config, "config"))
 
 
 def train_builtin(config, topology, algorithm, options=None):

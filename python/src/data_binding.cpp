@@ -5,6 +5,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+
 #include "bindings.hpp"
 #include "gossamer/core/model.hpp"
 #include "gossamer/core/sharding.hpp"
@@ -15,22 +17,32 @@
 #include "gossamer/topology/topology_file.hpp"
 
 namespace gossamer::python {
-namespace {
 
 optim::TrainingConfig config_from(const std::string& text) {
     return optim::parse_training_config(json::parse_text(text, "config"));
 }
 
-// Features as [N, C, H, W] for images and [N, F] otherwise; labels (or targets) as [N].
+// Features as [N, C, H, W] for images and [N, F] otherwise; labels (or targets) as [N]. Text
+// data: x holds the windows' token ids as int64 [N, context + 1] (the built-in stores them as
+// floats, exact below 2^24) and "vocabulary" the characters of the ids (bytes as Latin-1).
 py::dict arrays(const Dataset& d) {
     const auto n = static_cast<py::ssize_t>(d.size());
-    std::vector<py::ssize_t> shape{n, d.features};
-    if (d.height > 0 && d.width > 0 && d.channels * d.height * d.width == d.features)
-        shape = {n, d.channels, d.height, d.width};
-    py::array_t<float> x(shape);
-    std::copy(d.x.begin(), d.x.end(), x.mutable_data());
     py::dict out;
-    out["x"] = x;
+    if (!d.vocabulary.empty()) {
+        py::array_t<std::int64_t> ids({n, static_cast<py::ssize_t>(d.features)});
+        std::transform(d.x.begin(), d.x.end(), ids.mutable_data(),
+                       [](float v) { return static_cast<std::int64_t>(v); });
+        out["x"] = ids;
+        out["vocabulary"] = py::reinterpret_steal<py::str>(PyUnicode_DecodeLatin1(
+            d.vocabulary.data(), static_cast<py::ssize_t>(d.vocabulary.size()), nullptr));
+    } else {
+        std::vector<py::ssize_t> shape{n, d.features};
+        if (d.height > 0 && d.width > 0 && d.channels * d.height * d.width == d.features)
+            shape = {n, d.channels, d.height, d.width};
+        py::array_t<float> x(shape);
+        std::copy(d.x.begin(), d.x.end(), x.mutable_data());
+        out["x"] = x;
+    }
     if (d.classes > 0) {
         py::array_t<std::int64_t> y(n);
         std::copy(d.labels.begin(), d.labels.end(), y.mutable_data());
@@ -45,7 +57,11 @@ py::dict arrays(const Dataset& d) {
     return out;
 }
 
-}  // namespace
+py::list layers_of(const Model& model) {
+    py::list out;
+    for (const auto& l : model.layers()) out.append(py::make_tuple(l.name, l.offset, l.size));
+    return out;
+}
 
 void bind_data(py::module_& m) {
     m.def(
@@ -82,6 +98,8 @@ void bind_data(py::module_& m) {
             py::array_t<float> params(static_cast<py::ssize_t>(p.size()));
             std::copy(p.begin(), p.end(), params.mutable_data());
             out["params"] = params;
+            out["layers"] = layers_of(w.trainer->model());  // [(name, offset, size)]
+            out["model"] = w.trainer->model().describe();
             out["steps"] = w.inner_steps;  // local (inner) steps
             out["rounds"] = w.steps;       // protocol steps: rounds under "outer"
             out["batch_size"] = w.trainer->batch_size();

@@ -80,4 +80,5 @@ PYBIND11_MODULE(_native, m) {
     gossamer::python::bind_topology(m);
     gossamer::python::bind_peer(m);
     gossamer::python::bind_data(m);
+    gossamer::python::bind_model(m);
 }

@@ -136,15 +136,18 @@ class Engine {
     void evaluate(Time now, bool final);
     /// Judges `rank`'s own model for its pending tick, at its step boundary `now`.
     void judge_pending(int rank, Time now);
-    /// The accuracy of one peer's model on the peer test set; a model equal to one of the
-    /// latest judged since the tick (every replica of allreduce) is judged once.
-    double judge(std::span<const float> x);
-    /// Each tick's per-peer mean, min and max, from the peers judged for it so far.
+    /// The accuracy and loss of one peer's model on the peer test set; a model equal to one of
+    /// the latest judged since the tick (every replica of allreduce) is judged once.
+    std::pair<double, double> judge(std::span<const float> x);
+    /// Each tick's per-peer mean, min and max accuracy and mean loss, from the peers judged for
+    /// it so far.
     struct TickSums {
-        double sum = 0, min = 1, max = 0;
+        double sum = 0, min = 1, max = 0, loss_sum = 0;
         int count = 0;
-        void add(double acc) {
+        void add(std::pair<double, double> judged) {
+            const auto [acc, loss] = judged;
             sum += acc;
+            loss_sum += loss;
             min = std::min(min, acc);
             max = std::max(max, acc);
             ++count;
@@ -152,7 +155,8 @@ class Engine {
     };
     std::vector<float> pending_model_;  // judge_pending's copy of a peer's model, reused
     std::vector<TickSums> tick_sums_;   // by index of result_.evals
-    std::vector<std::pair<std::vector<float>, double>> judged_;  // the latest models judged
+    // The latest models judged, with their (accuracy, loss).
+    std::vector<std::pair<std::vector<float>, std::pair<double, double>>> judged_;
     void finish_ticks();
     /// Partition-ready events of rank's step [start, end), for protocols that take them.
     void schedule_ready(int rank, Time start, Time end);

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "gossamer/core/metrics.hpp"
+#include "gossamer/core/text_metrics.hpp"
 #include "gossamer/sim/sweep.hpp"
 
 namespace gossamer::sim {
@@ -12,18 +13,24 @@ namespace {
 void write_run_files(const std::filesystem::path& dir, const SimResult& r) {
     std::filesystem::create_directories(dir);
     MetricsWriter m((dir / "metrics.jsonl").string());
-    for (const auto& e : r.evals)
-        m.write({{"time", e.time},
-                 {"accuracy", e.accuracy},
-                 {"loss", e.loss},
-                 {"min_accuracy", e.min_accuracy},
-                 {"max_accuracy", e.max_accuracy},
-                 {"mean_accuracy", e.mean_accuracy},
-                 {"consensus", e.consensus},
-                 {"samples", e.samples},
-                 {"bytes", e.bytes},
-                 {"backward_macs", e.backward_macs},
-                 {"live", e.live}});
+    for (const auto& e : r.evals) {
+        json::Json rec = {{"time", e.time},
+                          {"accuracy", e.accuracy},
+                          {"loss", e.loss},
+                          {"min_accuracy", e.min_accuracy},
+                          {"max_accuracy", e.max_accuracy},
+                          {"mean_accuracy", e.mean_accuracy},
+                          {"consensus", e.consensus},
+                          {"samples", e.samples},
+                          {"bytes", e.bytes},
+                          {"backward_macs", e.backward_macs},
+                          {"live", e.live}};
+        if (r.text) {
+            rec["bpc"] = text_metrics::bits_per_char(e.loss);
+            rec["mean_loss"] = e.mean_loss;
+        }
+        m.write(rec);
+    }
     MetricsWriter p((dir / "peers.jsonl").string());
     for (const auto& s : r.peers) {
         if (!s.recorded) continue;  // --peer-metrics

@@ -99,6 +99,7 @@ Engine::Engine(const SimSetup& s)
     }
     result_.algorithm = s.algorithm;
     result_.seed = s.seed;
+    result_.text = s.test && !s.test->vocabulary.empty();
 }
 
 void Engine::trace_step(int rank, const Peer& p, Time end, double loss) {
@@ -263,7 +264,8 @@ void Engine::evaluate(Time now, bool final) {
     ep.min_accuracy = 1;
     double spread = 0;
     const auto evaluated = static_cast<double>(std::count(judged.begin(), judged.end(), true));
-    std::vector<std::pair<std::size_t, double>> seen;  // (model, accuracy) judged at the end
+    // (model, (accuracy, loss)) judged at the end
+    std::vector<std::pair<std::size_t, std::pair<double, double>>> seen;
     // While running, each peer's own model is judged at its next step boundary (as a real peer
     // copies it, docs/formats/metrics.md "Evaluation points"), for this tick: the sums fill in
     // then.
@@ -282,19 +284,22 @@ void Engine::evaluate(Time now, bool final) {
         } else if (judged[m]) {
             // At the end, on the whole test set. A model equal to one judged already (every
             // replica of allreduce) is not judged again.
-            std::optional<double> acc;
+            std::optional<std::pair<double, double>> judged_m;  // (accuracy, loss)
             for (const auto& [k, a] : seen)
                 if (std::equal(x.span().begin(), x.span().end(), models[k].span().begin())) {
-                    acc = a;
+                    judged_m = a;
                     break;
                 }
-            if (!acc) {
-                acc = eval_model_->evaluate(x.span(), *s_.test, 1000).accuracy.value_or(0);
-                seen.emplace_back(m, *acc);
+            if (!judged_m) {
+                const auto e = eval_model_->evaluate(x.span(), *s_.test, 1000);
+                judged_m = {e.accuracy.value_or(0), e.loss};
+                seen.emplace_back(m, *judged_m);
             }
-            ep.min_accuracy = std::min(ep.min_accuracy, *acc);
-            ep.max_accuracy = std::max(ep.max_accuracy, *acc);
-            ep.mean_accuracy += *acc / evaluated;
+            const double acc = judged_m->first;
+            ep.min_accuracy = std::min(ep.min_accuracy, acc);
+            ep.max_accuracy = std::max(ep.max_accuracy, acc);
+            ep.mean_accuracy += acc / evaluated;
+            ep.mean_loss += judged_m->second / evaluated;
         }
         double own = 0;
         for (std::size_t i = 0; i < size; ++i) {
@@ -313,13 +318,14 @@ void Engine::evaluate(Time now, bool final) {
 // reach their boundaries at different times when their speeds differ) is not judged again: 8
 // identical evaluations per tick were most of an allreduce sim's time. Two models are kept,
 // the latest: models that differ (gossip) differ in their first values, so a miss is cheap.
-double Engine::judge(std::span<const float> x) {
-    for (const auto& [model, acc] : judged_)
-        if (std::equal(x.begin(), x.end(), model.begin(), model.end())) return acc;
-    const double acc = eval_model_->evaluate(x, peer_test_, 1000).accuracy.value_or(0);
+std::pair<double, double> Engine::judge(std::span<const float> x) {
+    for (const auto& [model, judged] : judged_)
+        if (std::equal(x.begin(), x.end(), model.begin(), model.end())) return judged;
+    const auto e = eval_model_->evaluate(x, peer_test_, 1000);
+    const std::pair<double, double> judged{e.accuracy.value_or(0), e.loss};
     if (judged_.size() >= 2) judged_.erase(judged_.begin());
-    judged_.emplace_back(std::vector<float>(x.begin(), x.end()), acc);
-    return acc;
+    judged_.emplace_back(std::vector<float>(x.begin(), x.end()), judged);
+    return judged;
 }
 
 void Engine::judge_pending(int rank, Time now) {
@@ -327,10 +333,10 @@ void Engine::judge_pending(int rank, Time now) {
     if (p.eval_pending < 0) return;
     pending_model_.resize(eval_model_->parameter_count());
     p.protocol->current_model(pending_model_);
-    const double acc = judge(pending_model_);
-    tick_sums_.at(static_cast<std::size_t>(p.eval_pending)).add(acc);
+    const auto judged = judge(pending_model_);
+    tick_sums_.at(static_cast<std::size_t>(p.eval_pending)).add(judged);
     p.eval_pending = -1;
-    trace_.peer_evaluation(rank, now, acc);
+    trace_.peer_evaluation(rank, now, judged.first);
 }
 
 // The ticks' per-peer figures from their sums; a tick no peer reached a boundary for (every
@@ -341,10 +347,12 @@ void Engine::finish_ticks() {
         const auto& t = tick_sums_[i];
         if (t.count > 0) {
             ep.mean_accuracy = t.sum / t.count;
+            ep.mean_loss = t.loss_sum / t.count;
             ep.min_accuracy = t.min;
             ep.max_accuracy = t.max;
         } else if (i > 0) {
             ep.mean_accuracy = result_.evals[i - 1].mean_accuracy;
+            ep.mean_loss = result_.evals[i - 1].mean_loss;
             ep.min_accuracy = result_.evals[i - 1].min_accuracy;
             ep.max_accuracy = result_.evals[i - 1].max_accuracy;
         }

@@ -47,7 +47,7 @@ std::vector<AlgorithmSummary> run_sweep(const SweepSpec& spec,
     const auto* cfg = spec.config;
     std::vector<AlgorithmSummary> out;
     for (const auto& algo : spec.algorithms) {
-        SweepStats stats(algo, spec.goal);
+        SweepStats stats(algo, spec.goal, spec.goal_is_loss);
         for (int k = 0; k < spec.seeds; ++k) {
             SimSetup s = spec.base;
             s.algorithm = algo;

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <utility>
 
+#include "gossamer/core/text_metrics.hpp"
+
 namespace gossamer::sim {
 namespace {
 
@@ -32,11 +34,12 @@ Stat stat_of(const std::vector<double>& v) {
     return s;
 }
 
-SweepStats::SweepStats(std::string algorithm, double goal)
-    : algorithm_(std::move(algorithm)), goal_(goal) {}
+SweepStats::SweepStats(std::string algorithm, double goal, bool goal_is_loss)
+    : algorithm_(std::move(algorithm)), goal_(goal), goal_is_loss_(goal_is_loss) {}
 
 void SweepStats::add(const SimResult& r) {
     ++runs_;
+    text_ = text_ || r.text;
     const bool has_goal = !std::isnan(goal_);
     masses_.push_back(r.mass);
     mass_starts_.push_back(r.mass_start);
@@ -59,16 +62,17 @@ void SweepStats::add(const SimResult& r) {
     if (r.evals.empty()) return;
     const auto& last = r.evals.back();
     acc_.push_back(last.accuracy);
+    loss_.push_back(last.loss);
     lo_.push_back(last.min_accuracy);
     hi_.push_back(last.max_accuracy);
     cons_.push_back(last.consensus);
     for (const auto& e : r.evals)
-        if (has_goal && e.mean_accuracy >= goal_) {
+        if (has_goal && (goal_is_loss_ ? e.mean_loss <= goal_ : e.mean_accuracy >= goal_)) {
             t_peer_mean_.push_back(e.time);
             break;
         }
     for (const auto& e : r.evals)
-        if (has_goal && e.accuracy >= goal_) {
+        if (has_goal && (goal_is_loss_ ? e.loss <= goal_ : e.accuracy >= goal_)) {
             t_target_.push_back(e.time);
             const double n_peers = static_cast<double>(r.peers.size());
             mb_goal_.push_back(static_cast<double>(e.bytes) / n_peers / 1e6);
@@ -84,6 +88,9 @@ AlgorithmSummary SweepStats::summary() const {
     s.algorithm = algorithm_;
     s.seeds = runs_;
     s.has_goal = !std::isnan(goal_);
+    s.goal_is_loss = goal_is_loss_;
+    s.text = text_;
+    s.final_loss = stat_of(loss_);
     s.reached = reached_;
     s.time_to_target = stat_of(t_target_);
     s.samples_to_target = stat_of(samples_goal_);
@@ -113,33 +120,41 @@ json::Json to_json(const AlgorithmSummary& s) {
         return known ? json::Json(value) : json::Json(nullptr);
     };
     const bool all = s.all_reached();
-    return {{"algorithm", s.algorithm},
-            {"time_to_target", or_null(all, s.time_to_target.mean)},
-            {"time_to_target_spread", s.time_to_target.spread},
-            // The same target for the mean of the peers' own accuracies (like gossamer launch).
-            {"time_to_target_peer_mean",
-             or_null(s.has_goal && s.time_to_target_peer_mean.count == s.seeds,
-                     s.time_to_target_peer_mean.mean)},
-            {"samples_to_target", or_null(all, s.samples_to_target.mean)},
-            {"reached", s.reached},
-            {"final_accuracy", s.final_accuracy.mean},
-            {"final_accuracy_spread", s.final_accuracy.spread},
-            {"min_accuracy", s.min_accuracy.mean},
-            {"max_accuracy", s.max_accuracy.mean},
-            {"consensus", s.consensus.mean},
-            {"samples_per_s", s.samples_per_s.mean},
-            {"mb_sent_per_peer", s.mb_sent_per_peer.mean},
-            {"idle_share", s.idle_share.mean},
-            {"backward_gmac_per_peer", s.backward_gmac_per_peer.mean},
-            {"mb_to_target_per_peer", or_null(all, s.mb_to_target.mean)},
-            {"mb_to_target_spread", s.mb_to_target.spread},
-            {"backward_gmac_to_target_per_peer", or_null(all, s.gmac_to_target.mean)},
-            {"backward_gmac_to_target_spread", s.gmac_to_target.spread},
-            {"end_time", s.end_time.mean},
-            {"mass", s.mass.mean},
-            {"mass_start", s.mass_start.mean},
-            {"crash_loss", s.crash_loss.mean},
-            {"peer_quantiles", s.peer_quantiles}};
+    json::Json j = {
+        {"algorithm", s.algorithm},
+        {"time_to_target", or_null(all, s.time_to_target.mean)},
+        {"time_to_target_spread", s.time_to_target.spread},
+        // The same target for the mean of the peers' own accuracies (like gossamer launch).
+        {"time_to_target_peer_mean",
+         or_null(s.has_goal && s.time_to_target_peer_mean.count == s.seeds,
+                 s.time_to_target_peer_mean.mean)},
+        {"samples_to_target", or_null(all, s.samples_to_target.mean)},
+        {"reached", s.reached},
+        {"final_accuracy", s.final_accuracy.mean},
+        {"final_accuracy_spread", s.final_accuracy.spread},
+        {"min_accuracy", s.min_accuracy.mean},
+        {"max_accuracy", s.max_accuracy.mean},
+        {"consensus", s.consensus.mean},
+        {"samples_per_s", s.samples_per_s.mean},
+        {"mb_sent_per_peer", s.mb_sent_per_peer.mean},
+        {"idle_share", s.idle_share.mean},
+        {"backward_gmac_per_peer", s.backward_gmac_per_peer.mean},
+        {"mb_to_target_per_peer", or_null(all, s.mb_to_target.mean)},
+        {"mb_to_target_spread", s.mb_to_target.spread},
+        {"backward_gmac_to_target_per_peer", or_null(all, s.gmac_to_target.mean)},
+        {"backward_gmac_to_target_spread", s.gmac_to_target.spread},
+        {"end_time", s.end_time.mean},
+        {"mass", s.mass.mean},
+        {"mass_start", s.mass_start.mean},
+        {"crash_loss", s.crash_loss.mean},
+        {"peer_quantiles", s.peer_quantiles}};
+    // Text data adds fields; every other summary stays as it was.
+    if (s.text) {
+        j["final_loss"] = s.final_loss.mean;
+        j["final_loss_spread"] = s.final_loss.spread;
+        j["final_bpc"] = text_metrics::bits_per_char(s.final_loss.mean);
+    }
+    return j;
 }
 
 }  // namespace gossamer::sim

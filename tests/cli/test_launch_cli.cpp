@@ -105,6 +105,33 @@ TEST_CASE("launch --inproc peers write evaluation points and the table gets the 
     CHECK(std::abs(t / 0.05 - std::round(t / 0.05)) < 1e-9);
 }
 
+TEST_CASE("launch --target-loss: the first tick at which the peers' mean loss is at most X") {
+    LaunchJob job;
+    const auto out = (job.dir.path() / "loss").string();
+    auto r = job.launch(
+        "--inproc --algorithms dpsgd --json --eval-interval 0.05 --target-loss "
+        "100 --out " +
+        out);
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    const auto j = Json::parse(r.out);
+    CHECK(j["target_loss"].get<double>() == 100);
+    CHECK_FALSE(j.contains("target"));
+    // Every loss is below 100: the first tick, 0.
+    CHECK(j["algorithms"][0]["time_to_target"].get<double>() == 0);
+    CHECK_FALSE(j["algorithms"][0].contains("final_bpc"));  // not text data
+    auto never = job.launch(
+        "--inproc --algorithms dpsgd --eval-interval 0.05 --target-loss "
+        "1e-9 --out " +
+        out + "2");
+    REQUIRE(never.status == 0);
+    CHECK(never.out.find("time to loss 1e-09") != std::string::npos);
+    CHECK(never.out.find("—") != std::string::npos);
+    auto both = job.launch("--inproc --target 0.5 --target-loss 1 --out " + out + "3");
+    CHECK(both.status == 2);
+    CHECK(both.err.find("--target and --target-loss") != std::string::npos);
+}
+
 TEST_CASE("launch with an unknown algorithm is one line, exit 2, and writes nothing") {
     LaunchJob job;
     const auto out = (job.dir.path() / "o").string();

@@ -184,6 +184,47 @@ TEST_CASE("the report of a launch run draws the recorded topology and links the 
     CHECK(count(html, "<title>step (") > 0);
 }
 
+TEST_CASE("the report of a language model shows bits per character, and a loss target") {
+    LaunchJob job;
+    // A sim run folder as gossamer sim writes it for text data: evaluation lines with "bpc".
+    const auto sim = job.dir.path() / "text-sim";
+    fs::create_directories(sim / "dpsgd" / "seed0");
+    std::ofstream(sim / "dpsgd" / "seed0" / "metrics.jsonl")
+        << R"({"time": 0, "accuracy": 0.05, "loss": 4.2, "bpc": 6.0593, "bytes": 0})"
+        << "\n"
+        << R"({"time": 1, "accuracy": 0.3, "loss": 2.0794, "bpc": 3.0, "bytes": 4000000})"
+        << "\n";
+    std::ofstream(sim / "dpsgd" / "seed0" / "peers.jsonl") << R"({"rank": 0, "idle_share": 0.1})"
+                                                           << "\n";
+    auto r = run(kBin + " report " + sim.string());
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    auto html = slurp(sim / "report.html");
+    check_self_contained(html);
+    CHECK(count(html, "<th>final bits per character</th><th>loss [nats/char]</th>") == 1);
+    CHECK(count(html, "<td>3.0000</td>") == 1);  // the last line's bpc
+    CHECK(count(html, "Bits per character of the average model") >= 1);
+    CHECK(count(html, "Bits per character against bytes") >= 1);
+    CHECK(count(html, "accuracy [%]") == 0);
+    // A launch result with a loss target and text rows.
+    const auto launch = job.dir.path() / "text-launch";
+    fs::create_directories(launch / "dpsgd");
+    std::ofstream(launch / "result.json") << R"({"n": 1, "transport": "inproc",
+        "target_loss": 1.5, "algorithms": [{"algorithm": "dpsgd", "time_to_target": 2.5,
+        "train_seconds": 3, "final_accuracy": 0.4, "final_loss": 1.3863, "final_bpc": 2.0,
+        "mb_sent_per_peer": 1, "idle_share": 0.1, "failed_peers": 0}]})";
+    std::ofstream(launch / "dpsgd" / "peer0.jsonl")
+        << R"({"rank": 0, "eval": 0, "time": 0, "at": 0, "accuracy": 0.1, "loss": 2.0794, "bpc": 3.0})"
+        << "\n";
+    r = run(kBin + " report " + launch.string());
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    html = slurp(launch / "report.html");
+    CHECK(count(html, "<th>time to loss &le; 1.5 [s]</th>") == 1);
+    CHECK(count(html, "<td>2.0000</td>") == 1);  // final_bpc
+    CHECK(count(html, "Mean bits per character of the peers' own models") >= 1);
+}
+
 TEST_CASE("report refuses what is not a run folder with one line and exit 2") {
     LaunchJob job;
     auto r = run(kBin + " report " + (job.dir.path() / "missing").string());

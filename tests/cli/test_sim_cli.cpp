@@ -1,5 +1,6 @@
 // gossamer sim as a user runs it: determinism, the straggler, failures, bad inputs.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -260,6 +261,46 @@ TEST_CASE("sim reports the mean of the peers' own accuracies and when it reaches
     CHECK(bad.err ==
           "error: --peer-eval-samples: 0 is out of range; use a value from 1 to "
           "100000000\n");
+}
+
+TEST_CASE("sim --target-loss: the time to the first evaluation whose loss is at most X") {
+    Job job;
+    const auto out = (job.dir.path() / "l").string();
+    const auto cluster = job.cluster(R"({"defaults": {"base_time": 0.005},
+        "network": {"latency": 1e-5, "bandwidth": 1e9}})");
+    auto r = job.sim(cluster, "--algorithms dpsgd --eval-interval 0.05 --json --out " + out);
+    REQUIRE(r.status == 0);
+    // The exact average's losses at the evaluations; the goal between the first and the last.
+    std::ifstream in(out + "/dpsgd/seed0/metrics.jsonl");
+    std::vector<std::pair<double, double>> evals;  // (time, loss)
+    for (std::string line; std::getline(in, line);) {
+        const auto j = Json::parse(line);
+        CHECK_FALSE(j.contains("bpc"));  // not text data
+        evals.emplace_back(j["time"].get<double>(), j["loss"].get<double>());
+    }
+    REQUIRE(evals.size() >= 3);
+    const double goal = (evals.front().second + evals.back().second) / 2;
+    double expected = -1;
+    for (const auto& [t, loss] : evals)
+        if (loss <= goal) {
+            expected = t;
+            break;
+        }
+    auto g = job.sim(cluster, fmt::format("--algorithms dpsgd --eval-interval 0.05 --json "
+                                          "--target-loss {:.17g} --out {}2",
+                                          goal, out));
+    CAPTURE(g.err);
+    REQUIRE(g.status == 0);
+    const auto row = Json::parse(g.out)["algorithms"][0];
+    CHECK(row["time_to_target"].get<double>() == expected);
+    auto table = job.sim(cluster, fmt::format("--algorithms dpsgd --eval-interval 0.05 "
+                                              "--target-loss {:.17g} --out {}3",
+                                              goal, out));
+    REQUIRE(table.status == 0);
+    CHECK(table.out.find(fmt::format("time to loss {:g}", goal)) != std::string::npos);
+    auto both = job.sim(cluster, "--target 0.5 --target-loss 1 --out " + out + "4");
+    CHECK(both.status == 2);
+    CHECK(both.err.find("--target and --target-loss") != std::string::npos);
 }
 
 // A real peer copies its model for a tick at its first step boundary after it (before that

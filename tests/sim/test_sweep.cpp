@@ -1,6 +1,7 @@
 // gossamer sim's sweep (gossamer/sim/sweep.hpp): the statistics over seeds and the runs' files.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <vector>
 
@@ -91,6 +92,42 @@ TEST_CASE("sweep statistics: the time to target counts only when every seed reac
         CHECK(s.reached == 0);
         CHECK(sim::to_json(s)["time_to_target"].is_null());
     }
+}
+
+TEST_CASE("sweep statistics: a loss target is a validation loss at most X, text adds bits") {
+    // Losses 2.0, 1.4, 1.1 at t = 1, 2, 3 (a language model's nats per character).
+    auto run = [](bool text) {
+        auto r = run_with({1, 2, 3}, {0.1, 0.2, 0.3});
+        const double loss[] = {2.0, 1.4, 1.1};
+        for (std::size_t i = 0; i < 3; ++i) {
+            r.evals[i].loss = loss[i];
+            r.evals[i].mean_loss = loss[i] + 0.1;  // the peers' own models: 2.1, 1.5, 1.2
+        }
+        r.text = text;
+        return r;
+    };
+    sim::SweepStats stats("dpsgd", 1.4, true);
+    stats.add(run(true));
+    const auto s = stats.summary();
+    CHECK(s.goal_is_loss);
+    CHECK(s.all_reached());
+    CHECK(s.time_to_target.mean == doctest::Approx(2));  // at most: 1.4 counts
+    CHECK(s.final_loss.mean == doctest::Approx(1.1));
+    const auto j = sim::to_json(s);
+    CHECK(j["time_to_target"].get<double>() == doctest::Approx(2));
+    CHECK(j["time_to_target_peer_mean"].get<double>() == doctest::Approx(3));
+    CHECK(j["final_loss"].get<double>() == doctest::Approx(1.1));
+    CHECK(j["final_bpc"].get<double>() == doctest::Approx(1.1 / std::log(2.0)));
+    // Not reached when the loss never gets that low; an accuracy goal of 0.25 reads accuracies.
+    sim::SweepStats low("dpsgd", 1.0, true);
+    low.add(run(true));
+    CHECK(low.summary().reached == 0);
+    sim::SweepStats acc("dpsgd", 0.25);
+    acc.add(run(false));
+    CHECK(acc.summary().time_to_target.mean == doctest::Approx(3));
+    // Data that is not text keeps its JSON as it was: no loss fields added.
+    CHECK_FALSE(sim::to_json(acc.summary()).contains("final_bpc"));
+    CHECK_FALSE(sim::to_json(acc.summary()).contains("final_loss"));
 }
 
 TEST_CASE("a sweep writes each run's folder whole and one summary per algorithm, in order") {

@@ -2,16 +2,45 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "gossamer/core/error.hpp"
 #include "gossamer/core/finite.hpp"
 #include "gossamer/core/memory.hpp"
+#include "gossamer/core/text_metrics.hpp"
 
 namespace gossamer::optim {
+
+std::string description_digest(const std::string& description) {
+    for (auto at = description.find('#'); at != std::string::npos;
+         at = description.find('#', at + 1)) {
+        if (description.size() - at < 9) break;
+        const auto hex = description.substr(at + 1, 8);
+        const bool all_hex = std::all_of(hex.begin(), hex.end(),
+                                         [](unsigned char c) { return std::isxdigit(c) != 0; });
+        const bool ends = description.size() == at + 9 || description[at + 9] == ' ';
+        if (all_hex && ends) return hex;
+    }
+    return "";
+}
 
 void check_model_fits(const std::string& path, const ModelFile& file, const TrainingConfig& config,
                       const Model& model) {
     const std::string fix = fmt::format(
         "give the training config the model was trained with ({} is {})", path, file.model);
+    // The vocabulary first: a different one may have the same size, and a different size would
+    // otherwise read as a parameter count that differs for no reason the user can see.
+    const std::string file_digest = description_digest(file.model),
+                      model_digest = description_digest(model.describe());
+    if (!file_digest.empty() && !model_digest.empty() && file_digest != model_digest)
+        throw ConfigError(
+            path, "",
+            fmt::format("the model file was trained on another vocabulary (#{}) "
+                        "than the data of {} gives (#{}): the file is {}, the "
+                        "config's model {}",
+                        file_digest, config.doc.file, model_digest, file.model, model.describe()),
+            "give the training config (and data) the model was trained with");
     if (file.params.size() != model.parameter_count())
         throw ConfigError(path, "",
                           fmt::format("the model file holds {} parameters, but the model of {} "
@@ -56,6 +85,7 @@ ModelEvaluation evaluate_model_file(const std::string& path, const TrainingConfi
     e.data = config.data.name;
     e.test_samples = data.test.size();
     e.result = model->evaluate(file.params.span(), data.test, config.eval_batch);
+    e.text = text_metrics::is_text(data.test);
     return e;
 }
 

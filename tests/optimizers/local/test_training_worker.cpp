@@ -3,6 +3,7 @@
 // every call, and the order of its checks.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -82,4 +83,33 @@ TEST_CASE(
     const std::string dpsgd = config_error(
         [&] { optim::make_training_worker(c, data.train, 0, 4, 1, against("dpsgd")); });
     CHECK(dpsgd == without);
+}
+
+TEST_CASE(
+    "make_training_worker: equal shards that differ by one sample give every peer the same "
+    "steps") {
+    // 100 samples over 3 peers: shards of 33, 33 and 34; batches of 2 would be 16, 16 and 17
+    // steps, and a synchronous protocol's last round would wait for peers that have stopped.
+    auto batch2 = [](const std::string& extra) {
+        return optim::parse_training_config(gossamer::json::parse_text(
+            R"({"data": {"name": "logreg_synthetic", "samples": 100, "features": 3},
+                "model": {"name": "softmax"}, "optimizer": {"name": "sgd", "lr": 0.1},
+                "training": {"batch_size": 2})" +
+                extra + "}",
+            "t.json"));
+    };
+    const auto c = batch2("");
+    const auto data = optim::load_training_data(c);
+    std::vector<std::int64_t> sizes, steps;
+    for (int r = 0; r < 3; ++r) {
+        auto w = optim::make_training_worker(c, data.train, r, 3, 2);
+        sizes.push_back(w.shard->size());
+        steps.push_back(w.steps);
+    }
+    CHECK(*std::max_element(sizes.begin(), sizes.end()) == 34);
+    CHECK(steps == std::vector<std::int64_t>{32, 32, 32});
+    // Relative sizes are uneven data by choice: each peer keeps its own shard's steps.
+    const auto sized = batch2(R"(, "sharding": {"sizes": [1, 1, 2]})");
+    CHECK(optim::make_training_worker(sized, data.train, 2, 3, 1).steps == 25);
+    CHECK(optim::make_training_worker(sized, data.train, 0, 3, 1).steps == 12);
 }

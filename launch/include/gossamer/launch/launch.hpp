@@ -43,6 +43,9 @@ struct LaunchJob {
     double eval_interval = 2;          ///< seconds between the peers' evaluation points
     std::int64_t eval_samples = 2000;  ///< test samples of each evaluation (--eval-samples)
     std::optional<double> target;      ///< accuracy for "time to target" (--target, the config's)
+    /// The target is a validation loss at most `target` (--target-loss, training.target_loss).
+    bool target_is_loss = false;
+    bool text = false;  ///< text data: losses are nats per character, bpc shown (check_job_data)
     /// --script: each peer runs `python script args...` instead of `gossamer peer`; it learns
     /// its rank, topology, algorithm, output folder and config from GOSSAMER_* variables
     /// (gossamer.launched(), docs/library/python.md).
@@ -88,6 +91,7 @@ struct LaunchRow {
     /// the target, seconds (docs/operations/cli.md); none when never reached or no target.
     std::optional<double> time_to_target;
     std::optional<double> accuracy, loss;  ///< of the exact average of the survivors' models
+    bool text = false;                     ///< text data: result.json adds "final_bpc"
     double mb_per_peer = 0;
     double idle_share = 0;  ///< mean over the peers that reported
     int failed = 0;         ///< peers lost (emulated failure, crash or divergence)

@@ -35,6 +35,9 @@ struct LaunchRequest {
     std::size_t trace_limit = 64'000'000;
     bool live = false;
     std::optional<double> target;  ///< default: the config's training.target_accuracy
+    /// --target-loss: a validation loss at most X (default: training.target_loss when there is
+    /// no accuracy target).
+    std::optional<double> target_loss;
     bool inproc = false;
     std::string hosts = "local";  ///< local or netns (anything else is refused)
     std::optional<std::string> script;

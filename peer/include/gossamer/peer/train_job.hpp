@@ -41,6 +41,7 @@ struct TrainResult {
     double seconds = 0;     ///< of the training loop
     double train_loss = 0;  ///< the mean over the last evaluation interval
     EvalResult last_eval;   ///< on the test set
+    bool text = false;      ///< text data: the loss is in nats per character (text_metrics.hpp)
     std::optional<TargetHit> accuracy_hit, loss_hit;  ///< the config's targets, when reached
     /// The data set's optimal loss where it knows one (synthetic sets), and then the training
     /// loss of the final model.

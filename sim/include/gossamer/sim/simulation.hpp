@@ -74,9 +74,10 @@ struct EvalPoint {
     /// The mean of the live peers' own accuracies: what real peers' evaluation points measure
     /// (gossamer launch's time to target), on peer_eval_samples test samples.
     double mean_accuracy = 0;
-    double consensus = 0;             ///< sqrt(mean_i ||x_i - mean||^2)
-    std::int64_t samples = 0;         ///< samples processed by all peers so far
-    std::uint64_t bytes = 0;          ///< bytes sent by all peers so far
+    double mean_loss = 0;      ///< the mean of the same peers' own losses (time to a loss target)
+    double consensus = 0;      ///< sqrt(mean_i ||x_i - mean||^2)
+    std::int64_t samples = 0;  ///< samples processed by all peers so far
+    std::uint64_t bytes = 0;   ///< bytes sent by all peers so far
     std::uint64_t backward_macs = 0;  ///< backward multiply-adds of all peers so far (math mode)
     int live = 0;  ///< live members evaluated (not down, not left, not waiting for a sponsor)
     /// With SimSetup::peer_distances: by rank, ||x_i - mean|| of each live member, -1 for the
@@ -123,6 +124,7 @@ struct SimResult {
     std::string algorithm;
     std::uint64_t seed = 0;
     std::vector<EvalPoint> evals;  ///< math mode
+    bool text = false;  ///< math mode on text data: losses are nats per character (bpc shown)
     std::vector<PeerSummary> peers;
     Time end_time = 0;  ///< when the last live peer finished
     std::int64_t samples = 0;

@@ -36,6 +36,7 @@ struct SweepSpec {
     std::optional<std::string> trace_file;
     std::size_t trace_limit = 64'000'000;  ///< bytes, per run
     double goal = std::nan("");            ///< the target accuracy; NaN: none
+    bool goal_is_loss = false;             ///< goal is a validation loss (at most) instead
     /// Progress lines: (line, keep) as gossamer::Progress takes them. May be empty.
     std::function<void(std::string_view, bool)> progress;
 };

@@ -28,8 +28,10 @@ using gossamer::nearest_rank_quantile;
 struct AlgorithmSummary {
     std::string algorithm;
     int seeds = 0;
-    bool has_goal = false;  ///< a target accuracy was given
-    int reached = 0;        ///< seeds whose exact average reached the target
+    bool has_goal = false;      ///< a target accuracy (or loss, goal_is_loss) was given
+    bool goal_is_loss = false;  ///< the target is a validation loss at most the goal
+    bool text = false;          ///< text data: final_loss is nats per character
+    int reached = 0;            ///< seeds whose exact average reached the target
     /// Time, samples, MB and backward GMAC per peer until the exact average first reached the
     /// target (over the seeds that reached it).
     Stat time_to_target, samples_to_target, mb_to_target, gmac_to_target;
@@ -39,6 +41,7 @@ struct AlgorithmSummary {
     /// At the last evaluation: the exact average's accuracy, the least and largest accuracy of
     /// a peer's own model, the consensus distance (math mode; count 0 in cost mode).
     Stat final_accuracy, min_accuracy, max_accuracy, consensus;
+    Stat final_loss;  ///< the exact average's loss at the last evaluation (math mode)
     Stat samples_per_s, mb_sent_per_peer, backward_gmac_per_peer, idle_share, end_time;
     Stat mass, mass_start, crash_loss;  ///< push-sum (docs/operations/elastic.md)
     /// p50, p90 and p99 over every peer of every seed of idle_share, bytes_sent and
@@ -52,14 +55,19 @@ struct AlgorithmSummary {
 /// runs.
 class SweepStats {
   public:
-    SweepStats(std::string algorithm, double goal);
+    /// `goal`: the target accuracy (at least), or with goal_is_loss the target loss (at most)
+    /// of the exact average (time_to_target) and of the peers' mean (time_to_target_peer_mean);
+    /// NaN: none.
+    SweepStats(std::string algorithm, double goal, bool goal_is_loss = false);
     void add(const SimResult& r);
     AlgorithmSummary summary() const;
 
   private:
     std::string algorithm_;
     double goal_;  // NaN: none
+    bool goal_is_loss_ = false, text_ = false;
     int runs_ = 0, reached_ = 0;
+    std::vector<double> loss_;
     std::vector<double> t_target_, acc_, lo_, hi_, cons_, sps_, mb_, idle_, end_, gmac_, mb_goal_,
         gmac_goal_, samples_goal_, t_peer_mean_;
     std::vector<double> q_idle_, q_bytes_, q_stale_;  // every peer of every seed

@@ -22,11 +22,17 @@ struct ModelEvaluation {
     std::string data;  ///< the data set's name
     std::int64_t test_samples = 0;
     EvalResult result;  ///< mean loss and accuracy on the config's test set
+    bool text = false;  ///< text data: the loss is in nats per character (text_metrics.hpp)
 };
 
+/// The vocabulary digest in a model description ("gpt L2 ... vocab 62 #1a2b3c4d (...)": the 8
+/// hex digits after '#'), or "" when it names none.
+std::string description_digest(const std::string& description);
+
 /// Checks that `file` fits the config's model: the same parameter count and the same partition
-/// layout (names, offsets, sizes) as training with `config` writes. Throws ConfigError naming
-/// `file.path` and both sizes (or both layouts) otherwise.
+/// layout (names, offsets, sizes) as training with `config` writes, and, where both descriptions
+/// name a vocabulary digest (a language model), the same vocabulary. Throws ConfigError naming
+/// `file.path` and both sizes (or layouts, or vocabularies) otherwise.
 void check_model_fits(const std::string& path, const ModelFile& file, const TrainingConfig& config,
                       const Model& model);
 
