@@ -239,11 +239,22 @@ Dataset subset(const Dataset& data, std::span<const std::int64_t> rows, std::str
     return out;
 }
 
+namespace {
+void check_rank(int rank, int peers) {
+    if (rank < 0 || rank >= peers)
+        throw ConfigError("", "rank", fmt::format("rank {} is outside [0, {})", rank, peers),
+                          fmt::format("use a rank from 0 to {}", peers - 1));
+}
+}  // namespace
+
 Dataset shard_for_peer(const Dataset& data, const ShardSpec& spec, int rank) {
-    if (rank < 0 || rank >= spec.peers)
-        throw ConfigError("", "rank", fmt::format("rank {} is outside [0, {})", rank, spec.peers),
-                          fmt::format("use a rank from 0 to {}", spec.peers - 1));
-    const auto shards = shard_indices(data, spec);
+    check_rank(rank, spec.peers);
+    return shard_for_peer(data, shard_indices(data, spec), rank);
+}
+
+Dataset shard_for_peer(const Dataset& data, std::span<const std::vector<std::int64_t>> shards,
+                       int rank) {
+    check_rank(rank, static_cast<int>(shards.size()));
     return subset(data, shards[static_cast<std::size_t>(rank)],
                   fmt::format("{}/shard{}", data.name, rank));
 }

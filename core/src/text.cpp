@@ -9,6 +9,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <array>
 #include <cctype>
@@ -16,9 +17,9 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "gossamer/core/error.hpp"
+#include "gossamer/core/file_io.hpp"
 
 extern char** environ;
 
@@ -161,22 +162,14 @@ std::string read_bible_kjv(const std::string& field, const std::string& program)
 
 std::string read_text_file(const std::string& path, const std::string& field) {
     std::error_code ec;
-    const auto status = std::filesystem::status(path, ec);
-    if (ec || !std::filesystem::exists(status))
+    if (!std::filesystem::exists(path, ec))
         throw ConfigError(path, field, "no such file", "give the path of a text file");
-    if (!std::filesystem::is_regular_file(status))
-        throw ConfigError(path, field, "not a regular file", "give the path of a text file");
-    const auto size = std::filesystem::file_size(path, ec);
-    if (ec) throw ConfigError(path, field, fmt::format("cannot read its size: {}", ec.message()));
-    if (size > kMaxTextBytes)
-        throw ConfigError(path, field,
-                          fmt::format("{} bytes is more than the {} bytes a text set may hold",
-                                      size, kMaxTextBytes),
-                          "use a shorter file");
-    std::ifstream in(path, std::ios::binary);
-    std::string text(static_cast<std::size_t>(size), '\0');
-    if (!in || !in.read(text.data(), static_cast<std::streamsize>(size)))
-        throw ConfigError(path, field, "cannot read the file");
+    std::string text;
+    try {  // regular files only, bounded, recorded as an input: core/file_io.hpp
+        text = read_input_file(path, InputKind{"text file", "text data sets", kMaxTextBytes});
+    } catch (const ConfigError& e) {
+        throw ConfigError(path, field, e.problem(), e.fix());
+    }
     if (text.empty()) throw ConfigError(path, field, "the file is empty", "give a text file");
     if (const auto nul = text.find('\0'); nul != std::string::npos)
         throw ConfigError(path, field,
@@ -195,12 +188,10 @@ std::string vocabulary_of(std::string_view text) {
 }
 
 std::string vocabulary_digest(std::string_view vocabulary) {
-    std::uint32_t crc = 0xffffffffu;  // CRC-32 (IEEE), bit by bit: vocabularies are short
-    for (const char c : vocabulary) {
-        crc ^= static_cast<unsigned char>(c);
-        for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
-    }
-    return fmt::format("{:08x}", crc ^ 0xffffffffu);
+    const auto crc =
+        ::crc32(::crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(vocabulary.data()),
+                static_cast<uInt>(vocabulary.size()));
+    return fmt::format("{:08x}", static_cast<std::uint32_t>(crc));
 }
 
 namespace {

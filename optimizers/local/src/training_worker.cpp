@@ -16,14 +16,15 @@ TrainingWorker make_training_worker(const TrainingConfig& config, const Dataset&
     ShardSpec spec = config.sharding;
     spec.peers = n;
     TrainingWorker w;
-    w.shard = std::make_unique<Dataset>(shard_for_peer(train, spec, rank));
+    const auto shards = shard_indices(train, spec);
+    w.shard = std::make_unique<Dataset>(shard_for_peer(train, shards, rank));
     check_batch_size(config, w.shard->size());
     // Equal shards (no "sizes") may still differ by one sample, and so by one batch: every
     // peer then takes the smallest shard's steps, or a synchronous protocol's last round would
     // wait for peers that have stopped (8 peers on 14,062 text windows, batch 2: 879 and 878).
     std::int64_t per_epoch = w.shard->size() / config.batch_size;
-    if (spec.sizes.empty() && rank >= 0 && rank < n)
-        for (const auto& s : shard_indices(train, spec))
+    if (spec.sizes.empty())
+        for (const auto& s : shards)
             per_epoch = std::min<std::int64_t>(
                 per_epoch, static_cast<std::int64_t>(s.size()) / config.batch_size);
     w.steps = per_epoch * epochs;

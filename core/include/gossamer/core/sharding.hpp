@@ -59,6 +59,10 @@ Dataset subset(const Dataset& data, std::span<const std::int64_t> rows, std::str
 /// Peer `rank`'s shard as its own Dataset (a copy of its rows), named "<data.name>/shard<r>".
 /// Throws as shard_indices, and ConfigError when rank is not in [0, peers).
 Dataset shard_for_peer(const Dataset& data, const ShardSpec& spec, int rank);
+/// The same from an assignment shard_indices already computed (no second shuffle); ConfigError
+/// when rank is not in [0, shards.size()).
+Dataset shard_for_peer(const Dataset& data, std::span<const std::vector<std::int64_t>> shards,
+                       int rank);
 
 /// Throws ConfigError (path "batch_size") unless 1 <= batch_size <= every shard size, e.g.
 /// "batch size 128 is larger than peer 3's shard of 100 samples; lower batch_size or use fewer
