@@ -120,6 +120,70 @@ def evaluate(net, x, y, torch):
     return loss, acc
 
 
+class Evaluator:
+    """Rank 0's evaluation points on a thread of their own at nice 19 (that thread alone; Linux
+    sets a niceness per thread), named gossamer-eval as the built-in peers' evaluator, so
+    scripts/lab/campaign.py tells its CPU time from training's. One slot: a tick queued while
+    another is evaluated replaces the older queued one."""
+
+    def __init__(self, job):
+        import copy
+        import threading
+        self.job, self.torch = job, job.torch
+        self.net = copy.deepcopy(job.net)
+        self.params = list(self.net.parameters())
+        self.cv = threading.Condition()
+        self.queued, self.running, self.done = None, False, []
+        threading.Thread(target=self.loop, name="gossamer-eval", daemon=True).start()
+
+    def queue(self, tick, now, params):
+        with self.torch.no_grad():
+            copy = [p.detach().clone() for p in params]
+        with self.cv:
+            self.queued = (tick, now, copy)
+            self.cv.notify_all()
+
+    def take(self, wait_s):
+        with self.cv:
+            if wait_s > 0:
+                self.cv.wait_for(lambda: self.queued is None and not self.running, wait_s)
+            lines, self.done = self.done, []
+        return lines
+
+    def loop(self):
+        try:
+            import ctypes
+            ctypes.CDLL(None).prctl(15, b"gossamer-eval", 0, 0, 0)  # PR_SET_NAME: this thread
+        except (OSError, AttributeError):
+            pass
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading_native_id(), 19)
+        except (OSError, AttributeError):
+            pass
+        job = self.job
+        while True:
+            with self.cv:
+                self.cv.wait_for(lambda: self.queued is not None)
+                tick, now, copy = self.queued
+                self.queued, self.running = None, True
+            with self.torch.no_grad():
+                for p, c in zip(self.params, copy):
+                    p.copy_(c)
+            n = job.eval_samples
+            e_loss, e_acc = evaluate(self.net, job.test_x[:n], job.test_y[:n], self.torch)
+            line = {"eval": tick, "rank": job.rank, "time": tick * job.interval, "at": now,
+                    "accuracy": e_acc, "loss": e_loss}
+            with self.cv:
+                self.done.append(line)
+                self.running = False
+                self.cv.notify_all()
+
+
+def threading_native_id():
+    import threading
+    return threading.get_native_id()
+
+
 class Job:
     """The built-in job of the launcher's training config for this rank, as torch objects:
     net (its parameters views into flat.buffer, at the built-in first point), opt (the config's
@@ -190,6 +254,7 @@ class Job:
         self.batches, self.lrs, self.steps = shard["batches"], shard["lr"], int(shard["steps"])
         self.metrics = Metrics(launch.metrics_path)
         self.next_tick = 0
+        self.evaluator = None
 
     def start(self):
         """Meets the other ranks over gloo; every rank starts its clock together, as the built-in
@@ -230,17 +295,27 @@ class Job:
             group["lr"] = float(self.lrs[s])
 
     def evaluation_point(self, now):
-        """At the first step boundary at or after tick k * interval: rank 0 evaluates the net as
-        it stands (every rank holds the same model, so rank 0's point stands for all)."""
+        """At the first step boundary at or after tick k * interval: rank 0 queues a copy of the
+        net as it stands (every rank holds the same model, so rank 0's point stands for all),
+        which a thread of the lowest priority evaluates, as the built-in peers do
+        (docs/modules/peer.md, "Evaluation points"): the evaluation takes neither the training
+        loop's time nor, where ranks share the cores, their CPU. A tick queued while one is
+        being evaluated replaces an older queued one."""
         if self.interval > 0 and now >= self.next_tick * self.interval:
             tick = int(now // self.interval)
             if self.rank == 0:
-                n = self.eval_samples
-                e_loss, e_acc = evaluate(self.net, self.test_x[:n], self.test_y[:n], self.torch)
-                self.metrics.write({"eval": tick, "rank": self.rank,
-                                    "time": tick * self.interval, "accuracy": e_acc,
-                                    "loss": e_loss})
+                if self.evaluator is None:
+                    self.evaluator = Evaluator(self)
+                self.evaluator.queue(tick, now, self.params)
             self.next_tick = tick + 1
+        self.flush_evaluations()
+
+    def flush_evaluations(self, wait_s=0.0):
+        """Writes the finished evaluations' lines (the metrics file has one writer: this
+        thread); with wait_s > 0 waits that long at most for the queued and running one."""
+        if self.evaluator is not None:
+            for line in self.evaluator.take(wait_s):
+                self.metrics.write(line)
 
     def finish(self, end, busy, idle, sent, steps=None, extra=None, what="steps", average=None):
         """The summary line, rank 0's average.json and closing line, then the last barrier.
@@ -248,6 +323,7 @@ class Job:
         extra and average: more fields of the summary line and of average.json."""
         algorithm, rank, world = self.script.algorithm, self.rank, self.world
         steps = self.steps if steps is None else steps
+        self.flush_evaluations(wait_s=120)  # a GPT's evaluation on 2,000 windows takes seconds
         self.metrics.write({"summary": True, "rank": rank, "algorithm": algorithm,
                             "steps": steps, "end_time": end, "busy": busy, "idle": idle,
                             "bytes_sent": sent, "bytes_received": sent, "failed": 0,
