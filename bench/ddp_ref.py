@@ -87,6 +87,27 @@ def ddp_options(cfg, path):
     return hook, (start, period)
 
 
+def average_gradient(torch, dist, grad, world, hook):
+    """The flat gradient (float32) averaged over the ranks in place, as DDP's one bucket: "none"
+    sums it over gloo then divides by world; "fp16" is fp16_compress_hook's arithmetic (cast to
+    float16, divide by world in float16, gloo's float16 sum, cast back)."""
+    if hook == "fp16":
+        half = grad.to(torch.float16).div_(world)
+        dist.all_reduce(half)
+        grad.copy_(half)
+    else:
+        dist.all_reduce(grad)
+        grad /= world
+
+
+def average_parameters(torch, dist, buffer, world):
+    """PeriodicModelAverager's averaging (model_averaging.utils.average_parameters) on the flat
+    parameters in place: divided by world, then summed by one float32 all-reduce."""
+    with torch.no_grad():
+        buffer.div_(world)
+        dist.all_reduce(buffer)
+
+
 def main():
     job = torch_job.Job(SCRIPT)
     hook, post_local = ddp_options(job.cfg, job.launch.config)
@@ -104,13 +125,7 @@ def main():
         busy += waited - start
         if s < start_local:  # DDP: the flat gradient all-reduced (one bucket)
             torch.cat([p.grad.reshape(-1) for p in params], out=grad)
-            if hook == "fp16":  # fp16_compress_hook: cast, / world, sum in float16, cast back
-                half = grad.to(torch.float16).div_(world)
-                dist.all_reduce(half)
-                grad.copy_(half)
-            else:
-                dist.all_reduce(grad)  # sum over ranks (gloo), then the mean
-                grad /= world
+            average_gradient(torch, dist, grad, world, hook)
             offset = 0
             for p in params:
                 p.grad.copy_(grad[offset:offset + p.numel()].view_as(p))
@@ -123,9 +138,7 @@ def main():
         if s >= start_local and ((s - start_local) % period == 0 or s == steps - 1):
             # PeriodicModelAverager (and the final average): parameters / world, then summed.
             ready = time.monotonic()
-            with torch.no_grad():
-                buffer.div_(world)
-                dist.all_reduce(buffer)
+            average_parameters(torch, dist, buffer, world)
             idle += time.monotonic() - ready
             averaged += 1
             last_average = s

@@ -131,3 +131,24 @@ def test_bad_options_are_one_line_exit_2_from_launch_and_the_script(tmp_path, ca
         assert e.value.code == 2
         assert capsys.readouterr().err.strip() == f"ddp_ref.py: {path}: algorithms.ddp{line}"
     assert not (tmp_path / "o").exists()
+
+
+def test_the_arithmetic_is_torch_s_own_ddp_hooks_bit_for_bit():
+    # torch's DistributedDataParallel with fp16_compress_hook, and with post_localSGD_hook +
+    # PeriodicModelAverager (S = 2, H = 3), against ddp_ref.py's average_gradient and
+    # average_parameters on 2 ranks, 7 steps of SGD with momentum: the same parameters after
+    # every step. (On 3 ranks gloo sums DDP's bucket, laid out in gradient-ready order, in
+    # another order than the flat gradient: fp16's rounding apart, docs/results/benchmarks.md.)
+    here = os.path.dirname(os.path.abspath(__file__))
+    bench = os.path.join(os.environ["GOSSAMER_SOURCE_DIR"], "bench")
+    port = str(free_base_port(1))
+    ranks = [subprocess.Popen([sys.executable, os.path.join(here, "torch_ddp_hooks.py"), str(r),
+                               "2", port, bench], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for r in range(2)]
+    outs = [p.communicate(timeout=60) for p in ranks]
+    for p, (out, err) in zip(ranks, outs):
+        assert p.returncode == 0, err
+        gaps = json.loads(out.strip().splitlines()[-1])
+        assert set(gaps) == {"fp16", "post_local", "fp32"}
+        assert len(gaps["fp16"]) == 7 and len(gaps["post_local"]) == 7
+        assert all(g == 0 for row in gaps.values() for g in row), gaps
