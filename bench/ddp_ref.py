@@ -67,9 +67,9 @@ def ddp_options(cfg, path):
     if hook not in HOOKS:
         SCRIPT.fail(f"{where}.hook: {json.dumps(hook)} is not a hook of ddp; use \"none\" or "
                     "\"fp16\" (torch's fp16_compress_hook)")
-    post = options.get("post_local")
-    if post is None:
+    if "post_local" not in options:
         return hook, None
+    post = options["post_local"]
     fix = "give {\"start\": S, \"period\": H} with S >= 0 and H >= 1 (integers)"
     if not isinstance(post, dict):
         SCRIPT.fail(f"{where}.post_local: expected an object; {fix}")

@@ -109,6 +109,10 @@ BAD = [
      "\"period\": H} with S >= 0 and H >= 1 (integers)"),
     ({"post_local": {"start": 0}}, ".post_local.period: missing; give {\"start\": S, "
      "\"period\": H} with S >= 0 and H >= 1 (integers)"),
+    ({"post_local": None}, ".post_local: expected an object; give {\"start\": S, \"period\": H} "
+     "with S >= 0 and H >= 1 (integers)"),
+    ({"post_local": {"start": True, "period": 2}}, ".post_local.start: true; give {\"start\": S, "
+     "\"period\": H} with S >= 0 and H >= 1 (integers)"),
     ({"hook": "fp16", "post_local": {"start": 0, "period": 4}}, ": \"hook\": \"fp16\" with "
      "\"post_local\" is not mirrored; give one of them (two rows)"),
 ]
