@@ -44,6 +44,50 @@ constexpr TorchRow kTorchRows[] = {
     {"diloco", "bench/diloco_ref.py", "GOSSAMER_DILOCO_SCRIPT"},
 };
 
+/// ddp's options, the config's algorithms.ddp (bench/ddp_ref.py's ddp_options says the same
+/// lines): "hook" ("none" or "fp16", torch's fp16_compress_hook) and "post_local" ({"start": S,
+/// "period": H}, torch's post-local SGD), not both.
+void check_ddp_options(const std::string& path, const json::Json& doc) {
+    if (!doc.is_object() || !doc.contains("algorithms") || !doc["algorithms"].is_object() ||
+        !doc["algorithms"].contains("ddp"))
+        return;
+    const auto& options = doc["algorithms"]["ddp"];
+    const std::string where = path + ": algorithms.ddp";
+    if (!options.is_object())
+        refuse(where + ": expected an object of options, e.g. {\"hook\": \"fp16\"}");
+    for (const auto& item : options.items())
+        if (item.key() != "hook" && item.key() != "post_local")
+            refuse(fmt::format("{}: unknown key \"{}\"; ddp takes \"hook\" and \"post_local\"",
+                               where, item.key()));
+    const auto hook = options.value("hook", json::Json("none"));
+    if (hook != "none" && hook != "fp16")
+        refuse(
+            fmt::format("{}.hook: {} is not a hook of ddp; use \"none\" or \"fp16\" (torch's "
+                        "fp16_compress_hook)",
+                        where, hook.dump()));
+    if (!options.contains("post_local")) return;
+    const auto& post = options["post_local"];
+    const std::string fix = "give {\"start\": S, \"period\": H} with S >= 0 and H >= 1 (integers)";
+    if (!post.is_object()) refuse(where + ".post_local: expected an object; " + fix);
+    for (const auto& item : post.items())
+        if (item.key() != "start" && item.key() != "period")
+            refuse(fmt::format("{}.post_local: unknown key \"{}\"; {}", where, item.key(), fix));
+    for (const auto& [key, low] : {std::pair<std::string, double>{"start", 0}, {"period", 1}}) {
+        const bool given = post.contains(key);
+        const auto& v = given ? post[key] : json::Json();
+        const bool count = v.is_number() && !v.is_boolean() &&
+                           v.get<double>() == std::floor(v.get<double>()) && v.get<double>() >= low;
+        if (!count)
+            refuse(fmt::format("{}.post_local.{}: {}; {}", where, key,
+                               given ? v.dump() : std::string("missing"), fix));
+    }
+    if (hook != "none")
+        refuse(
+            fmt::format("{}: \"hook\": {} with \"post_local\" is not mirrored; give one of "
+                        "them (two rows)",
+                        where, hook.dump()));
+}
+
 /// A torch row mirrors the built-in softmax, mlp and gpt (its twin, gossamer.models_torch.Gpt)
 /// with any local optimizer (sgd, adam, adamw: torch.optim's rules; bench/torch_job.py); `ddp` is
 /// per-step (no "outer" section) and `diloco` is DiLoCo's outer loop over the whole model (an
@@ -72,6 +116,7 @@ void check_torch_config(const std::string& path, const TorchRow& row) {
             "{}: outer: ddp (bench/ddp_ref.py) all-reduces the gradients at every step and has "
             "no outer loop; list diloco in --algorithms for torch DiLoCo, or remove \"outer\"",
             path));
+    if (algo == "ddp") check_ddp_options(path, doc);
     if (algo == "diloco" && !outer)
         refuse(fmt::format(
             "{}: outer: diloco (bench/diloco_ref.py) is DiLoCo's outer loop, and the config has "
