@@ -30,7 +30,8 @@ GOSSAMER_OUT, GOSSAMER_EVAL_INTERVAL, GOSSAMER_EVAL_SAMPLES and GOSSAMER_STEP_TI
 of the cluster file to pad to) for the job. Writes OUT/peer<rank>.jsonl (the lines of
 `gossamer peer`: steps, evaluation points, summary), and rank 0 OUT/average.json and
 OUT/model.bin (Gossamer's model file of its final parameters). Evaluation points are rank 0's
-model as it stands (under post_local, between two averagings, its own).
+model as it stands; under post_local, where the ranks' models differ between two averagings,
+every rank evaluates its own (the peers' mean, as for Gossamer's local SGD).
 Exit status 2 with one line on bad input (a model or optimizer this script does not mirror, bad
 options). What it shares with bench/diloco_ref.py is in bench/torch_job.py, beside it.
 """
@@ -116,6 +117,7 @@ def main():
     params, steps, buffer = job.params, job.steps, job.flat.buffer
     grad = torch.zeros(buffer.numel())
     start_local, period = post_local if post_local else (steps, 1)
+    job.every_rank = post_local is not None
     t0 = job.start()
     busy = idle = 0.0
     reduced = averaged = 0  # steps whose gradients were all-reduced; model averagings
@@ -145,7 +147,7 @@ def main():
         now = time.monotonic() - t0
         job.metrics.write({"rank": job.rank, "step": s, "time": now, "loss": loss.item(),
                            "step_seconds": waited - start})  # computing and padding, as peer's
-        # Evaluation points (docs/results/benchmarks.md): rank 0's model.
+        # Evaluation points (docs/results/benchmarks.md): rank 0's model (post_local: each's).
         job.evaluation_point(now)
     end = time.monotonic() - t0
     # The ring all-reduce sends 2 (n - 1) / n of the vector from every rank: float16 gradients

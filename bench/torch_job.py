@@ -255,6 +255,7 @@ class Job:
         self.metrics = Metrics(launch.metrics_path)
         self.next_tick = 0
         self.evaluator = None
+        self.every_rank = False  # True where the ranks' models differ (post-local SGD)
 
     def start(self):
         """Meets the other ranks over gloo; every rank starts its clock together, as the built-in
@@ -303,7 +304,7 @@ class Job:
         being evaluated replaces an older queued one."""
         if self.interval > 0 and now >= self.next_tick * self.interval:
             tick = int(now // self.interval)
-            if self.rank == 0:
+            if self.rank == 0 or self.every_rank:
                 if self.evaluator is None:
                     self.evaluator = Evaluator(self)
                 self.evaluator.queue(tick, now, self.params)
