@@ -52,9 +52,10 @@ def die(msg):
 
 
 class CpuSampler:
-    """The share of the machine's cores busy while a run goes on (/proc/stat), and the share
-    taken by threads named gossamer-eval (the evaluators, /proc/*/task/*/stat), sampled every
-    0.5 s; training's share is the rest."""
+    """The share of the machine's cores busy while a run goes on (/proc/stat), and the shares
+    taken by tasks at nice 19 (/proc/*/task/*/stat): the evaluators (threads named
+    gossamer-eval) and other background work (a `nice -n 19` sim), sampled every 0.5 s;
+    training's share is the rest: the peers, their kernel time and anything not niced."""
 
     def __init__(self):
         self.stop = threading.Event()
@@ -68,31 +69,42 @@ class CpuSampler:
             v = [int(x) for x in f.readline().split()[1:]]
         return sum(v) - v[3] - v[4], sum(v)  # busy jiffies (all but idle, iowait), total
 
-    def eval_ticks(self):
+    def background_ticks(self):
+        """{task: (utime + stime, is an evaluator)} of every task at nice 19: the evaluators
+        (threads named gossamer-eval, at nice 19 by design) and whatever else runs at the lowest
+        priority beside the lab (a `nice -n 19` sim): they take only what training leaves."""
         seen = {}
         for task in pathlib.Path("/proc").glob("[0-9]*/task/[0-9]*"):
             try:
                 text = (task / "stat").read_text()
             except OSError:
                 continue
-            name = text[text.index("(") + 1:text.rindex(")")]
-            if name == "gossamer-eval":
-                fields = text[text.rindex(")") + 2:].split()
-                seen[task.name] = int(fields[11]) + int(fields[12])  # utime + stime
+            fields = text[text.rindex(")") + 2:].split()
+            if int(fields[16]) >= 19:  # nice
+                name = text[text.index("(") + 1:text.rindex(")")]
+                seen[task.parent.parent.name + "/" + task.name] = (
+                    int(fields[11]) + int(fields[12]), name == "gossamer-eval")
         return seen
 
     def loop(self):
         last_busy, last_total = self.busy()
-        last_eval = self.eval_ticks()
+        last_bg = self.background_ticks()
         while not self.stop.wait(0.5):
             b, t = self.busy()
-            ev = self.eval_ticks()
-            d_eval = sum(v - last_eval.get(k, 0) for k, v in ev.items())
+            bg = self.background_ticks()
+            d_eval = d_other = 0
+            for k, (v, is_eval) in bg.items():
+                d = max(0, v - last_bg.get(k, (0, is_eval))[0])
+                if is_eval:
+                    d_eval += d
+                else:
+                    d_other += d
             if t > last_total:
                 # /proc/stat counts every core's jiffies; a task's utime + stime is its own.
-                self.samples.append(((b - last_busy) / (t - last_total),
-                                     min(1.0, max(0, d_eval) / (t - last_total))))
-            last_busy, last_total, last_eval = b, t, ev
+                span = t - last_total
+                self.samples.append(((b - last_busy) / span, min(1.0, d_eval / span),
+                                     min(1.0, d_other / span)))
+            last_busy, last_total, last_bg = b, t, bg
 
     def __enter__(self):
         self.thread.start()
@@ -105,14 +117,16 @@ class CpuSampler:
     def result(self, bound):
         if not self.samples:
             return {"samples": 0}
-        busy = sum(s for s, _ in self.samples) / len(self.samples)
-        ev = sum(e for _, e in self.samples) / len(self.samples)
-        train = max(0.0, busy - ev)
-        saturated = sum(1 for s, _ in self.samples if s >= 0.98) / len(self.samples)
-        return {"samples": len(self.samples), "cores": self.cores, "busy_share": round(busy, 4),
-                "eval_share": round(ev, 4), "train_share": round(train, 4),
-                "saturated_share": round(saturated, 4), "cpu_bound_at": bound,
-                "cpu_bound": train >= bound}
+        n = len(self.samples)
+        busy = sum(s[0] for s in self.samples) / n
+        ev = sum(s[1] for s in self.samples) / n
+        other = sum(s[2] for s in self.samples) / n
+        train = max(0.0, busy - ev - other)
+        saturated = sum(1 for s in self.samples if s[0] - s[1] - s[2] >= 0.98) / n
+        return {"samples": n, "cores": self.cores, "busy_share": round(busy, 4),
+                "eval_share": round(ev, 4), "background_share": round(other, 4),
+                "train_share": round(train, 4), "saturated_share": round(saturated, 4),
+                "cpu_bound_at": bound, "cpu_bound": train >= bound}
 
 
 def run(cmd, dry, log=None):
