@@ -8,6 +8,7 @@ import copy
 import json
 import math
 import pathlib
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROW_KEYS = {"label", "family", "algorithm", "topology", "set", "set_workload", "set_cluster",
@@ -20,6 +21,12 @@ FAMILIES = ("torch", "ours")
 
 class SpecError(Exception):
     pass
+
+
+def fail(msg):
+    """One line on stderr and exit status 2, as for every bad input of the campaign's scripts."""
+    print(f"scripts/lab/campaign.py: {msg}", file=sys.stderr)
+    sys.exit(2)
 
 
 def merge(base, patch):
@@ -42,8 +49,7 @@ def pick(text, names, flag):
     chosen = [x for x in text.split(",") if x]
     for x in chosen:
         if x not in names:
-            raise SystemExit(f"scripts/lab/campaign.py: {flag}: unknown name \"{x}\"; the campaign "
-                             f"file has {', '.join(names)}")
+            fail(f"{flag}: unknown name \"{x}\"; the campaign file has {', '.join(names)}")
     return chosen
 
 
@@ -219,10 +225,10 @@ def load(path):
     try:
         doc = json.loads(pathlib.Path(path).read_text())
     except OSError as e:
-        raise SystemExit(f"scripts/lab/campaign.py: {path}: cannot read: {e.strerror}")
+        fail(f"{path}: cannot read: {e.strerror}")
     except ValueError as e:
-        raise SystemExit(f"scripts/lab/campaign.py: {path}: not JSON ({e}); fix the file")
+        fail(f"{path}: not JSON ({e}); fix the file")
     try:
         return Campaign(path, doc)
     except SpecError as e:
-        raise SystemExit(f"scripts/lab/campaign.py: {e}")
+        fail(str(e))
