@@ -172,12 +172,12 @@ def sim_run(g, camp, job, dry):
         print(f"== {job.name}: sim already in {d}/sim.json")
         return
     runs = d / "launch" / job.algorithm
-    if not runs.is_dir() and not dry:
-        print(f"warning: {job.name}: no lab run to take the step times from; sim skipped",
-              file=sys.stderr)
+    if not (d / "launch" / "result.json").exists() and not dry:
+        print(f"warning: {job.name}: no finished lab run to take the step times from; sim "
+              "skipped", file=sys.stderr)
         return
     inner = (job.config.get("outer") or {}).get("steps", 1)
-    run([sys.executable, HERE / "measured_cluster.py", runs, job.cluster, d / "cluster.json",
+    run(["/usr/bin/python3", HERE / "measured_cluster.py", runs, job.cluster, d / "cluster.json",
          "--inner", inner], dry)
     sim_cfg = d / "sim_config.json"
     if not dry:
