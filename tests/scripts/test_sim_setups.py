@@ -49,9 +49,28 @@ class LognormalCluster(unittest.TestCase):
         rc2, out2, _ = run(CLUSTER, "--n", "4096", "--seed", "8")
         self.assertNotEqual(json.loads(out2)["peers"], c["peers"])
 
+    def test_racks_add_a_section_and_keep_the_draws(self):
+        rc, out, _ = run(CLUSTER, "--n", "40", "--seed", "3", "--rack-size", "8",
+                         "--slow-racks", "4", "--bandwidth", "1e7")
+        self.assertEqual(rc, 0)
+        c = json.loads(out)
+        _, plain, _ = run(CLUSTER, "--n", "40", "--seed", "3", "--bandwidth", "1e7")
+        self.assertEqual(c["peers"], json.loads(plain)["peers"])
+        racks = c["network"]["racks"]
+        self.assertEqual([r["range"] for r in racks], [[0, 7], [8, 15], [16, 23], [24, 31],
+                                                       [32, 39]])
+        self.assertEqual([r["uplink"] for r in racks], [4e7, 4e7, 4e7, 4e6, 4e7])
+        self.assertTrue(all(r["downlink"] == r["uplink"] for r in racks))
+        rc, out, _ = run(CLUSTER, "--n", "10", "--rack-size", "4", "--slow-racks", "0",
+                         "--rack-uplink", "5e6")
+        self.assertEqual([(r["range"], r["uplink"]) for r in json.loads(out)["network"]["racks"]],
+                         [([0, 3], 5e6), ([4, 7], 5e6), ([8, 9], 5e6)])
+
     def test_bad_flags_are_one_line_and_exit_2(self):
         for args in (["--n", "0"], ["--n", "4", "--sigma-compute", "4"], ["--n", "4", "--x"],
-                     ["--n", "4", "--bandwidth", "0"]):
+                     ["--n", "4", "--bandwidth", "0"], ["--n", "4", "--slow-racks", "2"],
+                     ["--n", "4", "--rack-size", "5"], ["--n", "4", "--rack-size", "2",
+                                                         "--rack-uplink", "0"]):
             rc, out, err = run(CLUSTER, *args)
             self.assertEqual(rc, 2, args)
             self.assertEqual(out, "")
