@@ -74,7 +74,7 @@ std::vector<Time> fair_ends(const Cluster& c, const std::vector<std::array<int, 
 
 }  // namespace
 
-TEST_CASE("racks: the loader reads ranks, ranges and rack links") {
+TEST_CASE("racks: the loader reads ranks and ranges and rack links") {
     const Cluster c = two_racks();
     REQUIRE(c.racks.size() == 2);
     CHECK(c.racks[1].ranks == std::vector<int>{2, 3});
@@ -92,7 +92,7 @@ TEST_CASE("racks: the loader reads ranks, ranges and rack links") {
     CHECK(homogeneous_cluster(4, 0.1, 0, 1e9).rack(2) == -1);
 }
 
-TEST_CASE("racks: bad racks get one line naming the file, the JSON path and the fix") {
+TEST_CASE("racks: bad racks get one line naming the file and the JSON path and the fix") {
     CHECK(error_of(racks_file(R"([{"ranks": [0, 1], "uplink": 1e6}, {"range": [1, 2],
                                   "uplink": 1e6}])")) ==
           "F: network.racks[1]: rank 1 is already in rack network.racks[0] (fix: put every "
@@ -112,7 +112,7 @@ TEST_CASE("racks: bad racks get one line naming the file, the JSON path and the 
     CHECK(error_of(racks_file(R"([{"ranks": [0], "uplink": 1e6}])")).empty());
 }
 
-TEST_CASE("racks, fair: two messages between racks share the rack uplink, one inside does not") {
+TEST_CASE("racks fair: two messages between racks share the rack uplink and one inside does not") {
     const Cluster c = two_racks();
     // S = 1024 bytes: two at once from rack 0 to rack 1 take 2 S / B = 2 s (B = 1024).
     CHECK(fair_ends(c, {{0, 2, 1024}, {1, 3, 1024}}) == std::vector<Time>{2.0, 2.0});
@@ -126,7 +126,7 @@ TEST_CASE("racks, fair: two messages between racks share the rack uplink, one in
     CHECK(fair_ends(c, {{0, 2, 1024}, {3, 1, 1024}}) == std::vector<Time>{1.0, 1.0});
 }
 
-TEST_CASE("racks, fifo: messages between racks queue on the rack uplink") {
+TEST_CASE("racks fifo: messages between racks queue on the rack uplink") {
     const Cluster c = two_racks();
     Network net(c);
     CHECK(net.rate(0, 2) == 1024);

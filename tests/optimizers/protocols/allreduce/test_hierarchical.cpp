@@ -64,7 +64,7 @@ Harness run_of(int n, std::size_t length, const Grads& g, AllreduceOptions o, bo
 
 }  // namespace
 
-TEST_CASE("hierarchy: the ring's average to float rounding, the same bits everywhere") {
+TEST_CASE("hierarchy: the ring's average to float rounding and the same bits everywhere") {
     const int n = 8;
     for (std::size_t length : {std::size_t(5), std::size_t(37), std::size_t(64)}) {
         const Grads g(n, 3, length, 17 + static_cast<unsigned>(length));
@@ -106,7 +106,7 @@ TEST_CASE("hierarchy: the ring's average to float rounding, the same bits everyw
     }
 }
 
-TEST_CASE("hierarchy: n = 12 in racks of 3 (R = 4, uneven parts)") {
+TEST_CASE("hierarchy: n = 12 in racks of 3 (R = 4 and uneven parts)") {
     const Grads g(12, 2, 29, 5);
     Harness ring = run_of(12, 29, g, {}, false);
     REQUIRE(ring.run());
@@ -122,7 +122,7 @@ TEST_CASE("hierarchy: n = 12 in racks of 3 (R = 4, uneven parts)") {
     }
 }
 
-TEST_CASE("hierarchy: only phase B leaves the rack, cost-only sends the same headers") {
+TEST_CASE("hierarchy: only phase B leaves the rack and cost-only sends the same headers") {
     const int n = 8, k = 4;
     const Grads g(n, 2, 40, 3);
     AllreduceOptions o;
@@ -143,7 +143,7 @@ TEST_CASE("hierarchy: only phase B leaves the rack, cost-only sends the same hea
     for (const auto& m : cost.sent()) CHECK(m.payload.empty());
 }
 
-TEST_CASE("hierarchy options: bad rack sizes and combinations, ConfigError naming the path") {
+TEST_CASE("hierarchy options: bad rack sizes and combinations get ConfigError naming the path") {
     const json::Document doc = json::parse_text(R"({
         "ok": {"hierarchy": {"rack_size": 2}}, "three": {"hierarchy": {"rack_size": 3}},
         "zero": {"hierarchy": {"rack_size": 0}}, "typo": {"hierarchy": {"racks": 2}},
