@@ -95,8 +95,8 @@ TEST_CASE("racks: the loader reads ranks and ranges and rack links") {
 TEST_CASE("racks: bad racks get one line naming the file and the JSON path and the fix") {
     CHECK(error_of(racks_file(R"([{"ranks": [0, 1], "uplink": 1e6}, {"range": [1, 2],
                                   "uplink": 1e6}])")) ==
-          "F: network.racks[1]: rank 1 is already in rack network.racks[0] (fix: put every "
-          "rank in at most one rack)");
+          "F: network.racks[1]: rank 1 is already in rack network.racks[0]; put every rank in at "
+          "most one rack");
     CHECK(error_of(racks_file(R"([{"ranks": [0, 4], "uplink": 1e6}])"))
               .find("network.racks[0].ranks[1]: rank 4 is out of range for 4 peers") !=
           std::string::npos);
@@ -118,10 +118,13 @@ TEST_CASE("racks fair: two messages between racks share the rack uplink and one 
     CHECK(fair_ends(c, {{0, 2, 1024}, {1, 3, 1024}}) == std::vector<Time>{2.0, 2.0});
     // One alone takes S / B = 1 s: the rack link, not the access link, is its bottleneck.
     CHECK(fair_ends(c, {{0, 3, 1024}}) == std::vector<Time>{1.0});
-    // Inside a rack: S / access link = 0.25 s, beside the two cross-rack ones.
+    // Inside a rack: S / access link = 0.25 s.
     CHECK(fair_ends(c, {{0, 1, 1024}}) == std::vector<Time>{0.25});
-    CHECK(fair_ends(c, {{2, 3, 1024}, {0, 2, 1024}, {1, 3, 1024}}) ==
-          std::vector<Time>{0.25, 2.0, 2.0});
+    // Beside them, 2 -> 3 takes what 1 -> 3 leaves of 3's downlink: 4096 - 512.
+    const auto mixed = fair_ends(c, {{2, 3, 1024}, {0, 2, 1024}, {1, 3, 1024}});
+    CHECK(mixed[0] == doctest::Approx(1024.0 / 3584.0));
+    CHECK(mixed[1] == 2.0);
+    CHECK(mixed[2] == 2.0);
     // Opposite directions use different rack links: both at 1024.
     CHECK(fair_ends(c, {{0, 2, 1024}, {3, 1, 1024}}) == std::vector<Time>{1.0, 1.0});
 }
