@@ -108,6 +108,13 @@ def at_scale_rows(set_name):
         (set_name, "async-T-delayed", "async",
          dict(TIME_256, normalize="fednova", optimizer="delayed_nesterov", lr=0.7, momentum=0.6,
               delay=4), None, True),
+        # Gossip that spares the slow rack links: 4-bit anchor deltas (choco, outer-codecs.md),
+        # and async pushing to a slow edge less often ("links": "aware", async.md).
+        (set_name, "choco-T-int4", "choco", fed,
+         {"gamma": 1.0, "compressor": {"name": "int4"}}, True),
+        (set_name, "async-T-delayed-aware", "async",
+         dict(TIME_256, normalize="fednova", optimizer="delayed_nesterov", lr=0.7, momentum=0.6,
+              delay=4), {"links": "aware"}, True),
     ]
 
 
