@@ -94,15 +94,19 @@ TIME_256 = {"seconds": 0.4, "reference_steps": 8}
 HIER8 = {"hierarchy": {"rack_size": 8}}  # the rack-aware all-reduce over the racks of 8
 
 
-def at_scale_rows(set_name):
-    """Issue 43 item 6: DDP, DiLoCo over the ring and the rack-aware all-reduce, gossip."""
+def at_scale_rows(set_name, n):
+    """Issue 43 item 6: DDP, DiLoCo over the ring and the rack-aware all-reduce, gossip (on the
+    set's one-peer exponential graph, and on a rack-aware one-peer hypercube whose rounds leave
+    the rack one time in four: scripts/sim/rack_schedule.py --n N --rack-size 8)."""
     fed = dict(TIME_256, normalize="fednova", **SGD1)
+    rack_hc = f"examples/topologies/rack-hypercube{n}.json"
     return [
         (set_name, "ddp", "allreduce", None, None, False),
         (set_name, "ddp-hier", "allreduce", None, HIER8, False),
         (set_name, "diloco-H8", "allreduce", dict(steps=8, **SGD1), None, False),
         (set_name, "diloco-hier-H8", "allreduce", dict(steps=8, **SGD1), HIER8, False),
         (set_name, "dpsgd-H4", "dpsgd", dict(steps=4, **SGD1), None, False),
+        (set_name, "diloco-T", "allreduce", fed, None, True),
         (set_name, "diloco-hier-T", "allreduce", fed, HIER8, True),
         (set_name, "dpsgd-T", "dpsgd", fed, None, True),
         (set_name, "async-T-delayed", "async",
@@ -115,10 +119,14 @@ def at_scale_rows(set_name):
         (set_name, "async-T-delayed-aware", "async",
          dict(TIME_256, normalize="fednova", optimizer="delayed_nesterov", lr=0.7, momentum=0.6,
               delay=4), {"links": "aware"}, True),
+        (set_name, "dpsgd-T-rackhc", "dpsgd", fed, None, True, rack_hc),
+        (set_name, "choco-T-int4-rackhc", "choco", fed,
+         {"gamma": 1.0, "compressor": {"name": "int4"}}, True, rack_hc),
     ]
 
 
-# (set, name, algorithm, outer section or None (no layer), algorithm options or None, time row)
+# (set, name, algorithm, outer section or None (no layer), algorithm options or None, time row[,
+# topology instead of the set's])
 ROWS = [
     ("dirichlet", "allreduce-per-step", "allreduce", None, None, False),
     ("dirichlet", "allreduce-H8", "allreduce", dict(steps=8, **SGD1), None, False),
@@ -144,7 +152,7 @@ ROWS = [
     ("256", "async-T-delayed", "async",
      dict(TIME_256, normalize="fednova", optimizer="delayed_nesterov", lr=0.7, momentum=0.6,
           delay=4), None, True),
-] + at_scale_rows("racks256") + at_scale_rows("racks1024")
+] + at_scale_rows("racks256", 256) + at_scale_rows("racks1024", 1024)
 
 
 def die(msg):
@@ -169,8 +177,9 @@ def describe_outer(o):
 
 
 def run_row(args, row):
-    set_name, name, algo, outer, options, _ = row
+    set_name, name, algo, outer, options = row[:5]
     spec = SETS[set_name]
+    topology = row[6] if len(row) > 6 else spec["topology"]
     d = pathlib.Path(args.out) / set_name / name
     if (d / "sim.json").exists():
         return
@@ -185,7 +194,7 @@ def run_row(args, row):
     (d / "config.json").write_text(json.dumps(cfg, indent=1) + "\n")
     flags = list(spec["flags"])
     flags[flags.index("--eval-interval") + 1] = f"{args.eval_interval:g}"
-    cmd = [args.gossamer, "sim", "--topology", str(ROOT / spec["topology"]),
+    cmd = [args.gossamer, "sim", "--topology", str(ROOT / topology),
            "--cluster", str(ROOT / spec["cluster"]), "--config", str(d / "config.json"),
            "--algorithms", algo, *flags, "--json", "--save", str(d / "sim.json.part"),
            "--out", str(d / "sim")]
@@ -206,7 +215,8 @@ def run_row(args, row):
         return
     summary = json.loads((d / "sim.json.part").read_text())
     summary["row"] = {"set": set_name, "name": name, "algorithm": algo, "outer": outer,
-                      "options": options, "seed": args.seed, "wall_s": round(wall, 1),
+                      "options": options, "topology": topology, "seed": args.seed,
+                      "wall_s": round(wall, 1),
                       "cpu_s": round(cpu, 1), "load": round(os.getloadavg()[0], 1)}
     (d / "sim.json").write_text(json.dumps(summary, indent=1) + "\n")
     (d / "sim.json.part").unlink()
