@@ -13,6 +13,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 CLUSTER = os.path.join(ROOT, "scripts", "sim", "lognormal_cluster.py")
 ROWS = os.path.join(ROOT, "scripts", "sim", "outer_time_rows.py")
+RACK_SCHEDULE = os.path.join(ROOT, "scripts", "sim", "rack_schedule.py")
 
 
 def run(script, *args):
@@ -74,6 +75,33 @@ class LognormalCluster(unittest.TestCase):
             rc, out, err = run(CLUSTER, *args)
             self.assertEqual(rc, 2, args)
             self.assertEqual(out, "")
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+
+class RackSchedule(unittest.TestCase):
+    def test_matchings_mostly_in_rack_and_exact_mean_after_a_period(self):
+        rc, out, _ = run(RACK_SCHEDULE, "--n", "64", "--rack-size", "8")
+        self.assertEqual(rc, 0)
+        rounds = json.loads(out)["graph"]["schedule"]
+        self.assertEqual(len(rounds), 3 * 4)  # log2(8) cycles of 3 in-rack rounds + 1 across
+        x = [float(r * r % 17) for r in range(64)]
+        mean = sum(x) / 64
+        for t, edges in enumerate(rounds):
+            self.assertEqual(sorted(r for e in edges for r in e), list(range(64)))  # matching
+            across = [a // 8 != b // 8 for a, b in edges]
+            self.assertTrue(all(across) if t % 4 == 3 else not any(across), t)
+            y = list(x)
+            for a, b in edges:
+                y[a] = y[b] = (x[a] + x[b]) / 2
+            x = y
+        self.assertTrue(all(abs(v - mean) < 1e-9 for v in x))
+        with open(os.path.join(ROOT, "examples", "topologies", "rack-hypercube256.json")) as f:
+            self.assertEqual(json.loads(run(RACK_SCHEDULE, "--n", "256", "--rack-size", "8")[1]),
+                             json.load(f))
+        for args in (["--n", "48", "--rack-size", "8"], ["--n", "8", "--rack-size", "8"],
+                     ["--n", "64"]):
+            rc, out, err = run(RACK_SCHEDULE, *args)
+            self.assertEqual(rc, 2, args)
             self.assertEqual(len(err.strip().splitlines()), 1, err)
 
 
