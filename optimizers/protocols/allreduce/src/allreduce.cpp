@@ -360,6 +360,12 @@ void AllreduceProtocol::next_step(Actions& out) {
 
 std::unique_ptr<Protocol> make_allreduce(const json::Node* options, PeerContext ctx) {
     const AllreduceOptions o = parse_allreduce_options(options);
+    if (o.rack_size > 0 && ctx.n % o.rack_size != 0)  // named with the file and its JSON path
+        options->at("hierarchy")
+            .at("rack_size")
+            .fail(fmt::format("rack size {} does not divide the {} peers", o.rack_size, ctx.n),
+                  "racks are rack_size consecutive ranks: use a divisor of n (e.g. 8 for 1,024 "
+                  "peers)");
     if (o.rack_size > 0) return std::make_unique<HierarchicalAllreduce>(std::move(ctx), o);
     return std::make_unique<AllreduceProtocol>(std::move(ctx), o);
 }

@@ -163,7 +163,7 @@ TEST_CASE("hierarchy options: bad rack sizes and combinations get ConfigError na
         return "(no error)";
     };
     CHECK(path_of("ok") == "(no error)");
-    CHECK(path_of("three") == "hierarchy.rack_size");  // 3 does not divide 8
+    CHECK(path_of("three") == "three.hierarchy.rack_size");  // 3 does not divide 8
     CHECK(path_of("zero") == "zero.hierarchy.rack_size");
     CHECK(path_of("typo") == "typo.hierarchy.racks");
     CHECK(path_of("chunks") == "chunks.chunks");
