@@ -336,6 +336,28 @@ void parse_links(const Node& list, int n, const LinkSpec& base,
     }
 }
 
+void parse_racks(const Node& list, Cluster& c) {
+    list.expect_array();
+    const int n = c.n();
+    c.rack_of.assign(static_cast<std::size_t>(n), -1);
+    for (std::size_t k = 0; k < list.size(); ++k) {
+        const Node entry = list[k];
+        entry.expect_object({"rank", "ranks", "range", "uplink", "downlink"});
+        RackSpec rack;
+        rack.ranks = parse_selector(entry, n);
+        std::sort(rack.ranks.begin(), rack.ranks.end());
+        for (int r : rack.ranks)
+            if (const int j = c.rack_of[static_cast<std::size_t>(r)]; j >= 0)
+                entry.fail(fmt::format("rank {} is already in rack {}[{}]", r, list.path(), j),
+                           "put every rank in at most one rack");
+        rack.uplink = read_bandwidth(entry.at("uplink"), "uplink");
+        rack.downlink =
+            entry.has("downlink") ? read_bandwidth(entry.at("downlink"), "downlink") : rack.uplink;
+        for (int r : rack.ranks) c.rack_of[static_cast<std::size_t>(r)] = static_cast<int>(k);
+        c.racks.push_back(std::move(rack));
+    }
+}
+
 Cluster parse_resolved(const json::Document& doc, int n) {
     Node root(doc);
     root.expect_object({"version", "name", "description", "n", "defaults", "peers", "network"});
@@ -351,7 +373,7 @@ Cluster parse_resolved(const json::Document& doc, int n) {
     Cluster c;
     c.source = doc.file;
     const Node net = root.at("network");
-    net.expect_object({"latency", "bandwidth", "links", "model", "failure_detection"});
+    net.expect_object({"latency", "bandwidth", "links", "racks", "model", "failure_detection"});
     if (auto d = net.find("failure_detection"))
         c.failure_detection = read_non_negative(*d, "failure_detection", 3600, " seconds",
                                                 "give seconds, e.g. 5 (the heartbeat timeout)");
@@ -387,6 +409,7 @@ Cluster parse_resolved(const json::Document& doc, int n) {
 
     if (auto peers = root.find("peers")) parse_peers(*peers, c.peers);
     if (auto links = net.find("links")) parse_links(*links, n, c.default_link, c.links);
+    if (auto racks = net.find("racks")) parse_racks(*racks, c);
     return c;
 }
 

@@ -14,6 +14,13 @@ Two set-ups, each a training config, a cluster and a topology, run by `gossamer 
              examples/clusters/lognormal256.json (scripts/sim/lognormal_cluster.py --n 256
              --seed 1: lognormal compute and link speeds, sigma 0.5) over
              examples/topologies/one-peer-exp256.json; allreduce is DiLoCo over the ring
+  racks256   issue 43's at-scale rows (docs/results/at_scale.md): the 256 set's job on
+             examples/clusters/lognormal256_racks8.json (the same peers in racks of 8, one rack
+             in eight behind a slow uplink): DDP (allreduce per step), DiLoCo over the ring and
+             over the rack-aware all-reduce ("hierarchy": {"rack_size": 8}), the gossip forms
+  racks1024  the same on 1,024 peers: examples/sim/fashion_mlp1024_outer.json (batch 16, the
+             same global batch), examples/clusters/lognormal1024_racks8.json,
+             examples/topologies/one-peer-exp1024.json; peers' own evaluations on 200 samples
 
 Every row is (set, name, algorithm, "outer" section, algorithm options); ROWS below lists them.
 The rows of rounds by time ("outer": {"seconds": T, "reference_steps": R, ...}) are in ROWS
@@ -60,6 +67,23 @@ SETS = {
                   "--average-eval-samples", "2000"],
         "reference": "diloco-H8",
     },
+    "racks256": {
+        "config": "examples/sim/fashion_mlp256_outer.json",
+        "cluster": "examples/clusters/lognormal256_racks8.json",
+        "topology": "examples/topologies/one-peer-exp256.json",
+        "flags": ["--eval-interval", "1", "--peer-eval-samples", "500",
+                  "--average-eval-samples", "2000"],
+        "reference": "diloco-hier-H8",
+    },
+    "racks1024": {
+        "config": "examples/sim/fashion_mlp1024_outer.json",
+        "cluster": "examples/clusters/lognormal1024_racks8.json",
+        "topology": "examples/topologies/one-peer-exp1024.json",
+        # 1,024 peers' own evaluations: 200 samples each (205k a tick, 1.6x the 256 set's).
+        "flags": ["--eval-interval", "1", "--peer-eval-samples", "200",
+                  "--average-eval-samples", "2000"],
+        "reference": "diloco-hier-H8",
+    },
 }
 
 SGD1 = {"optimizer": "sgd", "lr": 1.0, "momentum": 0}
@@ -67,8 +91,42 @@ SGD1 = {"optimizer": "sgd", "lr": 1.0, "momentum": 0}
 # the straggler16 cluster's fast peers, the lognormal cluster's mean factor 1).
 TIME_DIR = {"seconds": 0.4, "reference_steps": 8}
 TIME_256 = {"seconds": 0.4, "reference_steps": 8}
+HIER8 = {"hierarchy": {"rack_size": 8}}  # the rack-aware all-reduce over the racks of 8
 
-# (set, name, algorithm, outer section or None (no layer), algorithm options or None, time row)
+
+def at_scale_rows(set_name, n):
+    """Issue 43 item 6: DDP, DiLoCo over the ring and the rack-aware all-reduce, gossip (on the
+    set's one-peer exponential graph, and on a rack-aware one-peer hypercube whose rounds leave
+    the rack one time in four: scripts/sim/rack_schedule.py --n N --rack-size 8)."""
+    fed = dict(TIME_256, normalize="fednova", **SGD1)
+    rack_hc = f"examples/topologies/rack-hypercube{n}.json"
+    return [
+        (set_name, "ddp", "allreduce", None, None, False),
+        (set_name, "ddp-hier", "allreduce", None, HIER8, False),
+        (set_name, "diloco-H8", "allreduce", dict(steps=8, **SGD1), None, False),
+        (set_name, "diloco-hier-H8", "allreduce", dict(steps=8, **SGD1), HIER8, False),
+        (set_name, "dpsgd-H4", "dpsgd", dict(steps=4, **SGD1), None, False),
+        (set_name, "diloco-T", "allreduce", fed, None, True),
+        (set_name, "diloco-hier-T", "allreduce", fed, HIER8, True),
+        (set_name, "dpsgd-T", "dpsgd", fed, None, True),
+        (set_name, "async-T-delayed", "async",
+         dict(TIME_256, normalize="fednova", optimizer="delayed_nesterov", lr=0.7, momentum=0.6,
+              delay=4), None, True),
+        # Gossip that spares the slow rack links: 4-bit anchor deltas (choco, outer-codecs.md),
+        # and async pushing to a slow edge less often ("links": "aware", async.md).
+        (set_name, "choco-T-int4", "choco", fed,
+         {"gamma": 1.0, "compressor": {"name": "int4"}}, True),
+        (set_name, "async-T-delayed-aware", "async",
+         dict(TIME_256, normalize="fednova", optimizer="delayed_nesterov", lr=0.7, momentum=0.6,
+              delay=4), {"links": "aware"}, True),
+        (set_name, "dpsgd-T-rackhc", "dpsgd", fed, None, True, rack_hc),
+        (set_name, "choco-T-int4-rackhc", "choco", fed,
+         {"gamma": 1.0, "compressor": {"name": "int4"}}, True, rack_hc),
+    ]
+
+
+# (set, name, algorithm, outer section or None (no layer), algorithm options or None, time row[,
+# topology instead of the set's])
 ROWS = [
     ("dirichlet", "allreduce-per-step", "allreduce", None, None, False),
     ("dirichlet", "allreduce-H8", "allreduce", dict(steps=8, **SGD1), None, False),
@@ -94,7 +152,7 @@ ROWS = [
     ("256", "async-T-delayed", "async",
      dict(TIME_256, normalize="fednova", optimizer="delayed_nesterov", lr=0.7, momentum=0.6,
           delay=4), None, True),
-]
+] + at_scale_rows("racks256", 256) + at_scale_rows("racks1024", 1024)
 
 
 def die(msg):
@@ -119,8 +177,9 @@ def describe_outer(o):
 
 
 def run_row(args, row):
-    set_name, name, algo, outer, options, _ = row
+    set_name, name, algo, outer, options = row[:5]
     spec = SETS[set_name]
+    topology = row[6] if len(row) > 6 else spec["topology"]
     d = pathlib.Path(args.out) / set_name / name
     if (d / "sim.json").exists():
         return
@@ -135,7 +194,7 @@ def run_row(args, row):
     (d / "config.json").write_text(json.dumps(cfg, indent=1) + "\n")
     flags = list(spec["flags"])
     flags[flags.index("--eval-interval") + 1] = f"{args.eval_interval:g}"
-    cmd = [args.gossamer, "sim", "--topology", str(ROOT / spec["topology"]),
+    cmd = [args.gossamer, "sim", "--topology", str(ROOT / topology),
            "--cluster", str(ROOT / spec["cluster"]), "--config", str(d / "config.json"),
            "--algorithms", algo, *flags, "--json", "--save", str(d / "sim.json.part"),
            "--out", str(d / "sim")]
@@ -156,7 +215,8 @@ def run_row(args, row):
         return
     summary = json.loads((d / "sim.json.part").read_text())
     summary["row"] = {"set": set_name, "name": name, "algorithm": algo, "outer": outer,
-                      "options": options, "seed": args.seed, "wall_s": round(wall, 1),
+                      "options": options, "topology": topology, "seed": args.seed,
+                      "wall_s": round(wall, 1),
                       "cpu_s": round(cpu, 1), "load": round(os.getloadavg()[0], 1)}
     (d / "sim.json").write_text(json.dumps(summary, indent=1) + "\n")
     (d / "sim.json.part").unlink()
@@ -195,7 +255,8 @@ def table(args, sets):
             a, r = s["algorithms"][0], s["row"]
             t = a.get("time_to_target_peer_mean") if a.get("reached") else None
             ratio = f"{ref_t / t:.2f}" if ref_t and t else "—"
-            print(f"| {row[1]} | {r['algorithm']} | {describe_outer(r['outer'])} | "
+            algo = r["algorithm"] + (f" {json.dumps(r['options'])}" if r.get("options") else "")
+            print(f"| {row[1]} | {algo} | {describe_outer(r['outer'])} | "
                   f"{fmt_t(a, 'time_to_target')} | {fmt_t(a, 'time_to_target_peer_mean')} | "
                   f"{ratio} | {100 * a['final_accuracy']:.2f} | {a['mb_sent_per_peer']:.1f} | "
                   f"{a['end_time']:.1f} | {r['wall_s']:.0f} / {r['cpu_s']:.0f} | {r['load']} |")
@@ -206,7 +267,7 @@ def main():
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--gossamer", default=os.environ.get("GOSSAMER", "build/ci/cli/gossamer"))
     p.add_argument("--out", default="out/outer-time")
-    p.add_argument("--sets", default="dirichlet,256")
+    p.add_argument("--sets", default="dirichlet,256")  # racks256, racks1024: by name
     p.add_argument("--rows", default="")
     p.add_argument("--time-rows", action="store_true")
     p.add_argument("--seed", type=int, default=1)
@@ -240,6 +301,7 @@ def main():
     if args.list:
         for r in ROWS:
             print(f"{r[0]:9} {r[1]:20} {r[2]:9} {describe_outer(r[3])}"
+                  f"{' ' + json.dumps(r[4]) if r[4] else ''}"
                   f"{'  (--time-rows)' if r[5] else ''}")
         return
     if not args.table_only:

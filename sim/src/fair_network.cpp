@@ -13,11 +13,22 @@ namespace gossamer::sim {
 
 FairNetwork::FairNetwork(const Cluster& cluster) : n_(cluster.n()), cluster_(cluster) {
     if (n_ == 0) throw Error("FairNetwork: the cluster has no peers");
-    resources_.resize(static_cast<std::size_t>(2 * n_));
+    const std::size_t racks = cluster_.racks.size();
+    resources_.resize(static_cast<std::size_t>(2 * n_) + 2 * racks);
     for (int i = 0; i < n_; ++i) {
         resources_[static_cast<std::size_t>(i)].capacity = cluster_.peers[i].uplink;
         resources_[static_cast<std::size_t>(n_ + i)].capacity = cluster_.peers[i].downlink;
     }
+    // Rack j's uplink is resource 2n + 2j, its downlink 2n + 2j + 1.
+    for (std::size_t j = 0; j < racks; ++j) {
+        resources_[static_cast<std::size_t>(2 * n_) + 2 * j].capacity = cluster_.racks[j].uplink;
+        resources_[static_cast<std::size_t>(2 * n_) + 2 * j + 1].capacity =
+            cluster_.racks[j].downlink;
+    }
+}
+
+std::array<int, 5> FairNetwork::path(const Flow& f) const {
+    return {f.from, n_ + f.to, f.link, f.rack_up, f.rack_down};
 }
 
 void FairNetwork::check_rank(int rank) const {
@@ -81,8 +92,12 @@ std::uint32_t FairNetwork::start(int from, int to, std::uint64_t bytes, Time now
         return id;
     }
     f.link = link_resource(from, to);
+    if (cluster_.crosses_racks(from, to)) {
+        if (const int a = cluster_.rack(from); a >= 0) f.rack_up = 2 * n_ + 2 * a;
+        if (const int b = cluster_.rack(to); b >= 0) f.rack_down = 2 * n_ + 2 * b + 1;
+    }
     f.attached = true;
-    for (int r : {from, n_ + to, f.link}) {
+    for (int r : path(f)) {
         if (r < 0) continue;
         resources_[static_cast<std::size_t>(r)].flows.push_back(id);
         touch(r);
@@ -103,7 +118,7 @@ void FairNetwork::finish(std::uint32_t flow, Time) {
     --in_flight_;
     free_.push_back(flow);
     if (!f.attached) return;
-    for (int r : {f.from, n_ + f.to, f.link}) {
+    for (int r : path(f)) {
         if (r < 0) continue;
         auto& list = resources_[static_cast<std::size_t>(r)].flows;
         auto it = std::find(list.begin(), list.end(), flow);
@@ -148,7 +163,7 @@ void FairNetwork::fill() {
     touched_.clear();
     for (std::uint32_t id : admitted_) {
         const Flow& f = flows_[id];
-        for (int r : {f.from, n_ + f.to, f.link}) {
+        for (int r : path(f)) {
             if (r < 0) continue;
             Resource& res = resources_[static_cast<std::size_t>(r)];
             if (res.mark != pass_mark_) {
@@ -185,7 +200,7 @@ void FairNetwork::fill() {
             f.next = share;
             f.bottleneck = r;
             --open;
-            for (int o : {f.from, n_ + f.to, f.link}) {
+            for (int o : path(f)) {
                 if (o < 0) continue;
                 Resource& other = resources_[static_cast<std::size_t>(o)];
                 other.left -= share;

@@ -17,6 +17,8 @@ void Network::reset() {
     const auto n = cluster_.peers.size();
     up_free_.assign(n, 0.0);
     down_free_.assign(n, 0.0);
+    rack_up_free_.assign(cluster_.racks.size(), 0.0);
+    rack_down_free_.assign(cluster_.racks.size(), 0.0);
     traffic_.assign(n, Traffic{});
 }
 
@@ -28,8 +30,13 @@ void Network::check_rank(int rank) const {
 double Network::rate(int from, int to) const {
     check_rank(from);
     check_rank(to);
-    return std::min({cluster_.link(from, to).bandwidth, cluster_.peers[from].uplink,
-                     cluster_.peers[to].downlink});
+    double b = std::min({cluster_.link(from, to).bandwidth, cluster_.peers[from].uplink,
+                         cluster_.peers[to].downlink});
+    if (cluster_.crosses_racks(from, to)) {
+        if (const int a = cluster_.rack(from); a >= 0) b = std::min(b, cluster_.racks[a].uplink);
+        if (const int c = cluster_.rack(to); c >= 0) b = std::min(b, cluster_.racks[c].downlink);
+    }
+    return b;
 }
 
 Time Network::latency(int from, int to) const {
@@ -46,13 +53,22 @@ Transfer Network::transfer(int from, int to, std::uint64_t bytes, Time now) {
     // downlink wait in the network, so the uplink is not held back by the receiver's queue.
     const double b = rate(from, to);
     const Time wire = static_cast<double>(bytes) / b;
+    // Between racks the message also holds the sender's rack uplink with its own uplink, and
+    // the receiver's rack downlink with its downlink, one message at a time as theirs.
+    const bool across = cluster_.crosses_racks(from, to);
+    const int ra = across ? cluster_.rack(from) : -1, rb = across ? cluster_.rack(to) : -1;
     Transfer t;
     t.start = std::max(now, up_free_[from]);
+    if (ra >= 0) t.start = std::max(t.start, rack_up_free_[ra]);
     t.sent = t.start + wire;
     up_free_[from] = t.sent;
+    if (ra >= 0) rack_up_free_[ra] = t.sent;
     const Time first_byte = t.start + latency(from, to);
-    t.arrival = std::max(first_byte, down_free_[to]) + wire;
+    t.arrival = std::max(first_byte, down_free_[to]);
+    if (rb >= 0) t.arrival = std::max(t.arrival, rack_down_free_[rb]);
+    t.arrival += wire;
     down_free_[to] = t.arrival;
+    if (rb >= 0) rack_down_free_[rb] = t.arrival;
 
     traffic_[from].bytes_sent += bytes;
     traffic_[from].messages_sent += 1;

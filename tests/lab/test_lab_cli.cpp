@@ -119,6 +119,10 @@ TEST_SUITE("lab") {
         refused("lab up --cluster " + dir.path().string() + "/missing.json", "missing.json");
         refused("lab up --cluster " + no_n, "give --peers N");
         refused("lab up --cluster " + bad, "network.bandwidth");
+        const auto racks = dir.write("racks.json", R"({"n": 2, "defaults": {"base_time": 0.1},
+            "network": {"latency": 0, "bandwidth": 1e6,
+                        "racks": [{"rank": 0, "uplink": 1e5}]}})");
+        refused("lab up --cluster " + racks, "network.racks: the lab does not model racks");
         refused("lab up --for -1", "--for");
         refused("lab down nonsense", "\"nonsense\" is not a lab job");
         refused("lab frob", "unknown command 'frob'");

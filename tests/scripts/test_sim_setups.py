@@ -13,6 +13,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 CLUSTER = os.path.join(ROOT, "scripts", "sim", "lognormal_cluster.py")
 ROWS = os.path.join(ROOT, "scripts", "sim", "outer_time_rows.py")
+RACK_SCHEDULE = os.path.join(ROOT, "scripts", "sim", "rack_schedule.py")
 
 
 def run(script, *args):
@@ -49,12 +50,58 @@ class LognormalCluster(unittest.TestCase):
         rc2, out2, _ = run(CLUSTER, "--n", "4096", "--seed", "8")
         self.assertNotEqual(json.loads(out2)["peers"], c["peers"])
 
+    def test_racks_add_a_section_and_keep_the_draws(self):
+        rc, out, _ = run(CLUSTER, "--n", "40", "--seed", "3", "--rack-size", "8",
+                         "--slow-racks", "4", "--bandwidth", "1e7")
+        self.assertEqual(rc, 0)
+        c = json.loads(out)
+        _, plain, _ = run(CLUSTER, "--n", "40", "--seed", "3", "--bandwidth", "1e7")
+        self.assertEqual(c["peers"], json.loads(plain)["peers"])
+        racks = c["network"]["racks"]
+        self.assertEqual([r["range"] for r in racks], [[0, 7], [8, 15], [16, 23], [24, 31],
+                                                       [32, 39]])
+        self.assertEqual([r["uplink"] for r in racks], [4e7, 4e7, 4e7, 4e6, 4e7])
+        self.assertTrue(all(r["downlink"] == r["uplink"] for r in racks))
+        rc, out, _ = run(CLUSTER, "--n", "10", "--rack-size", "4", "--slow-racks", "0",
+                         "--rack-uplink", "5e6")
+        self.assertEqual([(r["range"], r["uplink"]) for r in json.loads(out)["network"]["racks"]],
+                         [([0, 3], 5e6), ([4, 7], 5e6), ([8, 9], 5e6)])
+
     def test_bad_flags_are_one_line_and_exit_2(self):
         for args in (["--n", "0"], ["--n", "4", "--sigma-compute", "4"], ["--n", "4", "--x"],
-                     ["--n", "4", "--bandwidth", "0"]):
+                     ["--n", "4", "--bandwidth", "0"], ["--n", "4", "--slow-racks", "2"],
+                     ["--n", "4", "--rack-size", "5"], ["--n", "4", "--rack-size", "2",
+                                                         "--rack-uplink", "0"]):
             rc, out, err = run(CLUSTER, *args)
             self.assertEqual(rc, 2, args)
             self.assertEqual(out, "")
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+
+class RackSchedule(unittest.TestCase):
+    def test_matchings_mostly_in_rack_and_exact_mean_after_a_period(self):
+        rc, out, _ = run(RACK_SCHEDULE, "--n", "64", "--rack-size", "8")
+        self.assertEqual(rc, 0)
+        rounds = json.loads(out)["graph"]["schedule"]
+        self.assertEqual(len(rounds), 3 * 4)  # log2(8) cycles of 3 in-rack rounds + 1 across
+        x = [float(r * r % 17) for r in range(64)]
+        mean = sum(x) / 64
+        for t, edges in enumerate(rounds):
+            self.assertEqual(sorted(r for e in edges for r in e), list(range(64)))  # matching
+            across = [a // 8 != b // 8 for a, b in edges]
+            self.assertTrue(all(across) if t % 4 == 3 else not any(across), t)
+            y = list(x)
+            for a, b in edges:
+                y[a] = y[b] = (x[a] + x[b]) / 2
+            x = y
+        self.assertTrue(all(abs(v - mean) < 1e-9 for v in x))
+        with open(os.path.join(ROOT, "examples", "topologies", "rack-hypercube256.json")) as f:
+            self.assertEqual(json.loads(run(RACK_SCHEDULE, "--n", "256", "--rack-size", "8")[1]),
+                             json.load(f))
+        for args in (["--n", "48", "--rack-size", "8"], ["--n", "8", "--rack-size", "8"],
+                     ["--n", "64"]):
+            rc, out, err = run(RACK_SCHEDULE, *args)
+            self.assertEqual(rc, 2, args)
             self.assertEqual(len(err.strip().splitlines()), 1, err)
 
 

@@ -3,9 +3,18 @@
 
 #include <algorithm>
 
+#include "gossamer/core/error.hpp"
+
 namespace gossamer::lab {
 
 LabSpec spec_from_cluster(const Cluster& c) {
+    // A rack's shared uplink has no htb class here: refuse rather than run without it.
+    if (!c.racks.empty())
+        throw ConfigError(c.source, "network.racks",
+                          "the lab does not model racks (a rack's shared uplink and downlink)",
+                          "model them through per-pair network.links caps between the racks' "
+                          "ranks (docs/formats/cluster-format.md, \"Racks\"), or drop "
+                          "\"racks\"; gossamer sim models racks");
     LabSpec spec;
     for (const auto& p : c.peers) spec.peers.push_back({p.uplink * 8.0, p.downlink * 8.0});
     for (int i = 0; i < c.n(); ++i)

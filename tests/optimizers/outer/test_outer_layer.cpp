@@ -219,6 +219,24 @@ TEST_CASE("outer: allreduce with an outer Nesterov step is DiLoCo") {
     CHECK(relative(got[0], run(config(R"({"steps": 4})"), data, spec)[0]) > 1e-3);
 }
 
+TEST_CASE("outer: DiLoCo over the rack-aware all-reduce is DiLoCo") {
+    // n = 8 in racks of 2 and of 4 ("hierarchy"): DiLoCo over the ring (the by-hand DiLoCo, as
+    // above) to float rounding, and every peer the same model.
+    const auto plain = config("");
+    const auto data = optim::load_training_data(plain);
+    const auto cfg = config(R"({"steps": 4, "optimizer": "nesterov", "lr": 0.7, "momentum": 0.9})");
+    const auto expected = run(cfg, data, RunSpec{"allreduce", "", graph("ring", 8)})[0];
+    for (const char* options :
+         {R"({"hierarchy": {"rack_size": 2}})", R"({"hierarchy": {"rack_size": 4}})"}) {
+        CAPTURE(options);
+        const Models got = run(cfg, data, RunSpec{"allreduce", options, graph("ring", 8)});
+        const double e = relative(got[0], expected);
+        CAPTURE(e);
+        CHECK(e <= 1e-5);
+        for (int r = 1; r < 8; ++r) CHECK(relative(got[r], got[0]) == 0.0);
+    }
+}
+
 TEST_CASE("outer: dpsgd and sgp on a complete graph with uniform weights are DiLoCo") {
     const auto data = optim::load_training_data(config(""));
     const auto cfg = config(R"({"steps": 4, "optimizer": "nesterov", "lr": 0.7, "momentum": 0.9})");

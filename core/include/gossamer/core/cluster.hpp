@@ -91,6 +91,15 @@ struct LinkSpec {
     double bandwidth = 0.0;  ///< bytes/s, > 0
 };
 
+/// A rack (network.racks): its members share one uplink out of the rack and one downlink into
+/// it. A message between two different racks also crosses the sender's rack uplink and the
+/// receiver's rack downlink (docs/formats/cluster-format.md, "Racks").
+struct RackSpec {
+    std::vector<int> ranks;  ///< sorted; a rank is in at most one rack
+    double uplink = 0.0;     ///< bytes/s shared by every flow leaving the rack, > 0
+    double downlink = 0.0;   ///< bytes/s shared by every flow entering the rack, > 0
+};
+
 /// A cluster resolved for n peers.
 struct Cluster {
     std::string source;                               ///< the file it came from ("" if built)
@@ -102,12 +111,24 @@ struct Cluster {
     /// killed process whose reset connection says so at once; a vanished host is noticed only
     /// after the heartbeat timeout (5 s for real peers, docs/modules/bootstrap.md).
     Time failure_detection = 0.0;
+    std::vector<RackSpec> racks;  ///< network.racks; empty: no shared rack links
+    std::vector<int> rack_of;     ///< per rank: its index in racks, -1 for none (or empty)
 
     int n() const { return static_cast<int>(peers.size()); }
     /// Whether any peer joins late, leaves or rejoins (docs/operations/elastic.md).
     bool has_churn() const;
     /// The link from -> to: its override, or the default.
     const LinkSpec& link(int from, int to) const;
+    /// The rack of `rank` (an index into racks), or -1 when it is in none.
+    int rack(int rank) const {
+        return rack_of.empty() ? -1 : rack_of[static_cast<std::size_t>(rank)];
+    }
+    /// Whether a message from -> to crosses rack links: they are in different racks, one of
+    /// them at least in a rack.
+    bool crosses_racks(int from, int to) const {
+        const int a = rack(from), b = rack(to);
+        return a != b;
+    }
 };
 
 /// Loads and validates a cluster file for a topology of `n` peers (n >= 1). Ranks named by

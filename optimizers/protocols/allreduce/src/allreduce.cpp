@@ -8,6 +8,7 @@
 #include "gossamer/core/error.hpp"
 #include "gossamer/optimizers/protocol/device.hpp"
 #include "gossamer/optimizers/protocol/ring.hpp"
+#include "gossamer/optimizers/protocols/allreduce/hierarchical.hpp"
 
 namespace gossamer::proto {
 
@@ -20,7 +21,8 @@ constexpr int kMaxChunks = 65536;
 AllreduceOptions parse_allreduce_options(const json::Node* options) {
     AllreduceOptions o;
     if (!options) return o;
-    options->expect_object({"period", "chunks", "elastic", "checkpoint_every", "restart_seconds"});
+    options->expect_object(
+        {"period", "chunks", "elastic", "checkpoint_every", "restart_seconds", "hierarchy"});
     if (auto p = options->find("period")) o.period = static_cast<int>(p->as_int(1, INT32_MAX));
     if (auto c = options->find("chunks")) o.chunks = static_cast<int>(c->as_int(1, kMaxChunks));
     if (auto e = options->find("elastic")) {
@@ -40,6 +42,16 @@ AllreduceOptions parse_allreduce_options(const json::Node* options) {
         if (auto k = options->find(key); k && !restart)
             k->fail("applies to \"elastic\": \"restart\" only",
                     "add \"elastic\": \"restart\" or drop the key");
+    if (auto h = options->find("hierarchy")) {
+        h->expect_object({"rack_size"});
+        o.rack_size = static_cast<int>(h->at("rack_size").as_int(1, INT32_MAX));
+        for (const char* key : {"chunks", "elastic"})
+            if (auto k = options->find(key))
+                k->fail(
+                    "the rack-aware all-reduce (\"hierarchy\") runs with one chunk per "
+                    "segment and no elastic mode",
+                    fmt::format("drop \"{}\" or \"hierarchy\"", key));
+    }
     return o;
 }
 
@@ -347,7 +359,15 @@ void AllreduceProtocol::next_step(Actions& out) {
 }
 
 std::unique_ptr<Protocol> make_allreduce(const json::Node* options, PeerContext ctx) {
-    return std::make_unique<AllreduceProtocol>(std::move(ctx), parse_allreduce_options(options));
+    const AllreduceOptions o = parse_allreduce_options(options);
+    if (o.rack_size > 0 && ctx.n % o.rack_size != 0)  // named with the file and its JSON path
+        options->at("hierarchy")
+            .at("rack_size")
+            .fail(fmt::format("rack size {} does not divide the {} peers", o.rack_size, ctx.n),
+                  "racks are rack_size consecutive ranks: use a divisor of n (e.g. 8 for 1,024 "
+                  "peers)");
+    if (o.rack_size > 0) return std::make_unique<HierarchicalAllreduce>(std::move(ctx), o);
+    return std::make_unique<AllreduceProtocol>(std::move(ctx), o);
 }
 
 }  // namespace gossamer::proto

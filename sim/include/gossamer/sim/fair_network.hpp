@@ -1,10 +1,12 @@
 #pragma once
 /// The fair-share virtual network (docs/formats/cluster-format.md, "Timing"): every message is a
-/// flow, and the flows in flight share each peer's uplink, each peer's downlink and each capped
-/// link max-min fairly (progressive filling), as TCP flows do under the lab's htb. Rates are
-/// recomputed at every instant at which flows start or end, over the flows around the change
-/// (widened only as far as rates move), so a change costs the size of its neighbourhood, not n.
+/// flow, and the flows in flight share each peer's uplink, each peer's downlink, each capped
+/// link and each rack's uplink and downlink (for messages between racks) max-min fairly
+/// (progressive filling), as TCP flows do under the lab's htb. Rates are recomputed at every
+/// instant at which flows start or end, over the flows around the change (widened only as far as
+/// rates move), so a change costs the size of its neighbourhood, not n.
 
+#include <array>
 #include <cstdint>
 #include <unordered_map>
 #include <utility>
@@ -57,7 +59,8 @@ class FairNetwork {
   private:
     struct Flow {
         int from = 0, to = 0;
-        int link = -1;  // the link's resource when its cap may bind, else -1
+        int link = -1;                     // the link's resource when its cap may bind, else -1
+        int rack_up = -1, rack_down = -1;  // the rack links it crosses, else -1
         double remaining = 0, rate = 0;
         Time last = 0, end = 0;
         // Scratch of one reshare: the rate it computes and the resource that fixed it.
@@ -79,6 +82,8 @@ class FairNetwork {
     };
 
     void check_rank(int rank) const;
+    // The resources a flow crosses (-1: none): uplink, downlink, link cap, rack up, rack down.
+    std::array<int, 5> path(const Flow& f) const;
     int link_resource(int from, int to);
     void admit(std::uint32_t id);
     void touch(int resource);
@@ -89,7 +94,8 @@ class FairNetwork {
 
     int n_ = 0;
     Cluster cluster_;
-    std::vector<Resource> resources_;  // uplinks [0, n), downlinks [n, 2n), then link caps
+    // Uplinks [0, n), downlinks [n, 2n), rack uplink and downlink pairs, then link caps.
+    std::vector<Resource> resources_;
     std::unordered_map<std::uint64_t, int> links_;
     std::vector<Flow> flows_;
     std::vector<std::uint32_t> free_;

@@ -1,7 +1,8 @@
 #pragma once
 /// The virtual network (docs/formats/cluster-format.md, "Timing"): each peer's sends share its
 /// uplink and its receives share its downlink, first come first served, so a busy peer's messages
-/// queue. Also the analytic ring all-reduce cost of the simulator's cost-only mode.
+/// queue; a message between racks also queues on the two rack links it crosses. Also the
+/// analytic ring all-reduce cost of the simulator's cost-only mode.
 
 #include <cstdint>
 #include <vector>
@@ -45,7 +46,7 @@ class Network {
     }
 
     /// The bottleneck bandwidth of from -> to in bytes/s: min(link, uplink of from, downlink
-    /// of to).
+    /// of to, and between racks the sender's rack uplink and the receiver's rack downlink).
     double rate(int from, int to) const;
     /// The latency of from -> to in seconds.
     Time latency(int from, int to) const;
@@ -63,6 +64,7 @@ class Network {
 
     Cluster cluster_;
     std::vector<Time> up_free_, down_free_;
+    std::vector<Time> rack_up_free_, rack_down_free_;  // per rack (network.racks)
     std::vector<Traffic> traffic_;
 };
 

@@ -9,6 +9,7 @@ namespace gossamer::lab {
 
 /// Uplink and downlink of every peer, and a link cap wherever a link's bandwidth is below both
 /// its sender's uplink and its receiver's downlink (otherwise the peer caps already bind).
+/// Throws ConfigError for a cluster with network.racks: the lab does not model them.
 LabSpec spec_from_cluster(const Cluster& cluster);
 
 /// Whether the cluster gives any link a latency: the kernel here has no netem, so the peers

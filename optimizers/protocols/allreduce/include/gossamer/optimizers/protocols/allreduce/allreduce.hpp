@@ -64,11 +64,15 @@ struct AllreduceOptions {
     /// restart: seconds every member waits after a change before it steps again (the restart
     /// of its process and the load of the checkpoint).
     double restart_seconds = 0.0;
+    /// `"hierarchy": {"rack_size": k}`: the rack-aware all-reduce over racks of k consecutive
+    /// ranks (hierarchical.hpp); 0: the ring.
+    int rack_size = 0;
 };
 
 /// Reads {"period": H, "chunks": C, "elastic": "stop" | "rebuild" | "restart",
-/// "checkpoint_every": K, "restart_seconds": S} (nullptr: the defaults). Throws ConfigError naming
-/// the JSON path of an unknown key, a wrong type or a value out of range.
+/// "checkpoint_every": K, "restart_seconds": S, "hierarchy": {"rack_size": k}} (nullptr: the
+/// defaults). Throws ConfigError naming the JSON path of an unknown key, a wrong type or a value
+/// out of range.
 AllreduceOptions parse_allreduce_options(const json::Node* options);
 
 class AllreduceProtocol final : public Protocol {
