@@ -6,7 +6,8 @@ files with the step times the run measured. The successor of scripts/lab/experim
 scripts/lab/outer_lab.sh for the comparison table.
 
 usage: scripts/lab/campaign.py --out DIR [--campaign FILE] [--clusters LIST] [--workloads LIST]
-           [--rows LIST] [--seeds LIST] [--measure time|wall] [--part real|sim|both] [--dry-run]
+           [--rows LIST] [--seeds LIST] [--measure time|wall] [--part real|sim|both]
+           [--stop-after S] [--dry-run]
 
 --campaign FILE: the campaign file (default examples/lab/campaign/campaign.json; its form:
 docs/results/campaign.md, "The campaign file"). --clusters, --workloads, --rows: comma-separated
@@ -19,7 +20,8 @@ over that budget), its quality read at W.
 --part real: the lab runs only (keep the machine otherwise idle: the CPU share is measured);
 --part sim: the sims of lab runs already there (deterministic: they may share the machine).
 A part already in DIR is skipped: delete its folder to run it again. --dry-run: print what would
-run, run nothing.
+run, run nothing. --stop-after S: stop each run after S seconds (the time-to-target runs of the
+extra seeds: the target plus a margin; their final quality is then not measured).
 
 Writes DIR/<measure>/<cluster>/<workload>/seed<S>/<row>/: config.json (the row's training
 config), launch/ (gossamer launch's output), cpu.json (the CPU sampler: the share of the 2 cores
@@ -203,6 +205,7 @@ def main(argv):
     p.add_argument("--seeds", default="1")
     p.add_argument("--measure", default="time")
     p.add_argument("--part", default="both")
+    p.add_argument("--stop-after", type=int, default=0)
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("-h", "--help", action="store_true")
     a, rest = p.parse_known_args(argv)
@@ -215,6 +218,8 @@ def main(argv):
         die("--out is required (a folder for the runs)")
     if a.measure not in ("time", "wall"):
         die(f"--measure {a.measure}: use time (measures a and b) or wall (measure c)")
+    if a.stop_after < 0:
+        die(f"--stop-after {a.stop_after}: whole seconds >= 0")
     if a.part not in ("real", "sim", "both"):
         die(f"--part {a.part}: use real, sim or both")
     camp = spec_mod.load(a.campaign)
@@ -233,6 +238,8 @@ def main(argv):
         die("the lab runs need root (and iproute2: scripts/deps.sh --lab)")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     for job in jobs:
+        if a.stop_after:
+            job.timeout = min(job.timeout, a.stop_after)
         job.dir.mkdir(parents=True, exist_ok=True)
         if not a.dry_run:
             (job.dir / "config.json").write_text(json.dumps(job.config, indent=1) + "\n")
