@@ -190,8 +190,8 @@ def table(root, camp, cluster, workload, out_rows, say):
         runs = []
         for s in seeds:
             d = base / s / r["label"]
-            if not (d / "launch").is_dir():
-                continue
+            if not (d / "launch" / "result.json").exists():
+                continue  # not run, or still running
             run = one_run(d, r["algorithm"], target, is_loss)
             wd = root / "wall" / cluster / workload / s / r["label"]
             ddp = one_run(base / s / "ddp", "ddp", target, is_loss)
@@ -221,7 +221,7 @@ def table(root, camp, cluster, workload, out_rows, say):
             f"{stat([100 * c['train_share'] for c in cpu], '{:.0f}')}% / "
             f"{stat([100 * c['eval_share'] for c in cpu], '{:.0f}')}% | "
             f"{stat([x.get('eval_gap') for x in runs], '{:.1f}')} |")
-        rows[r["label"]] = {"family": r["family"], "time": mean(t), "final": mean(final),
+        rows[r["label"]] = {"family": r["family"], "algorithm": r["algorithm"], "time": mean(t), "final": mean(final),
                             "at_wall": mean(wall), "sim_ratio": ratio, "runs": len(runs),
                             "cpu_bound_runs": bound, "first": runs[0]}
     if not rows:
@@ -263,6 +263,14 @@ def targets(cluster, workload, rows, is_loss, say):
             good = diff <= lim if is_loss else diff >= -lim
             say(f"- its final quality against {bt}'s: {diff:+.4f} {'nats' if is_loss else 'points'}"
                 f" (target within {lim}): {'met' if good else '**missed**'}")
+        gossip = {k: v for k, v in ours.items() if v["algorithm"] not in ("allreduce", "qallreduce")}
+        if gossip:
+            bg = min(gossip, key=lambda k: gossip[k]["time"])
+            fg = gossip[bg]["final"]
+            say(f"- the best gossip row ({bg}, {gossip[bg]['time']:.1f} s): "
+                f"{torch[bt]['time'] / gossip[bg]['time']:.2f}x sooner than {bt}"
+                + (f", final {fg - ft:+.4f} {'nats' if is_loss else 'points'} from it"
+                   if fg is not None and ft is not None else ""))
         if "ddp" in rows and rows["ddp"]["at_wall"] is not None and ours[bo]["at_wall"] is not None:
             a, b = ours[bo]["at_wall"], rows["ddp"]["at_wall"]
             good = a <= b if is_loss else a >= b
