@@ -221,8 +221,10 @@ def table(root, camp, cluster, workload, out_rows, say):
             f"{stat([100 * c['train_share'] for c in cpu], '{:.0f}')}% / "
             f"{stat([100 * c['eval_share'] for c in cpu], '{:.0f}')}% | "
             f"{stat([x.get('eval_gap') for x in runs], '{:.1f}')} |")
-        rows[r["label"]] = {"family": r["family"], "algorithm": r["algorithm"], "time": mean(t), "final": mean(final),
-                            "at_wall": mean(wall), "sim_ratio": ratio, "runs": len(runs),
+        rows[r["label"]] = {"family": r["family"], "algorithm": r["algorithm"], "time": mean(t),
+                            "final": mean(final),
+                            "at_wall": mean([v for v in wall if v is not None] or [None]),
+                            "sim_ratio": ratio, "runs": len(runs),
                             "cpu_bound_runs": bound, "first": runs[0]}
     if not rows:
         return
