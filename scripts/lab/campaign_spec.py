@@ -66,9 +66,12 @@ class Campaign:
 
         if not isinstance(doc, dict):
             bad("(top)", "not a JSON object; see docs/results/campaign.md")
-        for k in doc:
-            if k not in TOP_KEYS:
-                bad(k, f"unknown key; use some of {', '.join(sorted(TOP_KEYS))}")
+        def known(obj, keys, at):
+            for k in obj:
+                if k not in keys:
+                    bad(f"{at}{k}", f"unknown key; use some of {', '.join(sorted(keys))}")
+
+        known(doc, TOP_KEYS, "")
         self.topology = self.file(doc.get("topology", "examples/lab/ring8.json"), "topology", bad)
         self.eval_interval = self.number(doc, "eval_interval", 1.0, 0.05, 60, bad)
         self.eval_samples = int(self.number(doc, "eval_samples", 2000, 1, 1e6, bad))
@@ -82,9 +85,7 @@ class Campaign:
             at = f"workloads.{name}"
             if not isinstance(w, dict):
                 bad(at, "not an object")
-            for k in w:
-                if k not in WORKLOAD_KEYS:
-                    bad(f"{at}.{k}", f"unknown key; use some of {', '.join(sorted(WORKLOAD_KEYS))}")
+            known(w, WORKLOAD_KEYS, at + ".")
             w["config_doc"] = json.loads(pathlib.Path(self.file(w.get("config"), at + ".config",
                                                                   bad)).read_text())
             t = w.get("target")
@@ -110,9 +111,7 @@ class Campaign:
             at = f"rows[{i}]"
             if not isinstance(r, dict):
                 bad(at, "not an object")
-            for k in r:
-                if k not in ROW_KEYS:
-                    bad(f"{at}.{k}", f"unknown key; use some of {', '.join(sorted(ROW_KEYS))}")
+            known(r, ROW_KEYS, at + ".")
             for k in ("label", "algorithm"):
                 if not isinstance(r.get(k), str) or not r[k]:
                     bad(f"{at}.{k}", "missing; a non-empty string")

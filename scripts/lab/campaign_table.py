@@ -28,24 +28,10 @@ import sys
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import campaign_spec as spec_mod  # noqa: E402
+from experiment_table import lines, load, svg  # noqa: E402
 
 COLORS = ["#444444", "#888888", "#bcbd22", "#8c564b", "#d62728", "#ff9896", "#e377c2", "#9467bd",
           "#17becf", "#1f77b4", "#2ca02c", "#ff7f0e", "#98df8a", "#c5b0d5", "#7f7f7f", "#c49c94"]
-
-
-def lines(path):
-    try:
-        with open(path) as fh:
-            return [json.loads(x) for x in fh if x.strip()]
-    except OSError:
-        return []
-
-
-def load(path):
-    try:
-        return json.loads(pathlib.Path(path).read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def curve_of(run_dir, metric):
@@ -122,48 +108,6 @@ def mean(values):
     return sum(got) / len(got) if got and len(got) == len(values) else None
 
 
-def svg(title, xlabel, ylabel, series, path, is_loss):
-    pts = [p for *_, s in series for p in s]
-    if not pts:
-        return
-    w, h, left, right, top, bottom = 760, 440, 60, 200, 30, 45
-    x1 = max(p[0] for p in pts) or 1.0
-    y0, y1 = min(p[1] for p in pts), max(p[1] for p in pts)
-    if not is_loss:
-        y0, y1 = max(0.0, y0 - 0.02), min(1.0, y1 + 0.02)
-    y1 = y1 if y1 > y0 else y0 + 0.1
-    sx = lambda x: left + (w - left - right) * x / x1
-    sy = lambda y: h - bottom - (h - top - bottom) * (y - y0) / (y1 - y0)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
-           'font-family="sans-serif" font-size="12">', f'<rect width="{w}" height="{h}" '
-           'fill="white"/>', f'<text x="{left}" y="18" font-size="14">{title}</text>',
-           f'<line x1="{left}" y1="{h - bottom}" x2="{w - right}" y2="{h - bottom}" '
-           'stroke="black"/>', f'<line x1="{left}" y1="{top}" x2="{left}" y2="{h - bottom}" '
-           'stroke="black"/>', f'<text x="{(left + w - right) / 2}" y="{h - 8}" '
-           f'text-anchor="middle">{xlabel}</text>', f'<text x="14" y="{(top + h - bottom) / 2}"'
-           f' transform="rotate(-90 14 {(top + h - bottom) / 2})" text-anchor="middle">'
-           f'{ylabel}</text>']
-    for k in range(6):
-        x, y = x1 * k / 5, y0 + (y1 - y0) * k / 5
-        out.append(f'<text x="{sx(x):.1f}" y="{h - bottom + 16}" text-anchor="middle">'
-                   f'{x:.3g}</text>')
-        label = f"{y:.2f}" if is_loss else f"{100 * y:.0f}%"
-        out.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{label}</text>')
-    for i, (label, color, dashed, s) in enumerate(series):
-        if not s:
-            continue
-        d = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in s)
-        dash = ' stroke-dasharray="6 4"' if dashed else ""
-        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.6"{dash} '
-                   f'points="{d}"/>')
-        ly = top + 14 * i
-        out.append(f'<line x1="{w - right + 10}" y1="{ly}" x2="{w - right + 34}" y2="{ly}" '
-                   f'stroke="{color}" stroke-width="1.6"{dash}/>')
-        out.append(f'<text x="{w - right + 40}" y="{ly + 4}">{label}</text>')
-    out.append("</svg>")
-    path.write_text("\n".join(out) + "\n")
-
-
 RATIO = {"uneven8": 1.5, "homogeneous8": 1.0, "racks8": 1.5}
 CLOSE = {"accuracy": 0.003, "loss": 0.03}
 
@@ -185,6 +129,8 @@ def table(root, camp, cluster, workload, out_rows, say):
     head.append(f"| row | family | time to target lab [s] | sim [s] | sim / lab | final [{unit}] | "
         f"at W [{unit}] | MB sent / peer | idle | CPU training / evaluations | eval gap [s] |")
     head.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    # Measure (c)'s budget per seed: W = wall_factor x ddp's time to the target.
+    ddp_time = {s: one_run(base / s / "ddp", "ddp", target, is_loss).get("time") for s in seeds}
     rows = {}
     for r in camp.rows:
         runs = []
@@ -194,10 +140,9 @@ def table(root, camp, cluster, workload, out_rows, say):
                 continue  # not run, or still running
             run = one_run(d, r["algorithm"], target, is_loss)
             wd = root / "wall" / cluster / workload / s / r["label"]
-            ddp = one_run(base / s / "ddp", "ddp", target, is_loss)
-            if (wd / "launch").is_dir() and ddp.get("time") is not None:
+            if (wd / "launch").is_dir() and ddp_time[s] is not None:
                 run["at_wall"] = one_run(wd, r["algorithm"], target, is_loss,
-                                         wall=camp.wall_factor * ddp["time"]).get("at_wall")
+                                         wall=camp.wall_factor * ddp_time[s]).get("at_wall")
             runs.append(run)
         if not runs:
             continue
@@ -240,9 +185,10 @@ def table(root, camp, cluster, workload, out_rows, say):
             if key == "time" and first["sim_curve"]:
                 series.append((label + " (sim)", colors[label], True,
                                [(p[0], p[1]) for p in first["sim_curve"]]))
-        svg(f"{cluster}, {workload}: the peers' mean against {xlabel}", xlabel,
+        svg(f"{cluster}, {workload}: the peers' mean against {xlabel}", xlabel, series,
+            root / f"{cluster}-{workload}-{key}.svg",
             "validation loss (nats/char)" if is_loss else "test accuracy (mean of the peers)",
-            series, root / f"{cluster}-{workload}-{key}.svg", is_loss)
+            is_loss)
 
 
 def targets(cluster, workload, rows, is_loss, say):

@@ -154,15 +154,17 @@ def mean(values):
     return sum(got) / len(got) if len(got) == len(values) and got else None
 
 
-def svg(title, xlabel, series, path):
-    """A line chart: series = [(label, color, dashed, [(x, accuracy)])]."""
+def svg(title, xlabel, series, path, ylabel="test accuracy (mean of the peers)", is_loss=False):
+    """A line chart: series = [(label, color, dashed, [(x, y)])]; y an accuracy in [0, 1], or a
+    loss (is_loss: unclamped, ticks as numbers)."""
     pts = [p for *_, s in series for p in s]
     if not pts:
         return
     w, h, left, right, top, bottom = 720, 420, 60, 170, 30, 45
     x1 = max(p[0] for p in pts) or 1.0
     y0, y1 = min(p[1] for p in pts), max(p[1] for p in pts)
-    y0, y1 = max(0.0, y0 - 0.02), min(1.0, y1 + 0.02)
+    if not is_loss:
+        y0, y1 = max(0.0, y0 - 0.02), min(1.0, y1 + 0.02)
     if y1 <= y0:
         y1 = y0 + 0.1
     sx = lambda x: left + (w - left - right) * x / x1
@@ -173,11 +175,12 @@ def svg(title, xlabel, series, path):
            f'<line x1="{left}" y1="{h - bottom}" x2="{w - right}" y2="{h - bottom}" stroke="black"/>',
            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{h - bottom}" stroke="black"/>',
            f'<text x="{(left + w - right) / 2}" y="{h - 8}" text-anchor="middle">{xlabel}</text>',
-           f'<text x="14" y="{(top + h - bottom) / 2}" transform="rotate(-90 14 {(top + h - bottom) / 2})" text-anchor="middle">test accuracy (mean of the peers)</text>']
+           f'<text x="14" y="{(top + h - bottom) / 2}" transform="rotate(-90 14 {(top + h - bottom) / 2})" text-anchor="middle">{ylabel}</text>']
     for k in range(6):
         x, y = x1 * k / 5, y0 + (y1 - y0) * k / 5
         out.append(f'<text x="{sx(x):.1f}" y="{h - bottom + 16}" text-anchor="middle">{x:.3g}</text>')
-        out.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{100 * y:.0f}%</text>')
+        tick = f"{y:.2f}" if is_loss else f"{100 * y:.0f}%"
+        out.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{tick}</text>')
     for i, (label, color, dashed, s) in enumerate(series):
         if not s:
             continue
