@@ -125,6 +125,15 @@ class Campaign:
             for k in ("set", "set_workload", "set_cluster", "sim"):
                 if k in r and not isinstance(r[k], dict):
                     bad(f"{at}.{k}", "not an object")
+            for k in r.get("set_workload", {}):
+                if k not in self.workloads:
+                    bad(f"{at}.set_workload.{k}", f"no such workload; use one of "
+                        f"{', '.join(self.workloads)}")
+            for k in r.get("set_cluster", {}):
+                c, _, w = k.partition("/")
+                if c not in self.clusters or (w and w not in self.workloads):
+                    bad(f"{at}.set_cluster.{k}", "no such cluster (or cluster/workload); use "
+                        f"one of {', '.join(self.clusters)}, optionally /<workload>")
 
     @staticmethod
     def file(name, where, bad):
@@ -144,6 +153,7 @@ class Campaign:
         c = merge(w["config_doc"], row.get("set", {}))
         c = merge(c, row.get("set_workload", {}).get(workload, {}))
         c = merge(c, row.get("set_cluster", {}).get(cluster, {}))
+        c = merge(c, row.get("set_cluster", {}).get(f"{cluster}/{workload}", {}))
         c["seed"] = seed
         target = w["target"]
         c.setdefault("training", {})

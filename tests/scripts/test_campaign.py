@@ -44,6 +44,10 @@ class Spec(unittest.TestCase):
         self.assertEqual(g.config["outer"]["momentum"], 0.9)  # set_workload
         self.assertEqual(g.config["training"]["target_loss"], 1.8)
         self.assertNotIn("time/uneven8/gpt/seed3/choco", by)  # "workloads": ["mlp"]
+        t = by["time/racks8/gpt/seed3/timed_int8"]
+        self.assertEqual(t.config["outer"]["seconds"], 4.32)  # set_cluster "racks8/gpt"
+        self.assertEqual(t.config["outer"]["momentum"], 0.9)
+        self.assertEqual(by["time/racks8/mlp/seed3/timed_int8"].config["outer"]["seconds"], 2.88)
         f = by["time/uneven8/mlp/seed3/ddp_fp16"]
         self.assertEqual(f.config["algorithms"]["ddp"], {"hook": "fp16"})
         self.assertEqual(f.sim_algorithm, "qallreduce")
@@ -55,6 +59,12 @@ class Spec(unittest.TestCase):
             ({"rows": good["rows"] + [dict(good["rows"][0])]}, "rows[15].label"),
             ({"rows": [dict(good["rows"][0], family="jax")]}, "rows[0].family"),
             ({"rows": [dict(good["rows"][0], sets={})]}, "rows[0].sets"),
+            ({"rows": [dict(good["rows"][0], set_cluster={"uneven9": {}})]},
+             "rows[0].set_cluster.uneven9"),
+            ({"rows": [dict(good["rows"][0], set_cluster={"uneven8/text": {}})]},
+             "rows[0].set_cluster.uneven8/text"),
+            ({"rows": [dict(good["rows"][0], set_workload={"gtp": {}})]},
+             "rows[0].set_workload.gtp"),
             ({"workloads": {"mlp": dict(good["workloads"]["mlp"], target={})}},
              "workloads.mlp.target"),
             ({"workloads": {"mlp": dict(good["workloads"]["mlp"], config="nope.json")}},
