@@ -2,8 +2,8 @@
 """Issue 41's simulator rows in one go, and their table (docs/results/outer_time.md).
 
 usage: scripts/sim/outer_time_rows.py [--gossamer BIN] [--out DIR] [--sets dirichlet,256]
-           [--rows NAME,...] [--time-rows] [--seed N] [--eval-interval S] [--table-only]
-           [--list] [--dry-run]
+           [--rows NAME,...] [--time-rows] [--seed N] [--eval-interval S] [--clip-norm C]
+           [--table-only] [--list] [--dry-run]
 
 Two set-ups, each a training config, a cluster and a topology, run by `gossamer sim` in math mode:
 
@@ -35,7 +35,9 @@ final accuracy of the exact average on the whole test set, MB sent per peer, the
 wall and user-CPU seconds of the sim, and per set the ratio of each row's time to the set's
 reference row (DiLoCo: allreduce with the fixed-H outer section).
 --eval-interval S evaluates every S virtual seconds instead of the issue's 1 (a finer reading of
-the time to target on short jobs). Bad flags: one line, exit 2; a row whose sim fails is reported and the others go on.
+the time to target on short jobs). --clip-norm C sets every row's inner "optimizer.clip_norm" (the
+global gradient norm clipped at C: the 1,024-peer rows of rounds by time diverge without it; give
+the clipped runs their own --out). Bad flags: one line, exit 2; a row whose sim fails is reported and the others go on.
 """
 import argparse
 import json
@@ -186,6 +188,8 @@ def run_row(args, row):
     d.mkdir(parents=True, exist_ok=True)
     cfg = json.loads((ROOT / spec["config"]).read_text())
     cfg["seed"] = args.seed
+    if args.clip_norm:
+        cfg["optimizer"]["clip_norm"] = args.clip_norm
     cfg.pop("outer", None)
     if outer is not None:
         cfg["outer"] = outer
@@ -215,7 +219,7 @@ def run_row(args, row):
         return
     summary = json.loads((d / "sim.json.part").read_text())
     summary["row"] = {"set": set_name, "name": name, "algorithm": algo, "outer": outer,
-                      "options": options, "topology": topology, "seed": args.seed,
+                      "options": options, "clip_norm": args.clip_norm or None, "topology": topology, "seed": args.seed,
                       "wall_s": round(wall, 1),
                       "cpu_s": round(cpu, 1), "load": round(os.getloadavg()[0], 1)}
     (d / "sim.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -272,6 +276,7 @@ def main():
     p.add_argument("--time-rows", action="store_true")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--eval-interval", type=float, default=1.0)
+    p.add_argument("--clip-norm", type=float, default=0.0)
     p.add_argument("--table-only", action="store_true")
     p.add_argument("--list", action="store_true")
     p.add_argument("--dry-run", action="store_true")
@@ -287,6 +292,8 @@ def main():
         die(f"unknown argument \"{extra[0]}\"; see --help")
     if not args.eval_interval > 0:
         die(f"--eval-interval {args.eval_interval:g}: give virtual seconds > 0, e.g. 0.25")
+    if not args.clip_norm >= 0:
+        die(f"--clip-norm {args.clip_norm:g}: give a norm > 0 (0: no clipping)")
     sets = [s for s in args.sets.split(",") if s]
     for s in sets:
         if s not in SETS:

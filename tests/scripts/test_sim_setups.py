@@ -5,8 +5,10 @@ python3 -m unittest tests/scripts/test_sim_setups.py)."""
 import json
 import math
 import os
+import pathlib
 import subprocess
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -111,10 +113,20 @@ class OuterTimeRows(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertIn("diloco-H8", out)
         self.assertIn("(--time-rows)", out)
-        for args in (["--rows", "nope"], ["--sets", "nope"], ["--bogus"]):
+        for args in (["--rows", "nope"], ["--sets", "nope"], ["--bogus"],
+                     ["--clip-norm", "-1"]):
             rc, out, err = run(ROWS, *args)
             self.assertEqual(rc, 2, args)
             self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+    def test_clip_norm_reaches_the_rows_config(self):
+        with tempfile.TemporaryDirectory() as d:
+            rc, _, err = run(ROWS, "--sets", "racks1024", "--rows", "dpsgd-T", "--time-rows",
+                             "--clip-norm", "1", "--dry-run", "--out", d)
+            self.assertEqual(rc, 0, err)
+            cfg = json.loads(pathlib.Path(d, "racks1024", "dpsgd-T", "config.json").read_text())
+            self.assertEqual(cfg["optimizer"]["clip_norm"], 1.0)
+            self.assertEqual(cfg["outer"]["seconds"], 0.4)
 
 
 if __name__ == "__main__":
