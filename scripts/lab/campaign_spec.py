@@ -98,10 +98,10 @@ class Campaign:
                 if c not in self.clusters:
                     self.clusters.append(c)
             b = w.get("budget", "train_limit")
-            if b not in ("train_limit", "none"):
+            if b not in ("train_limit", "stride", "none"):
                 bad(at + ".budget", "use \"train_limit\" (measure c sets the samples through "
-                    "data.train_limit) or \"none\" (no measure c: text, whose chars would move "
-                    "the validation split)")
+                    "data.train_limit: images), \"stride\" (through whole epochs and the "
+                    "training windows' data.stride: text) or \"none\" (no measure c)")
             w["budget"] = b
         self.rows = doc.get("rows")
         if not isinstance(self.rows, list) or not self.rows:
@@ -204,12 +204,17 @@ class Campaign:
         if not own or not own.get("train_seconds"):
             die(f"--measure wall: {base}/{j.row['label']} has no finished run to take its rate "
                 f"from; run --measure time --rows {j.row['label']} first")
-        if j.workload["budget"] != "train_limit":
+        if j.workload["budget"] == "none":
             die(f"--measure wall: workload {workload} has no sample budget (\"budget\": "
                 "\"none\"); leave it out of --workloads")
         share = min(4.0, wall / own["train_seconds"])  # of the time run's samples
         data = j.config["data"]
         epochs = j.config["training"].get("epochs", 1)
+        if j.workload["budget"] == "stride":
+            self.stride_budget(j, share * epochs)
+            j.wall = wall
+            j.timeout = int(wall * 1.5 + 120)
+            return
         total = data.get("train_limit") or 60000  # Fashion-MNIST's training set
         want = share * epochs * total
         new_epochs = max(1, math.ceil(want / total))
@@ -219,6 +224,21 @@ class Campaign:
                                             "data": {"train_limit": data["train_limit"]}})
         j.wall = wall
         j.timeout = int(wall * 1.5 + 120)
+
+    @staticmethod
+    def stride_budget(j, want):
+        """Text: `want` epochs' worth of the time run's windows as whole epochs (at least one)
+        of windows `stride` characters apart: epochs = floor(want), stride = context x epochs /
+        want (the default stride is the context: windows side by side; a finer one overlaps
+        them, a coarser one skips text). The validation split and its windows do not move."""
+        context = j.config["model"]["context"]
+        base = j.config["data"].get("stride", context)
+        epochs = max(1, math.floor(want))
+        stride = max(1, round(base * epochs / want))
+        j.config["training"]["epochs"] = epochs
+        j.config["data"]["stride"] = stride
+        j.sim_config = merge(j.sim_config, {"training": {"epochs": epochs},
+                                            "data": {"stride": stride}})
 
 
 def _result(launch_dir):

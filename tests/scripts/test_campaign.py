@@ -106,6 +106,33 @@ class Spec(unittest.TestCase):
             self.assertEqual(rc, 2)
             self.assertIn("ddp has no time to the target", err)
 
+    def test_measure_c_budgets(self):
+        """W = 2 x ddp's time; each row's samples are what its time run trained in W: images
+        through train_limit and epochs, text through whole epochs and the windows' stride."""
+        camp = campaign_spec.load(CAMPAIGN)
+        with tempfile.TemporaryDirectory() as d:
+            d = pathlib.Path(d)
+            for workload, ddp_t, own in (("mlp", 100.0, 80.0), ("gpt", 300.0, 240.0)):
+                for row, t, secs in (("ddp", ddp_t, 900.0), ("timed_int8", 20.0, own)):
+                    launch = d / "time" / "uneven8" / workload / "seed1" / row / "launch"
+                    launch.mkdir(parents=True)
+                    (launch / "result.json").write_text(json.dumps({"algorithms": [
+                        {"time_to_target": t, "train_seconds": secs}]}))
+            jobs = camp.jobs(d, "wall", ["uneven8"], ["mlp", "gpt"], ["timed_int8"], [1],
+                             self.fail)
+            by = {j.name.split("/")[2]: j for j in jobs}
+            m, g = by["mlp"], by["gpt"]
+            # MLP: W = 200 s, 2.5 of the time run's 2 epochs of 60,000 = 300,000 samples
+            self.assertEqual(m.wall, 200.0)
+            self.assertEqual(m.config["training"]["epochs"], 5)
+            self.assertEqual(m.config["data"]["train_limit"], 60000)
+            # GPT: W = 600 s, 2.5 epochs of windows 64 apart = 2 epochs of windows 51 apart
+            self.assertEqual(g.wall, 600.0)
+            self.assertEqual(g.config["training"]["epochs"], 2)
+            self.assertEqual(g.config["data"]["stride"], 51)
+            self.assertEqual(g.sim_config["data"]["stride"], 51)
+            self.assertEqual(g.config["data"]["chars"], 2000000)  # the validation split stays
+
 
 def peer_file(path, rank, evals, sent=8e6, steps=4):
     with open(path, "w") as f:
