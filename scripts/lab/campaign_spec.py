@@ -8,6 +8,7 @@ import copy
 import json
 import math
 import pathlib
+import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -201,6 +202,8 @@ class Campaign:
                 f"--rows ddp for {cluster}, {workload}, seed {seed} first")
         wall = self.wall_factor * ddp["time_to_target"]
         own = _result(base / j.row["label"] / "launch")
+        if own and not own.get("train_seconds"):  # stopped at the target plus a margin
+            own["train_seconds"] = _extrapolated_seconds(base / j.row["label"])
         if not own or not own.get("train_seconds"):
             die(f"--measure wall: {base}/{j.row['label']} has no finished run to take its rate "
                 f"from; run --measure time --rows {j.row['label']} first")
@@ -239,6 +242,35 @@ class Campaign:
         j.config["data"]["stride"] = stride
         j.sim_config = merge(j.sim_config, {"training": {"epochs": epochs},
                                             "data": {"stride": stride}})
+
+
+def _extrapolated_seconds(row_dir):
+    """A run stopped before its budget's end (--stop-after, a row's timeout): the time its whole
+    budget would have taken at its rate, from the slowest peer's last step record (its time,
+    its step) and the budget's steps (launch's progress line: "k/~N steps" over all peers), or
+    None. Each peer trains the same steps of an equal-samples run."""
+
+    try:
+        total = int(re.findall(r"/~(\d+) steps", (row_dir / "launch.log").read_text())[-1])
+    except (OSError, IndexError):
+        return None
+    last = []
+    for f in sorted(row_dir.glob("launch/*/peer*.jsonl")):
+        step = None
+        for line in f.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if "step" in r and "time" in r and "eval" not in r:
+                step = r
+        if step is None:
+            return None
+        last.append(step)
+    if not last:
+        return None
+    per_peer = total / len(last)
+    return max(r["time"] * per_peer / (r["step"] + 1) for r in last)
 
 
 def _result(launch_dir):

@@ -133,6 +133,21 @@ class Spec(unittest.TestCase):
             self.assertEqual(g.sim_config["data"]["stride"], 51)
             self.assertEqual(g.config["data"]["chars"], 2000000)  # the validation split stays
 
+    def test_a_stopped_runs_rate_is_extrapolated_from_its_slowest_peer(self):
+        with tempfile.TemporaryDirectory() as d:
+            row = pathlib.Path(d)
+            (row / "launch" / "ddp").mkdir(parents=True)
+            (row / "launch.log").write_text("[ 30.0s] ddp: 2/2 peers running, 8/~40 steps\n")
+            for rank, per_step in ((0, 1.0), (1, 2.0)):  # 20 steps a peer; 5 done
+                with open(row / "launch" / "ddp" / f"peer{rank}.jsonl", "w") as f:
+                    for s in range(5):
+                        f.write(json.dumps({"rank": rank, "step": s,
+                                            "time": (s + 1) * per_step}) + "\n")
+                    f.write(json.dumps({"rank": rank, "eval": 9, "time": 99.0}) + "\n")
+            self.assertAlmostEqual(campaign_spec._extrapolated_seconds(row), 40.0)
+            (row / "launch.log").write_text("no progress line\n")
+            self.assertIsNone(campaign_spec._extrapolated_seconds(row))
+
 
 def peer_file(path, rank, evals, sent=8e6, steps=4):
     with open(path, "w") as f:
