@@ -194,6 +194,25 @@ class Table(unittest.TestCase):
             self.assertIn("| ddp | torch | 2 |", out)
             self.assertIn("diloco16 (CPU-bound: 1 of 1 runs left out)", out)
             self.assertNotIn("best of ours", out)  # no run of ours counts
+            self.assertNotIn("no row of ours reached", out)  # ... so nothing is judged
+
+    def test_no_row_of_ours_at_the_target_is_a_miss(self):
+        with tempfile.TemporaryDirectory() as d:
+            root = pathlib.Path(d)
+            for label, last in (("ddp", 0.86), ("diloco16", 0.84)):
+                run_dir = root / "time" / "uneven8" / "mlp" / "seed1" / label
+                algo = "ddp" if label == "ddp" else "allreduce"
+                (run_dir / "launch" / algo).mkdir(parents=True)
+                for r in range(2):
+                    peer_file(run_dir / "launch" / algo / f"peer{r}.jsonl", r,
+                              [(1, 0.5), (2, last)])
+                (run_dir / "launch" / "result.json").write_text(json.dumps(
+                    {"algorithms": [{"algorithm": algo, "ok": True, "final_accuracy": 0.86,
+                                     "mb_sent_per_peer": 8.0, "idle_share": 0.5}]}))
+            rc, out, err = run("campaign_table.py", root)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("no row of ours reached the target in its budget (ddp, the best torch "
+                          "row, did at 2.0 s): **missed**", out)
             self.assertTrue((root / "uneven8-mlp-time.svg").exists())
 
 
