@@ -56,7 +56,7 @@ class Spec(unittest.TestCase):
     def test_bad_campaign_files_are_one_line(self):
         good = json.loads(CAMPAIGN.read_text())
         cases = [
-            ({"rows": good["rows"] + [dict(good["rows"][0])]}, "rows[15].label"),
+            ({"rows": good["rows"] + [dict(good["rows"][0])]}, "rows[16].label"),
             ({"rows": [dict(good["rows"][0], family="jax")]}, "rows[0].family"),
             ({"rows": [dict(good["rows"][0], sets={})]}, "rows[0].sets"),
             ({"rows": [dict(good["rows"][0], set_cluster={"uneven9": {}})]},
