@@ -312,7 +312,8 @@ def main():
                   f"{'  (--time-rows)' if r[5] else ''}")
         return
     if not args.table_only:
-        if not (pathlib.Path(args.gossamer).is_file() and os.access(args.gossamer, os.X_OK)):
+        if not args.dry_run and not (pathlib.Path(args.gossamer).is_file()
+                                     and os.access(args.gossamer, os.X_OK)):
             die(f"--gossamer {args.gossamer}: not an executable; build the gossamer target first")
         for r in rows:
             run_row(args, r)
