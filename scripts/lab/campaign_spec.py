@@ -211,22 +211,25 @@ class Campaign:
             die(f"--measure wall: workload {workload} has no sample budget (\"budget\": "
                 "\"none\"); leave it out of --workloads")
         share = min(4.0, wall / own["train_seconds"])  # of the time run's samples
-        data = j.config["data"]
-        epochs = j.config["training"].get("epochs", 1)
+        want = share * j.config["training"].get("epochs", 1)  # in epochs of the time run's data
         if j.workload["budget"] == "stride":
-            self.stride_budget(j, share * epochs)
-            j.wall = wall
-            j.timeout = int(wall * 1.5 + 120)
-            return
-        total = data.get("train_limit") or 60000  # Fashion-MNIST's training set
-        want = share * epochs * total
-        new_epochs = max(1, math.ceil(want / total))
-        j.config["training"]["epochs"] = new_epochs
-        data["train_limit"] = int(want / new_epochs)
-        j.sim_config = merge(j.sim_config, {"training": {"epochs": new_epochs},
-                                            "data": {"train_limit": data["train_limit"]}})
+            self.stride_budget(j, want)
+        else:
+            self.limit_budget(j, want)
         j.wall = wall
         j.timeout = int(wall * 1.5 + 120)
+
+    @staticmethod
+    def limit_budget(j, want):
+        """Images: `want` epochs' worth of the time run's samples as whole epochs of
+        data.train_limit samples each."""
+        data = j.config["data"]
+        total = data.get("train_limit") or 60000  # Fashion-MNIST's training set
+        epochs = max(1, math.ceil(want))
+        data["train_limit"] = int(want * total / epochs)
+        j.config["training"]["epochs"] = epochs
+        j.sim_config = merge(j.sim_config, {"training": {"epochs": epochs},
+                                            "data": {"train_limit": data["train_limit"]}})
 
     @staticmethod
     def stride_budget(j, want):

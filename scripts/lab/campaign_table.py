@@ -239,9 +239,8 @@ def targets(cluster, workload, rows, is_loss, say):
     # at W) against DDP's quality at W.
     at_w = {k: v for k, v in rows.items() if v["family"] == "ours" and v["at_wall"] is not None}
     if "ddp" in rows and rows["ddp"]["at_wall"] is not None and at_w:
-        if ours and ours[min(ours, key=lambda k: ours[k]["time"])]["at_wall"] is not None:
-            bo = min(ours, key=lambda k: ours[k]["time"])
-        else:
+        bo = min(ours, key=lambda k: ours[k]["time"]) if ours else None
+        if bo not in at_w:
             bo = (min if is_loss else max)(at_w, key=lambda k: at_w[k]["at_wall"])
         a, b = at_w[bo]["at_wall"], rows["ddp"]["at_wall"]
         good = a <= b if is_loss else a >= b

@@ -177,15 +177,7 @@ class Table(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             root = pathlib.Path(d)
             for label, share in (("ddp", 0.5), ("diloco16", 0.95)):
-                run_dir = root / "time" / "uneven8" / "mlp" / "seed1" / label
-                algo = "ddp" if label == "ddp" else "allreduce"
-                (run_dir / "launch" / algo).mkdir(parents=True)
-                for r in range(2):
-                    peer_file(run_dir / "launch" / algo / f"peer{r}.jsonl", r,
-                              [(1, 0.5), (2, 0.86 if label == "ddp" else 0.9)])
-                (run_dir / "launch" / "result.json").write_text(json.dumps(
-                    {"algorithms": [{"algorithm": algo, "ok": True, "final_accuracy": 0.88,
-                                     "mb_sent_per_peer": 8.0, "idle_share": 0.5}]}))
+                run_dir = lab_run(root, label, 0.86 if label == "ddp" else 0.9, final=0.88)
                 (run_dir / "cpu.json").write_text(json.dumps(
                     {"samples": 10, "train_share": share, "eval_share": 0.01,
                      "cpu_bound": share >= 0.9}))
@@ -195,26 +187,31 @@ class Table(unittest.TestCase):
             self.assertIn("diloco16 (CPU-bound: 1 of 1 runs left out)", out)
             self.assertNotIn("best of ours", out)  # no run of ours counts
             self.assertNotIn("no row of ours reached", out)  # ... so nothing is judged
+            self.assertTrue((root / "uneven8-mlp-time.svg").exists())
 
     def test_no_row_of_ours_at_the_target_is_a_miss(self):
         with tempfile.TemporaryDirectory() as d:
             root = pathlib.Path(d)
             for label, last in (("ddp", 0.86), ("diloco16", 0.84)):
-                run_dir = root / "time" / "uneven8" / "mlp" / "seed1" / label
-                algo = "ddp" if label == "ddp" else "allreduce"
-                (run_dir / "launch" / algo).mkdir(parents=True)
-                for r in range(2):
-                    peer_file(run_dir / "launch" / algo / f"peer{r}.jsonl", r,
-                              [(1, 0.5), (2, last)])
-                (run_dir / "launch" / "result.json").write_text(json.dumps(
-                    {"algorithms": [{"algorithm": algo, "ok": True, "final_accuracy": 0.86,
-                                     "mb_sent_per_peer": 8.0, "idle_share": 0.5}]}))
+                lab_run(root, label, last, final=0.86)
             rc, out, err = run("campaign_table.py", root)
             self.assertEqual(rc, 0, err)
             self.assertIn("no row of ours reached the target in its budget (ddp, the best torch "
                           "row, did at 2.0 s): **missed**", out)
-            self.assertTrue((root / "uneven8-mlp-time.svg").exists())
 
+
+def lab_run(root, label, last, final):
+    """A finished uneven8/mlp seed-1 run of `label` (ddp: torch's, else our allreduce) by 2
+    peers, evaluated at 0.5 then `last`; returns its folder."""
+    run_dir = root / "time" / "uneven8" / "mlp" / "seed1" / label
+    algo = "ddp" if label == "ddp" else "allreduce"
+    (run_dir / "launch" / algo).mkdir(parents=True)
+    for r in range(2):
+        peer_file(run_dir / "launch" / algo / f"peer{r}.jsonl", r, [(1, 0.5), (2, last)])
+    (run_dir / "launch" / "result.json").write_text(json.dumps(
+        {"algorithms": [{"algorithm": algo, "ok": True, "final_accuracy": final,
+                         "mb_sent_per_peer": 8.0, "idle_share": 0.5}]}))
+    return run_dir
 
 if __name__ == "__main__":
     unittest.main()
