@@ -40,14 +40,39 @@ const char* kCluster = R"({
               "links": [{"from": 0, "to": 2, "bandwidth": 5e6}]}
 })";
 
+// `gossamer lab check ARGS` run until its verdict says the veths carry the caps, at most three
+// times; returns the run that carried, or the last. A cap must hold in every run (no peer above
+// 110%); reaching 90% of it needs the senders to get the CPU, which a loaded 2-core machine
+// (ctest -j2 beside another test) may deny for a window: a clean-clone CI run once measured 169
+// of 200 Mbit/s. A shaper that is too tight misses in all three (as check_near_cap in
+// test_lab_shaping.cpp).
+RunResult check_until_carries(const std::string& args, bool json) {
+    RunResult r;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        r = run(kGossamer + " lab check " + args + (json ? " --json" : ""));
+        INFO("run " << attempt + 1 << ": " << r.out << r.err);
+        REQUIRE(r.status == 0);
+        if (!json) {
+            if (r.out.find("verdict: the veths carry these caps here") != std::string::npos)
+                return r;
+            continue;
+        }
+        const auto doc = nlohmann::json::parse(r.out);
+        for (const auto& p : doc["peers"])
+            CHECK(p["reached_bits_per_s"].get<double>() <= 1.1 * p["cap_bits_per_s"].get<double>());
+        if (doc["carries"] == true) return r;
+        MESSAGE("lab check " << args << ": below 90% of a cap in run " << attempt + 1);
+    }
+    return r;
+}
+
 }  // namespace
 
 TEST_SUITE("lab") {
     TEST_CASE("lab check: the rate every peer reaches at once against its cap, and a verdict") {
         if (!have_netns()) return;
-        const auto r = run(kGossamer + " lab check --peers 2 --rate 50mbit --seconds 2.5");
+        const auto r = check_until_carries("--peers 2 --rate 50mbit --seconds 2.5", false);
         INFO(r.out << r.err);
-        REQUIRE(r.status == 0);
         CHECK(r.out.find("lab check: 2 peers (every peer capped at 50 Mbit/s)") !=
               std::string::npos);
         CHECK(r.out.find("   0            50.0") != std::string::npos);
@@ -55,8 +80,7 @@ TEST_SUITE("lab") {
         CHECK(r.out.find("the qdiscs' counters") != std::string::npos);
         CHECK(r.out.find("verdict: the veths carry these caps here") != std::string::npos);
 
-        const auto j = run(kGossamer + " lab check --peers 2 --rate 50mbit --seconds 2.5 --json");
-        REQUIRE(j.status == 0);
+        const auto j = check_until_carries("--peers 2 --rate 50mbit --seconds 2.5", true);
         const auto doc = nlohmann::json::parse(j.out);
         CHECK(doc["carries"] == true);
         REQUIRE(doc["peers"].size() == 2);
@@ -88,9 +112,8 @@ TEST_SUITE("lab") {
         if (!have_netns()) return;
         TempDir dir;
         const auto file = dir.write("c.json", kCluster);
-        const auto r = run(kGossamer + " lab check --cluster " + file + " --seconds 2 --json");
+        const auto r = check_until_carries("--cluster " + file + " --seconds 2", true);
         INFO(r.out << r.err);
-        REQUIRE(r.status == 0);
         const auto doc = nlohmann::json::parse(r.out);
         REQUIRE(doc["peers"].size() == 3);
         // 0 -> 1 and 2 -> 0 at 200 Mbit/s; 1 -> 2 behind peer 1's 100 Mbit/s uplink
