@@ -41,17 +41,36 @@ class Spec(unittest.TestCase):
         self.assertEqual(j.config["outer"]["lr"], 0.7)  # set
         self.assertEqual(j.algorithm, "qallreduce")
         g = by["time/racks8/gpt/seed3/diloco16"]
-        self.assertEqual(g.config["outer"]["momentum"], 0.9)  # set_workload
+        self.assertEqual(g.config["outer"]["momentum"], 0.6)  # the MLP grid's, for the GPT too
         self.assertEqual(g.config["training"]["target_loss"], 1.8)
         self.assertNotIn("time/uneven8/gpt/seed3/choco", by)  # "workloads": ["mlp"]
         t = by["time/racks8/gpt/seed3/timed_int8"]
         self.assertEqual(t.config["outer"]["seconds"], 4.32)  # set_cluster "racks8/gpt"
-        self.assertEqual(t.config["outer"]["momentum"], 0.9)
+        self.assertEqual(t.config["outer"]["reference_steps"], 14)
+        t2 = by["time/uneven8/gpt/seed3/timed2_int8"]
+        self.assertEqual((t2.config["outer"]["seconds"], t2.config["outer"]["reference_steps"]),
+                         (3.0, 10))
         self.assertEqual(by["time/racks8/mlp/seed3/timed_int8"].config["outer"]["seconds"], 2.88)
         f = by["time/uneven8/mlp/seed3/ddp_fp16"]
         self.assertEqual(f.config["algorithms"]["ddp"], {"hook": "fp16"})
         self.assertEqual(f.sim_algorithm, "qallreduce")
         self.assertFalse(f.sim_config["algorithms"]["qallreduce"]["error_feedback"])
+
+    def test_set_workload_is_merged_before_set_cluster(self):
+        good = json.loads(CAMPAIGN.read_text())
+        row = next(r for r in good["rows"] if r["label"] == "timed_int8")
+        row["set_workload"] = {"gpt": {"outer": {"momentum": 0.9, "seconds": 1.0}}}
+        with tempfile.TemporaryDirectory() as d:
+            path = pathlib.Path(d) / "c.json"
+            path.write_text(json.dumps(good))
+            camp = campaign_spec.load(path)
+            jobs = camp.jobs(pathlib.Path(d), "time", ["uneven8"], ["mlp", "gpt"],
+                             ["timed_int8"], [1], self.fail)
+        by = {j.name: j.config for j in jobs}
+        gpt, mlp = by["time/uneven8/gpt/seed1/timed_int8"], by["time/uneven8/mlp/seed1/timed_int8"]
+        self.assertEqual(gpt["outer"]["momentum"], 0.9)  # set_workload over set
+        self.assertEqual(gpt["outer"]["seconds"], 4.8)  # "uneven8/gpt" over set_workload
+        self.assertEqual(mlp["outer"]["momentum"], 0.6)  # other workloads untouched
 
     def test_bad_campaign_files_are_one_line(self):
         good = json.loads(CAMPAIGN.read_text())
